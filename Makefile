@@ -1,0 +1,34 @@
+# Set-up and entry points. `make demo` runs the main job on the real data; `make test` runs the tests.
+# Both create .venv/ (the package and its CLI, .venv/bin/rlvrambench) when it is missing or stale.
+PYTHON ?= python3
+VENV := .venv
+OLAH_VENV := .venv-olah
+SNAPSHOT ?= $(abspath ../shared/rlvrambench/hub)
+export RLVRAMBENCH_SNAPSHOT ?= $(SNAPSHOT)
+
+.PHONY: install demo test bench clean
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV)/bin/python -m pip install --quiet -e '.[test,plots,release]'
+	touch $@
+
+$(OLAH_VENV)/.installed:
+	test -x $(OLAH_VENV)/bin/python || $(PYTHON) -m venv $(OLAH_VENV)
+	$(OLAH_VENV)/bin/python -m pip install --quiet 'olah>=0.5.4'
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/python -m rlvrambench_hf.demo --source $(SNAPSHOT)
+
+test: $(VENV)/.installed $(OLAH_VENV)/.installed
+	OLAH_CLI=$(abspath $(OLAH_VENV))/bin/olah-cli $(VENV)/bin/python -m pytest -q
+
+bench: $(VENV)/.installed $(OLAH_VENV)/.installed
+	for b in bench/bench_*.py; do OLAH_CLI=$(abspath $(OLAH_VENV))/bin/olah-cli $(VENV)/bin/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) $(OLAH_VENV) build *.egg-info

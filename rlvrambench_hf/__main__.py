@@ -1,0 +1,5 @@
+"""``python -m rlvrambench_hf`` is the ``rlvrambench`` command."""
+
+from .cli import run
+
+run()

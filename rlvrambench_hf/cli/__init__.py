@@ -1,0 +1,58 @@
+"""The ``rlvrambench`` command line: argument parsing and printing only; the work is done by the cores.
+
+Each module of this package that defines ``register(subparsers)`` contributes its commands. A handler takes
+the parsed arguments and returns the exit status. Errors of the package print one line and exit with 2;
+``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from ..errors import RLVRAMBenchError
+
+EXIT_ERROR = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2 (argparse's own convention too)
+        self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="rlvrambench", description="Typed access, metrics and releases for RLVRAMBench.")
+    parser.add_argument("--source", help="Hub repo id or local directory (default: $RLVRAMBENCH_SOURCE, "
+                        "else kobzaond/RLVRAMBench)")
+    parser.add_argument("--revision", help="Hub revision: branch, tag or commit (default: "
+                        "$RLVRAMBENCH_REVISION, else the pinned release commit)")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+    for module in pkgutil.iter_modules(__path__):
+        if not module.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{module.name}").register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except RLVRAMBenchError as exc:
+        if args.debug:
+            raise
+        print(f"rlvrambench: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("rlvrambench: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

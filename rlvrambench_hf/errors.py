@@ -1,0 +1,36 @@
+"""Exceptions raised by rlvrambench-hf.
+
+Every error a user can cause derives from :class:`RLVRAMBenchError`; its message is one line that names the
+problem. The command line prints that line and exits with status 2.
+"""
+
+
+class RLVRAMBenchError(Exception):
+    """Base class of every error the package raises on bad input or a bad release."""
+
+
+class UnknownConfigError(RLVRAMBenchError, KeyError):
+    """A config, split, track, rule or other name that the registry does not know."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class SourceError(RLVRAMBenchError):
+    """The source (Hub repository, revision or local folder) cannot be opened or reached."""
+
+
+class MissingFileError(SourceError):
+    """A file that a config needs is not part of the requested revision."""
+
+
+class IntegrityError(RLVRAMBenchError):
+    """A file does not match its published SHA-256 digest, or a manifest is unsafe."""
+
+
+class SchemaError(RLVRAMBenchError):
+    """A data file does not fit the registry: extra or missing columns, or a value outside its type."""
+
+
+class InputError(RLVRAMBenchError, ValueError):
+    """A user-supplied file or argument (predictions, decisions, policy, options) is invalid."""

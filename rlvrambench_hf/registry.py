@@ -1,0 +1,468 @@
+"""The registry: the single description of every RLVRAMBench table.
+
+Each :class:`ConfigSpec` names a config of the dataset card (or a supporting table the card does not name), its
+split, the file holding it in the repository, a one-line meaning, its key columns and the type of every column
+in file order. The builder, the typed reader, validation, the card's ``dataset_info`` and Croissant are all
+derived from here; nothing else spells out a column type.
+
+Types are decided from every real value of the release (see ``tests/test_registry.py``):
+
+* outcome and state columns are class labels whose names start with :data:`OUTCOME_LABELS` and continue with
+  the other values that the column holds;
+* counts and integral settings are ``int64``; MiB and seconds written with a decimal point are ``float64``;
+* ``True``/``False`` columns and 0/1 flags are ``bool``;
+* blank cells and the literal ``nan`` are null, never 0, ``False`` or ``""``;
+* semicolon-separated lists are lists of strings; identifiers (including scheduler job ids) are strings.
+
+Only :mod:`pyarrow` is imported here; :meth:`ConfigSpec.features` imports :mod:`datasets` when first asked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Iterator
+
+import pyarrow as pa
+
+from .errors import UnknownConfigError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import datasets
+
+#: The three prediction labels, in the fixed order every label column starts with.
+OUTCOME_LABELS: tuple[str, ...] = ("within_margin", "above_margin", "memory_failure")
+#: The label of an evaluation slot or configuration whose outcome is not established.
+UNRESOLVED = "unresolved"
+#: The per-device memory limit of the benchmark, in MiB (inclusive).
+MARGIN_LIMIT_MIB = 38_912
+#: Repository id of the dataset on the Hugging Face Hub.
+DEFAULT_REPO_ID = "kobzaond/RLVRAMBench"
+#: The commit of the published release (``release.json``'s ``huggingface_revision``).
+DEFAULT_REVISION = "68aa8e041b3248c2898ba8062c912e84a64b2c64"
+#: Manifests that publish SHA-256 digests, as (manifest path, folder its names are relative to).
+MANIFESTS: tuple[tuple[str, str], ...] = (
+    ("benchmark/manifest.json", "benchmark"),
+    ("benchmark/decision/results/manifest.json", "benchmark/decision/results"),
+    ("benchmark/estimation/results/output_manifest.json", "benchmark/estimation/results"),
+)
+CARD_PATH = "README.md"
+
+KINDS = ("string", "int64", "float64", "bool", "label", "string_list")
+ARROW_TYPES = {
+    "string": pa.string(),
+    "int64": pa.int64(),
+    "float64": pa.float64(),
+    "bool": pa.bool_(),
+    "label": pa.int64(),
+    "string_list": pa.list_(pa.string()),
+}
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: its name, kind (one of :data:`KINDS`), meaning and, for labels, the class names."""
+
+    name: str
+    kind: str
+    description: str
+    labels: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"column {self.name}: unknown kind {self.kind!r}")
+        if (self.kind == "label") != bool(self.labels):
+            raise ValueError(f"column {self.name}: labels are given exactly for label columns")
+
+    @property
+    def arrow_type(self) -> pa.DataType:
+        return ARROW_TYPES[self.kind]
+
+    def with_labels(self, *extra: str) -> "Column":
+        return Column(self.name, "label", self.description, OUTCOME_LABELS + extra)
+
+
+def _c(kind: str, description: str) -> tuple[str, str]:
+    return kind, description
+
+
+# Every column name used in the release, with its kind and meaning. Label columns get their names per config.
+_VOCABULARY: dict[str, tuple[str, str]] = {
+    # identities
+    "configuration_id": _c("string", "Stable hash of a configuration's study, model, workload, condition and settings"),
+    "case_id": _c("string", "Group of one study, model, workload, GPU count and requested horizon"),
+    "study": _c("string", "Experimental study the configuration belongs to"),
+    "model_family": _c("string", "Short model identifier"),
+    "model_name": _c("string", "Readable checkpoint name"),
+    "model_id": _c("string", "Upstream model repository"),
+    "model": _c("string", "Upstream model repository"),
+    "workload_id": _c("string", "Stable workload identifier"),
+    "workload_name": _c("string", "Readable workload name"),
+    "workload": _c("string", "Workload identifier (legacy spelling)"),
+    "legacy_dataset_id": _c("string", "Workload identifier as spelled in the original tables"),
+    "dataset": _c("string", "Workload identifier (legacy spelling)"),
+    "algorithm": _c("string", "Reinforcement-learning algorithm (GRPO)"),
+    "adaptation": _c("string", "Parameter adaptation method (LoRA)"),
+    "configuration_level": _c("string", "Test index or named setting; not a quality rank"),
+    "condition": _c("string", "Experimental treatment; null when no condition field was recorded"),
+    # settings
+    "gpu_count": _c("int64", "Allocated GPUs"),
+    "rollout_tp_size": _c("int64", "Devices sharing each generation model by tensor parallelism"),
+    "actor_micro_batch": _c("int64", "Training examples per actor micro-batch"),
+    "rollout_logprob_micro_batch": _c("int64", "Generation-policy log-probability micro-batch size"),
+    "ref_logprob_micro_batch": _c("int64", "Reference-policy log-probability micro-batch size"),
+    "vllm_gpu_memory_utilization": _c("float64", "Fraction of device memory reserved by the vLLM engine"),
+    "reservation": _c("float64", "Fraction of device memory reserved by the vLLM engine"),
+    "parameter_offload": _c("bool", "Model parameters offloaded from device memory"),
+    "optimizer_offload": _c("bool", "Optimizer state offloaded from device memory"),
+    "free_cache_engine": _c("bool", "Generation state released between stages"),
+    "max_prompt_length": _c("int64", "Maximum prompt tokens"),
+    "prompt_cap": _c("int64", "Maximum prompt tokens"),
+    "max_response_length": _c("int64", "Maximum generated response tokens"),
+    "response_cap": _c("int64", "Maximum generated response tokens"),
+    "max_model_len": _c("int64", "Configured maximum model sequence length, tokens"),
+    "max_num_seqs": _c("int64", "Maximum concurrent generation sequences"),
+    "rollout_n": _c("int64", "Generated responses per prompt"),
+    "responses_per_prompt": _c("int64", "Generated responses per prompt"),
+    "train_batch_size": _c("int64", "Global training batch size, prompts"),
+    "global_prompt_batch": _c("int64", "Global training batch size, prompts"),
+    "train_max_samples": _c("int64", "Training sample preparation limit (-1: none)"),
+    "val_max_samples": _c("int64", "Validation sample preparation limit"),
+    "total_training_steps": _c("int64", "Requested training horizon, steps"),
+    "training_steps": _c("int64", "Requested training horizon, steps"),
+    "gpu_monitor_interval_ms": _c("int64", "External device-memory sampling interval, milliseconds"),
+    "allocator_trace_enabled": _c("bool", "Allocator instrumentation enabled; null when not recorded"),
+    "allocator_trace_sync": _c("bool", "Allocator instrumentation waits for pending GPU work; null when not recorded"),
+    "save_freq": _c("int64", "Checkpoint interval, steps (negative disables); null when not recorded"),
+    "test_freq": _c("int64", "Validation interval, steps (negative disables); null when not recorded"),
+    "val_before_train": _c("bool", "Validation precedes training; null when not recorded"),
+    "resume_mode": _c("string", "Checkpoint-resume setting; null when not recorded"),
+    "max_actor_ckpt_to_keep": _c("int64", "Checkpoint retention; null when not recorded"),
+    "accelerator": _c("string", "Device model"),
+    "device_capacity_mib": _c("int64", "Reported capacity per device, MiB"),
+    "margin_limit_mib": _c("int64", "Per-device memory limit, MiB, inclusive"),
+    "peak_measurement": _c("string", "Measurement convention of the peaks"),
+    # outcome summaries
+    "eligible_processes": _c("int64", "Eligible processes behind the label"),
+    "distinct_seeds": _c("int64", "Distinct eligible seeds"),
+    "completed_eligible_processes": _c("int64", "Eligible processes that completed"),
+    "within_margin_processes": _c("int64", "Eligible processes within the margin"),
+    "above_margin_processes": _c("int64", "Eligible processes above the margin"),
+    "memory_failure_processes": _c("int64", "Eligible processes with a diagnosed memory failure"),
+    "max_completed_run_peak_mib": _c("float64", "Maximum peak over completed eligible processes, MiB; null if none completed"),
+    "mean_completed_run_peak_mib": _c("float64", "Mean peak over completed eligible processes, MiB; null if none completed"),
+    "recorded_attempts": _c("int64", "All recorded invocations"),
+    "documented_completed_attempts": _c("int64", "Recorded invocations with documented completion"),
+    "excluded_attempts": _c("int64", "Recorded invocations excluded from the label"),
+    "label_scope": _c("string", "Eligible resource outcomes or single-process calibration"),
+    "used_in_transfer_tasks": _c("bool", "Configuration is a source or target of the transfer queries"),
+    # runs and attempts
+    "run_id": _c("string", "Eligible process id; null for attempts that are not eligible"),
+    "experiment_id": _c("string", "Planned configuration/seed slot"),
+    "training_seed": _c("int64", "Random seed of the process"),
+    "job_id": _c("string", "Scheduler allocation id (shared by processes of one allocation)"),
+    "pair_id": _c("string", "Paired-order group; null outside paired studies"),
+    "period": _c("int64", "Position in a paired order; null outside paired studies"),
+    "completed_requested_work": _c("bool", "The process completed its requested training and operations"),
+    "requested_training_steps": _c("int64", "Requested horizon, steps"),
+    "observed_peak_mib": _c("float64", "Maximum externally sampled per-device memory, MiB; null if not measured"),
+    "completed_run_peak_mib": _c("float64", "Peak of a completed process, MiB; null for failures"),
+    "elapsed_seconds": _c("float64", "Elapsed wall time, seconds"),
+    "terminal_stage": _c("string", "Last observed execution stage"),
+    "failure_kind": _c("string", "Diagnosed failure category; null when none was diagnosed"),
+    "source_table": _c("string", "Source table in the evidence archive"),
+    "artifact_path": _c("string", "Trial record in the evidence archive"),
+    "run_log": _c("string", "Training log in the evidence archive"),
+    "phase_memory_csv": _c("string", "Stage memory trace in the evidence archive"),
+    "gpu_telemetry_csv": _c("string", "Device telemetry in the evidence archive"),
+    "environment_json": _c("string", "Environment record in the evidence archive"),
+    "allocation_manifest": _c("string", "Allocation manifest in the evidence archive; null when absent"),
+    "source_head": _c("string", "Source revision, when recorded"),
+    "attempt_id": _c("string", "Recorded invocation id"),
+    "eligible": _c("bool", "The invocation supplies an eligible resource outcome"),
+    "documented_completion": _c("bool", "Completion is documented (False: not established, not a failure)"),
+    "exclusion_reason": _c("string_list", "Reasons the invocation was excluded; null when eligible"),
+    "last_completed_step_if_documented": _c("int64", "Last completed step of a late excluded attempt; null when not curated"),
+    "evidence_files": _c("string_list", "Evidence files in the archive"),
+    "scheduler_evidence": _c("string", "Additional scheduler evidence, when available"),
+    "stage": _c("string", "Execution stage of the measurement"),
+    "coverage": _c("string", "completed_run, terminal_stage_partial or stage_completion_not_certified"),
+    # queries
+    "query_id": _c("string", "Prediction key"),
+    "task_id": _c("string", "Task grouping queries that share an allowed donor case"),
+    "track": _c("string", "Transfer type"),
+    "source_configuration_id": _c("string", "Configuration whose measurements are given"),
+    "target_configuration_id": _c("string", "Configuration whose label is predicted"),
+    "source_case_id": _c("string", "Case of the source configuration"),
+    "target_case_id": _c("string", "Case of the target configuration"),
+    # admission panel
+    "candidate_id": _c("string", "Admission candidate"),
+    "evaluation_known_memory_failure": _c("bool", "An evaluation attempt has known memory-failure evidence"),
+    "evaluation_known_above_margin": _c("bool", "An evaluation attempt has known above-margin evidence"),
+    "screen_peak_mib": _c("float64", "Peak of the completed screen, MiB; null for a failed screen"),
+    "evaluation_max_completed_peak_mib": _c("float64", "Maximum completed evaluation peak, MiB; null if none completed"),
+    "recorded_screen_attempts": _c("int64", "Recorded screen invocations"),
+    "recorded_evaluation_attempts": _c("int64", "Recorded evaluation invocations"),
+    "attempt_index": _c("int64", "Attempt number within its slot, from 1"),
+    "slot_id": _c("string", "Planned seed slot"),
+    "role": _c("string", "screen or evaluation"),
+    "known_memory_failure": _c("bool", "Known memory-failure evidence"),
+    "peak_mib": _c("float64", "Peak of a completed attempt, MiB; null for failures"),
+    "completed_final_operations": _c("bool", "Final step and scheduled operations completed"),
+    "wrapper_exit_code": _c("int64", "Exit status of the launcher"),
+    "validation_error": _c("string", "Validation error of the attempt; null when valid"),
+    "repair_reason": _c("string", "Predefined setup-failure reason for a replacement; null when none"),
+    "attempt_directory": _c("string", "Attempt folder in the evidence archive"),
+    "last_completed_step": _c("int64", "Last completed training step"),
+    # follow-up studies
+    "all_three_seeds_eligible": _c("bool", "All three seed slots have eligible outcomes"),
+    "completed_peak_mib": _c("float64", "Peak over completed processes, MiB; null if none completed"),
+    "completed_processes": _c("int64", "Completed processes"),
+    "component_regression_predicted_peak_mib": _c("float64", "Frozen component-regression peak prediction, MiB"),
+    "component_regression_unscored_approval": _c("bool", "Component regression approves an unresolved target"),
+    "donor_copy_predicted_peak_mib": _c("float64", "Frozen donor-copy peak prediction, MiB"),
+    "donor_copy_unscored_approval": _c("bool", "Donor copy approves an unresolved target"),
+    "eligible_seed_count": _c("int64", "Seeds with eligible outcomes"),
+    "eligible_seeds": _c("string_list", "Seeds with eligible outcomes; null when none"),
+    "known_margin_exceedance": _c("bool", "Known evidence of a peak above the limit"),
+    "logistic_predicted_peak_mib": _c("float64", "Logistic classifier peak prediction, MiB; null (it predicts labels only)"),
+    "logistic_unscored_approval": _c("bool", "Logistic classification approves an unresolved target"),
+    "maximum_known_completed_peak_mib": _c("float64", "Maximum known completed peak, MiB; null if none"),
+    "required_seeds": _c("int64", "Seeds required for a repeated label"),
+    "unresolved": _c("bool", "The repeated label is unresolved"),
+    "unresolved_seeds": _c("string_list", "Seeds without an eligible outcome; null when none"),
+    # never-started controls
+    "initial_allocation": _c("bool", "The condition received its initial allocation"),
+    "attempted": _c("bool", "The condition was attempted (False: outside every attempt denominator)"),
+    "actor_update_peak_mib": _c("float64", "Actor-update stage peak, MiB; null if not measured"),
+    "terminal_sampled_phase": _c("string", "Last sampled phase; null if none"),
+}
+
+_LABEL_DESCRIPTIONS = {
+    "observed_state": "Repeated resource label of the configuration",
+    "recorded_outcome": "Audited outcome of the invocation",
+    "evaluation_state": "Repeated label of the three evaluation seeds (the truth)",
+    "screen_state": "Outcome of the designated five-step screen",
+    "source_state": "Repeated label of the donor configuration",
+    "state": "Outcome of the attempt",
+    "donor_copy_predicted_state": "Frozen donor-copy label prediction",
+    "component_regression_predicted_state": "Frozen component-regression label prediction",
+    "logistic_predicted_state": "Frozen logistic-classification label prediction",
+    "outcome": "Outcome of the planned condition",
+}
+
+
+def _columns(names: str, **labels: tuple[str, ...]) -> tuple[Column, ...]:
+    """Columns in file order; ``labels`` gives the extra class names of each label column."""
+    out = []
+    for name in names.split():
+        if name in _LABEL_DESCRIPTIONS:
+            extra = labels.get(name, ())
+            out.append(Column(name, "label", _LABEL_DESCRIPTIONS[name], OUTCOME_LABELS + tuple(extra)))
+        else:
+            kind, description = _VOCABULARY[name]
+            out.append(Column(name, kind, description))
+    unused = set(labels) - {c.name for c in out}
+    if unused:
+        raise ValueError(f"label overrides for absent columns {sorted(unused)}")
+    return tuple(out)
+
+
+_SETTINGS = """configuration_id case_id study model_family model_name model_id workload_id workload_name
+legacy_dataset_id algorithm adaptation configuration_level condition gpu_count rollout_tp_size actor_micro_batch
+rollout_logprob_micro_batch ref_logprob_micro_batch vllm_gpu_memory_utilization parameter_offload optimizer_offload
+free_cache_engine max_prompt_length max_response_length max_model_len max_num_seqs rollout_n train_batch_size
+train_max_samples val_max_samples total_training_steps gpu_monitor_interval_ms allocator_trace_enabled
+allocator_trace_sync save_freq test_freq val_before_train resume_mode max_actor_ckpt_to_keep accelerator
+device_capacity_mib margin_limit_mib peak_measurement"""
+_OUTCOMES = """observed_state eligible_processes distinct_seeds completed_eligible_processes within_margin_processes
+above_margin_processes memory_failure_processes max_completed_run_peak_mib mean_completed_run_peak_mib
+recorded_attempts documented_completed_attempts excluded_attempts label_scope"""
+_FOLLOWUP = """all_three_seeds_eligible completed_peak_mib completed_processes component_regression_predicted_peak_mib
+component_regression_predicted_state component_regression_unscored_approval configuration_id configuration_level
+donor_copy_predicted_peak_mib donor_copy_predicted_state donor_copy_unscored_approval eligible_seed_count
+eligible_seeds gpu_count known_margin_exceedance known_memory_failure logistic_predicted_peak_mib
+logistic_predicted_state logistic_unscored_approval maximum_known_completed_peak_mib model observed_state
+required_seeds unresolved unresolved_seeds workload"""
+
+
+@dataclass(frozen=True)
+class ConfigSpec:
+    """One table of the release: where it lives, what it means and how every column is typed."""
+
+    name: str
+    split: str
+    path: str
+    description: str
+    keys: tuple[str, ...]
+    columns: tuple[Column, ...] = field(repr=False)
+    card: bool = True  # a config named by the dataset card; False for supporting tables
+
+    @property
+    def column_names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def column(self, name: str) -> Column:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise UnknownConfigError(f"config {self.name} has no column {name!r}")
+
+    @property
+    def label_columns(self) -> list[Column]:
+        return [c for c in self.columns if c.kind == "label"]
+
+    @cached_property
+    def arrow_schema(self) -> pa.Schema:
+        """Arrow storage schema (labels as int64 class indices, as in ``datasets``)."""
+        return pa.schema([pa.field(c.name, c.arrow_type) for c in self.columns])
+
+    @property
+    def features(self) -> "datasets.Features":
+        """The ``datasets.Features`` of this table (imports ``datasets``)."""
+        return _features(self)
+
+
+def _features(spec: ConfigSpec) -> "datasets.Features":
+    import datasets
+
+    def feature(c: Column):
+        if c.kind == "label":
+            return datasets.ClassLabel(names=list(c.labels))
+        if c.kind == "string_list":
+            return datasets.List(datasets.Value("string"))
+        return datasets.Value(c.kind)
+
+    return datasets.Features({c.name: feature(c) for c in spec.columns})
+
+
+_SPECS: tuple[ConfigSpec, ...] = (
+    ConfigSpec(
+        "admission_candidates", "test", "benchmark/decision/results/candidate_results.csv",
+        "The twelve admission-panel candidates with settings, donor label, screen and repeated evaluation outcome",
+        ("candidate_id",),
+        _columns("""model_name workload_name configuration_level evaluation_state screen_state source_state
+            actor_micro_batch reservation gpu_count training_steps prompt_cap response_cap responses_per_prompt
+            global_prompt_batch evaluation_known_memory_failure evaluation_known_above_margin screen_peak_mib
+            evaluation_max_completed_peak_mib recorded_screen_attempts recorded_evaluation_attempts candidate_id
+            case_id model_family dataset"""),
+    ),
+    ConfigSpec(
+        "transfer_configurations", "measured", "benchmark/transfer_configurations.csv",
+        "The 98 configurations used as transfer sources or targets, settings joined to outcomes",
+        ("configuration_id",),
+        _columns("""model_name workload_name gpu_count total_training_steps configuration_level actor_micro_batch
+            vllm_gpu_memory_utilization observed_state eligible_processes completed_eligible_processes
+            within_margin_processes max_completed_run_peak_mib margin_limit_mib recorded_attempts configuration_id
+            case_id study model_family model_id workload_id legacy_dataset_id algorithm adaptation condition
+            rollout_tp_size rollout_logprob_micro_batch ref_logprob_micro_batch parameter_offload optimizer_offload
+            free_cache_engine max_prompt_length max_response_length max_model_len max_num_seqs rollout_n
+            train_batch_size train_max_samples val_max_samples gpu_monitor_interval_ms allocator_trace_enabled
+            allocator_trace_sync save_freq test_freq val_before_train resume_mode max_actor_ckpt_to_keep
+            accelerator device_capacity_mib peak_measurement distinct_seeds above_margin_processes
+            memory_failure_processes mean_completed_run_peak_mib documented_completed_attempts excluded_attempts
+            label_scope used_in_transfer_tasks"""),
+    ),
+    ConfigSpec(
+        "all_configurations", "measured", "benchmark/configuration_results.csv",
+        "All 212 measured configurations, settings joined to repeated outcomes (browsing, not blind input)",
+        ("configuration_id",),
+        _columns(_SETTINGS + " " + _OUTCOMES + " used_in_transfer_tasks", observed_state=("not_repeated",)),
+    ),
+    ConfigSpec(
+        "eligible_runs", "measured", "benchmark/runs.csv",
+        "The 612 eligible processes behind the labels, with peaks, elapsed time and evidence paths",
+        ("run_id",),
+        _columns("""run_id configuration_id study experiment_id training_seed job_id pair_id period observed_state
+            completed_requested_work requested_training_steps observed_peak_mib completed_run_peak_mib
+            elapsed_seconds terminal_stage failure_kind source_table artifact_path run_log phase_memory_csv
+            gpu_telemetry_csv environment_json allocation_manifest source_head"""),
+    ),
+    ConfigSpec(
+        "recorded_attempts", "recorded", "benchmark/attempts.csv",
+        "All 683 recorded invocations, eligible or excluded, with audited outcome and evidence",
+        ("attempt_id",),
+        _columns("""attempt_id configuration_id run_id study experiment_id job_id eligible recorded_outcome
+            documented_completion failure_kind exclusion_reason last_completed_step_if_documented evidence_files
+            scheduler_evidence""",
+                 recorded_outcome=("completed", "no_trial_record", "other_failure", "timeout_unresolved_cause",
+                                   "accelerator_argument_error_then_noncompletion")),
+    ),
+    ConfigSpec(
+        "stage_measurements", "measured", "benchmark/stage_measurements.csv",
+        "Externally sampled device-memory peak of each observed execution stage of each eligible process",
+        ("run_id", "stage"),
+        _columns("run_id configuration_id stage observed_peak_mib coverage phase_memory_csv"),
+    ),
+    ConfigSpec(
+        "transfer_queries", "evaluation", "benchmark/queries.csv",
+        "The 400 transfer queries: predict the target's label from the matched source's measurements",
+        ("query_id",),
+        _columns("""query_id task_id track source_configuration_id target_configuration_id source_case_id
+            target_case_id"""),
+    ),
+    ConfigSpec(
+        "admission_attempts", "recorded", "benchmark/decision/results/attempts.csv",
+        "The 48 admission-panel invocations (one screen and three evaluation slots per candidate)",
+        ("attempt_id",),
+        _columns("""attempt_id attempt_index slot_id candidate_id case_id role training_seed job_id state
+            known_memory_failure peak_mib completed_final_operations wrapper_exit_code elapsed_seconds
+            validation_error repair_reason allocation_manifest attempt_directory source_head last_completed_step""",
+                 state=(UNRESOLVED,)),
+    ),
+    ConfigSpec(
+        "larger_model_configurations", "measured", "benchmark/estimation/results/configurations_flat.csv",
+        "Twelve planned Qwen2.5-7B settings with frozen method predictions and their resolved outcomes",
+        ("configuration_id",),
+        _columns(_FOLLOWUP, observed_state=(UNRESOLVED,)),
+    ),
+    ConfigSpec(
+        "expanded_host_configurations", "measured", "benchmark/host_capacity/results/configurations_flat.csv",
+        "Six expanded-host follow-up settings with the frozen predictions and new seed slots",
+        ("configuration_id",),
+        _columns(_FOLLOWUP, observed_state=(UNRESOLVED,)),
+    ),
+    ConfigSpec(
+        "configuration_feasibility", "configurations", "tables/three-model-configurations.csv",
+        "Feasibility of the three-model configuration grid (file not published in every revision)",
+        ("configuration_id",),
+        _columns("""configuration_id model_name workload_name gpu_count configuration_level actor_micro_batch
+            vllm_gpu_memory_utilization parameter_offload observed_state max_completed_run_peak_mib"""),
+    ),
+    # supporting tables: read by features of the package, not named by the card
+    ConfigSpec(
+        "configurations", "measured", "benchmark/configurations.csv",
+        "Settings of all 212 configurations, without outcomes",
+        ("configuration_id",), _columns(_SETTINGS), card=False,
+    ),
+    ConfigSpec(
+        "outcomes", "measured", "benchmark/outcomes.csv",
+        "Repeated label and attempt summary of each configuration, one-to-one with configurations",
+        ("configuration_id",), _columns("configuration_id " + _OUTCOMES, observed_state=("not_repeated",)), card=False,
+    ),
+    ConfigSpec(
+        "not_started_conditions", "recorded", "benchmark/not_started_conditions.csv",
+        "Six planned control conditions that never started (not attempts)",
+        ("experiment_id",),
+        _columns("""experiment_id pair_id condition period model_family dataset training_seed job_id
+            initial_allocation attempted outcome observed_peak_mib actor_update_peak_mib terminal_sampled_phase""",
+                 outcome=("not_attempted",)), card=False,
+    ),
+)
+
+REGISTRY: dict[str, ConfigSpec] = {spec.name: spec for spec in _SPECS}
+#: The card's default config.
+DEFAULT_CONFIG = "admission_candidates"
+
+
+def get_spec(name: str) -> ConfigSpec:
+    """The spec of config ``name``; a one-line :class:`UnknownConfigError` lists the known names otherwise."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise UnknownConfigError(f"unknown config {name!r}; known configs: {', '.join(REGISTRY)}") from None
+
+
+def card_configs() -> Iterator[ConfigSpec]:
+    """The configs named by the dataset card, in card order."""
+    return (spec for spec in _SPECS if spec.card)

@@ -1,0 +1,126 @@
+"""Typed tables: read a registry entry's CSV file into a pyarrow Table of exactly the registry's types.
+
+Every cell is read as text by ``pyarrow.csv`` and converted in one place (:func:`cast_column`): a blank or the
+literal ``nan`` becomes null, and any other value must fit its declared type exactly or the read fails with a
+one-line :class:`~rlvrambench_hf.errors.SchemaError` naming the file, column, line and value. Label columns are
+stored as int64 class indices, as ``datasets`` stores a ``ClassLabel``; :func:`decode_labels` turns them back
+into names for the cores.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from .errors import SchemaError
+from .registry import Column, ConfigSpec, get_spec
+from .sources import Source, open_source
+
+NULL_TOKENS = ("", "nan")
+_PATTERNS = {
+    "int64": r"^-?[0-9]+$",
+    "float64": r"^-?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?$",
+    "bool": r"^(True|False|0|1)$",
+}
+
+
+def read_csv(path: str | os.PathLike, spec: ConfigSpec, *, name: str | None = None) -> pa.Table:
+    """Read ``path`` as the table ``spec`` describes; ``name`` is how errors refer to the file."""
+    name = name or spec.path
+    convert = pacsv.ConvertOptions(
+        column_types={c.name: pa.string() for c in spec.columns},
+        strings_can_be_null=False,
+        quoted_strings_can_be_null=False,
+        null_values=[],
+    )
+    try:
+        raw = pacsv.read_csv(path, convert_options=convert)
+    except pa.ArrowInvalid as exc:
+        raise SchemaError(f"{name}: cannot be read as CSV: {_first_line(exc)}") from None
+    except OSError as exc:
+        raise SchemaError(f"{name}: cannot be read: {exc}") from None
+    check_header(raw.column_names, spec, name)
+    columns = [cast_column(raw.column(c.name), c, name) for c in spec.columns]
+    return pa.Table.from_arrays(columns, schema=spec.arrow_schema)
+
+
+def check_header(found: list[str], spec: ConfigSpec, name: str) -> None:
+    expected = spec.column_names
+    if found == expected:
+        return
+    missing = [c for c in expected if c not in found]
+    extra = [c for c in found if c not in expected]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing column(s) {', '.join(missing)}")
+        if extra:
+            parts.append(f"unexpected column(s) {', '.join(extra)}")
+        raise SchemaError(f"{name}: schema drift for config {spec.name}: {'; '.join(parts)}")
+    raise SchemaError(f"{name}: columns of config {spec.name} are not in the registry's order")
+
+
+def cast_column(values: pa.ChunkedArray, column: Column, name: str) -> pa.ChunkedArray:
+    """Convert a text column to ``column``'s type; blanks and ``nan`` become null, anything unfit fails."""
+    values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    is_null = pc.is_in(values, value_set=pa.array(NULL_TOKENS))
+    text = pc.if_else(is_null, pa.scalar(None, pa.string()), values)
+    kind = column.kind
+    if kind == "string":
+        return pa.chunked_array([text])
+    if kind == "string_list":
+        return pa.chunked_array([pc.split_pattern(text, ";")])
+    if kind == "label":
+        indices = pc.index_in(text, value_set=pa.array(column.labels))
+        _fail_where(pc.and_(pc.is_valid(text), pc.is_null(indices)), text, column, name,
+                    f"not one of its labels ({', '.join(column.labels)})")
+        return pa.chunked_array([indices.cast(pa.int64())])
+    ok = pc.match_substring_regex(text, _PATTERNS[kind])
+    _fail_where(pc.invert(ok), text, column, name, f"not a valid {kind}")
+    if kind == "bool":
+        truth = pc.is_in(text, value_set=pa.array(["True", "1"]))
+        return pa.chunked_array([pc.if_else(pc.is_valid(text), truth, pa.scalar(None, pa.bool_()))])
+    return pa.chunked_array([text.cast(column.arrow_type)])
+
+
+def _fail_where(bad: pa.Array, text: pa.Array, column: Column, name: str, what: str) -> None:
+    bad = pc.fill_null(bad, False)
+    if pc.any(bad).as_py():
+        row = pc.index(bad, True).as_py()
+        count = pc.sum(bad).as_py()
+        more = f" ({count} such values)" if count > 1 else ""
+        raise SchemaError(
+            f"{name}: column {column.name!r}, data row {row + 1}: value {text[row].as_py()!r} is {what}{more}"
+        )
+
+
+def decode_labels(table: pa.Table, spec: ConfigSpec) -> pa.Table:
+    """``table`` with each label column's class indices replaced by their names."""
+    for column in spec.label_columns:
+        i = table.schema.get_field_index(column.name)
+        names = pa.array(column.labels)
+        table = table.set_column(i, column.name, pc.take(names, table.column(column.name)))
+    return table
+
+
+def load_table(
+    config: str,
+    source: str | os.PathLike | Source | None = None,
+    revision: str | None = None,
+    *,
+    decode: bool = False,
+) -> pa.Table:
+    """The verified, typed table of ``config`` (no ``datasets`` import: the fast path of the cores)."""
+    spec = get_spec(config)
+    src = open_source(source, revision)
+    table = read_csv(src.path(spec.path), spec)
+    return decode_labels(table, spec) if decode else table
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
