@@ -231,8 +231,6 @@ class HubSource(Source):
             raise SourceError(f"revision {self.revision!r} does not exist in {self.repo_id}") from None
         except hf_errors.RepositoryNotFoundError:
             raise self._not_found(relpath) from None
-        except hf_errors.EntryNotFoundError:
-            raise MissingFileError(f"{relpath} is not in this revision ({self.label})") from None
         except hf_errors.OfflineModeIsEnabled:
             raise SourceError(f"{relpath} of {self.label} is not in the local cache and the Hub is offline") from None
         except hf_errors.LocalEntryNotFoundError:
@@ -243,6 +241,8 @@ class HubSource(Source):
             else:
                 why = f"the Hub at {constants.ENDPOINT} could not be reached"
             raise SourceError(f"{relpath} of {self.label} is not cached and {why}") from None
+        except hf_errors.EntryNotFoundError:  # after LocalEntryNotFoundError, its subclass
+            raise MissingFileError(f"{relpath} is not in this revision ({self.label})") from None
         except hf_errors.HfHubHTTPError as exc:
             raise SourceError(f"{self.label}: {relpath}: {str(exc).splitlines()[0]}") from None
         except Exception as exc:

@@ -10,12 +10,13 @@ into names for the cores.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from .errors import SchemaError
+from .errors import MissingFileError, SchemaError
 from .registry import Column, ConfigSpec, get_spec
 from .sources import Source, open_source
 
@@ -115,9 +116,16 @@ def load_table(
 ) -> pa.Table:
     """The verified, typed table of ``config`` (no ``datasets`` import: the fast path of the cores)."""
     spec = get_spec(config)
-    src = open_source(source, revision)
-    table = read_csv(src.path(spec.path), spec)
+    table = read_csv(config_file(open_source(source, revision), spec), spec)
     return decode_labels(table, spec) if decode else table
+
+
+def config_file(source: Source, spec: ConfigSpec) -> Path:
+    """Verified local path of ``spec``'s file; a missing file is named with its config and revision."""
+    try:
+        return source.path(spec.path)
+    except MissingFileError as exc:
+        raise MissingFileError(f"config {spec.name}: {exc}") from None
 
 
 def _first_line(exc: BaseException) -> str:

@@ -1,0 +1,173 @@
+"""Verification of a release: digests, row counts, key uniqueness and the joins between tables.
+
+:func:`verify_source` returns a list of :class:`Check` results and never raises for a finding; a finding is a
+failed check. Files that a manifest lists but the revision lacks are reported as ``absent``, apart from files
+that are present but corrupted (``failed``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import MissingFileError, RLVRAMBenchError
+from .registry import MANIFESTS, REGISTRY
+from .sources import Source, sha256_file
+from .tables import read_csv
+
+PASSED, FAILED, ABSENT = "passed", "failed", "absent"
+# summary.json count → configs whose row count it gives
+_SUMMARY_COUNTS = {
+    "configurations": ("configurations", "outcomes", "all_configurations"),
+    "eligible_processes": ("eligible_runs",),
+    "recorded_attempts": ("recorded_attempts",),
+    "never_started_conditions": ("not_started_conditions",),
+    "stage_measurements": ("stage_measurements",),
+    "transfer_configurations": ("transfer_configurations",),
+    "queries": ("transfer_queries",),
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    kind: str  # digest, rows, keys, join
+    subject: str
+    status: str
+    detail: str = ""
+
+
+def verify_source(source: Source) -> list[Check]:
+    """Every check of the release at ``source``."""
+    checks = _digest_checks(source)
+    tables: dict[str, pa.Table] = {}
+    for spec in REGISTRY.values():
+        try:
+            tables[spec.name] = read_csv(source.path(spec.path, verify=False), spec)
+        except MissingFileError:
+            checks.append(Check("rows", spec.name, ABSENT, f"{spec.path} is not in this revision"))
+            continue
+        except RLVRAMBenchError as exc:
+            checks.append(Check("rows", spec.name, FAILED, str(exc)))
+            continue
+        checks.append(_key_check(spec.name, tables[spec.name], spec.keys))
+    checks += _count_checks(source, tables)
+    checks += _join_checks(tables)
+    return checks
+
+
+def _digest_checks(source: Source) -> list[Check]:
+    checks = []
+    for manifest, _folder in MANIFESTS:
+        if not source.has(manifest):
+            checks.append(Check("digest", manifest, ABSENT, "manifest not in this revision"))
+    try:
+        digests = source.published_digests
+    except RLVRAMBenchError as exc:
+        return checks + [Check("digest", "manifests", FAILED, str(exc))]
+    for rel, expected in sorted(digests.items()):
+        try:
+            path = source.path(rel, verify=False)
+        except MissingFileError:
+            checks.append(Check("digest", rel, ABSENT, "listed in a manifest but absent from this revision"))
+            continue
+        size = path.stat().st_size
+        if expected.size_bytes is not None and size != expected.size_bytes:
+            checks.append(Check("digest", rel, FAILED, f"size {size} bytes, manifest says {expected.size_bytes}"))
+        elif sha256_file(path) != expected.sha256:
+            checks.append(Check("digest", rel, FAILED, "SHA-256 differs from the manifest"))
+        else:
+            checks.append(Check("digest", rel, PASSED))
+    return checks
+
+
+def _key_check(name: str, table: pa.Table, keys: tuple[str, ...]) -> Check:
+    rows = list(zip(*(table.column(k).to_pylist() for k in keys)))
+    nulls = sum(1 for row in rows if any(v is None for v in row))
+    duplicates = [k for k, n in Counter(rows).items() if n > 1]
+    label = "+".join(keys)
+    if nulls or duplicates:
+        example = f"; e.g. {duplicates[0]}" if duplicates else ""
+        return Check("keys", name, FAILED, f"{label}: {nulls} null and {len(duplicates)} duplicated key(s){example}")
+    return Check("keys", name, PASSED, f"{table.num_rows} rows, {label} unique")
+
+
+def _count_checks(source: Source, tables: dict[str, pa.Table]) -> list[Check]:
+    try:
+        summary = source.read_json("benchmark/summary.json")
+    except MissingFileError:
+        return [Check("rows", "benchmark/summary.json", ABSENT, "no published counts to compare with")]
+    checks = []
+    for field, configs in _SUMMARY_COUNTS.items():
+        expected = summary.get(field) if isinstance(summary, dict) else None
+        for config in configs:
+            if config not in tables or expected is None:
+                continue
+            found = tables[config].num_rows
+            status = PASSED if found == expected else FAILED
+            checks.append(Check("rows", config, status, f"{found} rows; summary.json {field} = {expected}"))
+    if "all_configurations" in tables and "transfer_configurations" in tables:
+        used = pc.sum(tables["all_configurations"].column("used_in_transfer_tasks")).as_py()
+        found = tables["transfer_configurations"].num_rows
+        checks.append(Check("rows", "transfer_configurations", PASSED if used == found else FAILED,
+                            f"{found} rows; {used} configurations marked used_in_transfer_tasks"))
+    return checks
+
+
+def _ids(tables: dict[str, pa.Table], config: str, column: str) -> list:
+    return tables[config].column(column).to_pylist()
+
+
+def _join(name: str, missing: list, what: str) -> Check:
+    if missing:
+        return Check("join", name, FAILED, f"{len(missing)} {what}; e.g. {missing[0]}")
+    return Check("join", name, PASSED)
+
+
+def _join_checks(tables: dict[str, pa.Table]) -> list[Check]:
+    checks: list[Check] = []
+    if "configurations" not in tables:
+        return checks
+    configurations = set(_ids(tables, "configurations", "configuration_id"))
+    case_of = dict(zip(_ids(tables, "configurations", "configuration_id"), _ids(tables, "configurations", "case_id")))
+    for config in ("eligible_runs", "recorded_attempts", "stage_measurements", "outcomes"):
+        if config in tables:
+            orphans = sorted({c for c in _ids(tables, config, "configuration_id") if c not in configurations})
+            checks.append(_join(f"{config} → configurations", orphans, "configuration ids not in configurations"))
+    if "eligible_runs" in tables and "recorded_attempts" in tables:
+        run_config = dict(zip(_ids(tables, "eligible_runs", "run_id"), _ids(tables, "eligible_runs", "configuration_id")))
+        attempts = tables["recorded_attempts"].to_pydict()
+        links = Counter()
+        bad = []
+        for attempt, run, eligible, config in zip(attempts["attempt_id"], attempts["run_id"], attempts["eligible"],
+                                                  attempts["configuration_id"]):
+            if eligible and (run not in run_config or run_config[run] != config):
+                bad.append(attempt)
+            elif not eligible and run is not None:
+                bad.append(attempt)
+            if eligible:
+                links[run] += 1
+        checks.append(_join("eligible attempts → one run each", bad,
+                            "attempts whose run link is missing, unknown, of another configuration or not eligible"))
+        unlinked = sorted(r for r in run_config if links[r] != 1)
+        checks.append(_join("runs ← exactly one eligible attempt", unlinked, "runs without exactly one eligible attempt"))
+        if "stage_measurements" in tables:
+            stages = tables["stage_measurements"].to_pydict()
+            bad = sorted({r for r, c in zip(stages["run_id"], stages["configuration_id"]) if run_config.get(r) != c})
+            checks.append(_join("stage_measurements → eligible_runs", bad,
+                                "stage rows whose run is unknown or of another configuration"))
+    if "transfer_queries" in tables and "transfer_configurations" in tables:
+        transfer = set(_ids(tables, "transfer_configurations", "configuration_id"))
+        queries = tables["transfer_queries"].to_pydict()
+        bad = []
+        for i, query in enumerate(queries["query_id"]):
+            source, target = queries["source_configuration_id"][i], queries["target_configuration_id"][i]
+            source_case, target_case = queries["source_case_id"][i], queries["target_case_id"][i]
+            if (source not in transfer or target not in transfer or source_case == target_case
+                    or case_of.get(source) != source_case or case_of.get(target) != target_case):
+                bad.append(query)
+        checks.append(_join("transfer_queries → transfer_configurations", bad,
+                            "queries whose source/target is unknown, mis-cased or in the same case"))
+    return checks

@@ -1,0 +1,118 @@
+"""Commands over the typed tables: ``configs``, ``show``, ``export`` and ``verify``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import MissingFileError, RLVRAMBenchError
+from ..registry import REGISTRY, card_configs, get_spec
+from ..tables import config_file, decode_labels, read_csv
+from ._common import format_table, source_of
+
+EXPORT_FORMATS = ("csv", "parquet", "jsonl")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("configs", help="list the configs with their split, rows and availability")
+    p.add_argument("--all", action="store_true", help="include the supporting tables the card does not name")
+    p.set_defaults(handler=cmd_configs)
+
+    p = subparsers.add_parser("show", help="typed preview of a config")
+    p.add_argument("config")
+    p.add_argument("--limit", type=_positive, default=5, help="rows to show (default 5)")
+    p.set_defaults(handler=cmd_show)
+
+    p = subparsers.add_parser("export", help="write a config as CSV, Parquet or JSON lines")
+    p.add_argument("config")
+    p.add_argument("--format", choices=EXPORT_FORMATS, required=True)
+    p.add_argument("--output", required=True)
+    p.set_defaults(handler=cmd_export)
+
+    p = subparsers.add_parser("verify", help="check digests, row counts, keys and cross-table joins")
+    p.set_defaults(handler=cmd_verify)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def cmd_configs(args: argparse.Namespace) -> int:
+    source = source_of(args)
+    specs = REGISTRY.values() if args.all else card_configs()
+    rows, failed = [], 0
+    for spec in specs:
+        try:
+            table = read_csv(config_file(source, spec), spec)
+            count, available = table.num_rows, "yes"
+        except MissingFileError:
+            count, available = None, "no"
+        except RLVRAMBenchError as exc:
+            count, available, failed = None, f"error: {exc}", failed + 1
+        rows.append([spec.name, spec.split, count, len(spec.columns), available, spec.description])
+    print(f"source: {source.label}")
+    print(format_table(["config", "split", "rows", "columns", "available", "description"], rows))
+    return 2 if failed else 0
+
+
+def _type_name(column) -> str:
+    return {"label": "label", "string_list": "list<string>"}.get(column.kind, column.kind)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    spec = get_spec(args.config)
+    source = source_of(args)
+    table = decode_labels(read_csv(config_file(source, spec), spec), spec)
+    preview = table.slice(0, args.limit).to_pylist()
+    print(f"{spec.name} ({spec.split}, {table.num_rows} rows) from {source.label}: {spec.description}")
+    headers = ["column", "type"] + [f"row {i + 1}" for i in range(len(preview))]
+    body = [[c.name, _type_name(c)] + [_shown(row[c.name]) for row in preview] for c in spec.columns]
+    print(format_table(headers, body))
+    labels = [f"{c.name}: {', '.join(c.labels)}" for c in spec.label_columns]
+    if labels:
+        print("labels: " + "; ".join(labels))
+    return 0
+
+
+def _shown(value: object) -> object:
+    if value is None:
+        return "null"
+    if isinstance(value, str) and len(value) > 48:
+        return value[:45] + "..."
+    return value
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from ..export import export_table
+
+    spec = get_spec(args.config)
+    source = source_of(args)
+    rows = export_table(spec, read_csv(config_file(source, spec), spec), args.format, args.output)
+    print(f"wrote {rows} rows of {spec.name} to {args.output} ({args.format})")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from ..checks import FAILED, PASSED, verify_source
+
+    source = source_of(args)
+    checks = verify_source(source)
+    print(f"source: {source.label}")
+    print(format_table(["check", "subject", "status", "detail"],
+                       [[c.kind, c.subject, c.status, c.detail] for c in checks]))
+    failed = [c for c in checks if c.status == FAILED]
+    passed = sum(c.status == PASSED for c in checks)
+    absent = len(checks) - passed - len(failed)
+    print(f"{passed} passed, {len(failed)} failed, {absent} absent")
+    if failed:
+        first = failed[0]
+        print(f"rlvrambench: error: verification failed: {first.subject}: {first.detail}", file=sys.stderr)
+        return 2
+    return 0
+

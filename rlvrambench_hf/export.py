@@ -1,0 +1,52 @@
+"""Writing a typed table to CSV, Parquet (features embedded) or JSON lines, atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from .errors import InputError
+from .io import atomic_output
+from .registry import ConfigSpec
+from .tables import decode_labels
+
+
+def with_features_metadata(table: pa.Table, spec: ConfigSpec) -> pa.Table:
+    """``table`` with the registry's ``datasets.Features`` in its schema metadata, as ``datasets`` writes it."""
+    info = {"info": {"features": spec.features.to_dict()}}
+    return table.replace_schema_metadata({"huggingface": json.dumps(info, sort_keys=True)})
+
+
+def _release_text(table: pa.Table, spec: ConfigSpec) -> pa.Table:
+    """Lists joined with ``;`` and booleans as ``True``/``False``, as the release's CSV files write them."""
+    for column in spec.columns:
+        i = table.schema.get_field_index(column.name)
+        if column.kind == "string_list":
+            table = table.set_column(i, column.name, pc.binary_join(table.column(column.name), ";"))
+        elif column.kind == "bool":
+            text = pc.if_else(table.column(column.name), "True", "False")
+            table = table.set_column(i, column.name, text)
+    return table
+
+
+def export_table(spec: ConfigSpec, table: pa.Table, fmt: str, output: str | os.PathLike) -> int:
+    """Write ``table`` (storage types) as ``fmt``; CSV keeps the release's conventions (blank null, ``;`` lists)."""
+    if fmt == "parquet":
+        with atomic_output(output, "wb") as handle:
+            pq.write_table(with_features_metadata(table, spec), handle)
+    elif fmt == "csv":
+        decoded = _release_text(decode_labels(table, spec), spec)
+        with atomic_output(output, "wb") as handle:
+            pacsv.write_csv(decoded, handle, pacsv.WriteOptions(quoting_style="needed"))
+    elif fmt == "jsonl":
+        with atomic_output(output, "w") as handle:
+            for row in decode_labels(table, spec).to_pylist():
+                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    else:
+        raise InputError(f"unknown export format {fmt!r}; use csv, parquet or jsonl")
+    return table.num_rows

@@ -1,0 +1,41 @@
+"""``load_dataset``: the typed tables as ``datasets`` objects, from the Hub or a local copy."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from .errors import UnknownConfigError
+from .registry import get_spec
+from .sources import Source
+
+if TYPE_CHECKING:  # pragma: no cover
+    import datasets
+
+
+def load_dataset(
+    config: str,
+    split: str | None = None,
+    *,
+    source: str | os.PathLike | Source | None = None,
+    revision: str | None = None,
+    streaming: bool = False,
+    cache_dir: str | None = None,
+) -> "datasets.Dataset | datasets.DatasetDict | datasets.IterableDataset | datasets.IterableDatasetDict":
+    """Load ``config`` with the registry's exact features.
+
+    ``source`` is a Hub repo id or a directory (``None``: ``$RLVRAMBENCH_SOURCE``, else the default repo);
+    ``revision`` a branch, tag or commit (``None``: ``$RLVRAMBENCH_REVISION``, else the pinned release).
+    Without ``split`` the result is a dict of the config's single split. The file is verified against the
+    release manifest before anything is prepared, and the prepared cache is keyed by its content.
+    """
+    from .builder import builder_for
+
+    spec = get_spec(config)
+    if split is not None and split != spec.split:
+        raise UnknownConfigError(f"config {config} has no split {split!r}; its split is {spec.split!r}")
+    builder = builder_for(config, source, revision, cache_dir=cache_dir)
+    if streaming:
+        return builder.as_streaming_dataset(split=split)
+    builder.download_and_prepare()
+    return builder.as_dataset(split=split)

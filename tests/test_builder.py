@@ -1,0 +1,53 @@
+"""The datasets builder used the standard way, directly and through the loading-script module."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+
+from conftest import REPO_ROOT, cli_env
+from rlvrambench_hf.builder import RLVRAMBench
+from rlvrambench_hf.registry import REGISTRY
+from rlvrambench_hf.tables import load_table
+
+
+def load_script_module():
+    spec = importlib.util.spec_from_file_location("rlvrambench_builder", REPO_ROOT / "loading_script" / "rlvrambench.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_builder_has_one_config_per_registry_entry():
+    assert [c.name for c in RLVRAMBench.BUILDER_CONFIGS] == list(REGISTRY)
+
+
+def test_loading_script_builder_prepares_and_streams(snapshot, tmp_path):
+    module = load_script_module()
+    builder = module.RLVRAMBench(config_name="transfer_queries", source=str(snapshot), cache_dir=str(tmp_path))
+    builder.download_and_prepare()
+    prepared = builder.as_dataset(split="evaluation")
+    assert prepared.features == REGISTRY["transfer_queries"].features
+    assert prepared.to_list() == load_table("transfer_queries", snapshot).to_pylist()
+    assert list(builder.as_streaming_dataset(split="evaluation")) == prepared.to_list()
+    assert list(tmp_path.rglob("*.arrow"))
+
+
+def test_builder_through_the_hub(hub, tmp_path):
+    builder = RLVRAMBench(config_name="admission_candidates", source="kobzaond/RLVRAMBench", revision="main",
+                          cache_dir=str(tmp_path))
+    builder.download_and_prepare()
+    assert builder.as_dataset(split="test").num_rows == 12
+
+
+def test_loading_script_as_a_command(snapshot, tmp_path):
+    script = str(REPO_ROOT / "loading_script" / "rlvrambench.py")
+    env = cli_env(HF_HOME=str(tmp_path))
+    ok = subprocess.run([sys.executable, script, "admission_attempts", str(snapshot)], capture_output=True,
+                        text=True, env=env, timeout=300)
+    assert ok.returncode == 0, ok.stderr
+    assert "admission_attempts / recorded: 48 rows" in ok.stdout
+    bad = subprocess.run([sys.executable, script, "configuration_feasibility", str(snapshot)], capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert bad.returncode == 2 and "three-model-configurations.csv is not in this revision" in bad.stderr

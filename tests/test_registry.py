@@ -1,0 +1,152 @@
+"""The registry against the real release: card configs, column order, and every value of every column.
+
+The reference conversion here is written independently of the package with the standard csv module, so a
+value that does not fit its declared type, or that the reader converts differently, fails the test.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rlvrambench_hf.registry import DEFAULT_CONFIG, OUTCOME_LABELS, REGISTRY, UNRESOLVED, card_configs
+from rlvrambench_hf.tables import load_table
+
+ROWS = {"transfer_configurations": 98, "all_configurations": 212, "eligible_runs": 612, "recorded_attempts": 683,
+        "stage_measurements": 3434, "transfer_queries": 400, "admission_candidates": 12,
+        "larger_model_configurations": 12, "expanded_host_configurations": 6, "admission_attempts": 48,
+        "configurations": 212, "outcomes": 212, "not_started_conditions": 6}
+# Label names the protocol defines although this release holds no such value.
+DEFINED_NOT_OBSERVED = {("admission_attempts", "state"): {UNRESOLVED}}
+
+
+def card_yaml(snapshot: Path) -> dict:
+    text = (snapshot / "README.md").read_text(encoding="utf-8")
+    return yaml.safe_load(text.split("---")[1])
+
+
+def test_registry_names_every_card_config_with_its_split_path_and_default(snapshot):
+    card = card_yaml(snapshot)["configs"]
+    expected = [(c["config_name"], c["data_files"][0]["split"], c["data_files"][0]["path"]) for c in card]
+    assert [(s.name, s.split, s.path) for s in card_configs()] == expected
+    assert len(expected) == 11
+    assert [c["config_name"] for c in card if c.get("default")] == [DEFAULT_CONFIG]
+    supporting = sorted(s.name for s in REGISTRY.values() if not s.card)
+    assert supporting == ["configurations", "not_started_conditions", "outcomes"]
+
+
+def test_every_spec_has_keys_description_and_only_known_columns():
+    for spec in REGISTRY.values():
+        assert spec.description and len(spec.description.splitlines()) == 1
+        assert set(spec.keys) <= set(spec.column_names), spec.name
+        assert len(set(spec.column_names)) == len(spec.columns), spec.name
+        for column in spec.label_columns:
+            assert column.labels[:3] == OUTCOME_LABELS, (spec.name, column.name)
+
+
+@pytest.mark.parametrize("name", [n for n in ROWS])
+def test_header_order_and_row_count_match_the_file(snapshot, name):
+    spec = REGISTRY[name]
+    with open(snapshot / spec.path, newline="", encoding="utf-8") as handle:
+        header = next(csv.reader(handle))
+    assert header == spec.column_names
+    assert load_table(name, snapshot).num_rows == ROWS[name]
+
+
+def reference_value(text: str, kind: str, labels: tuple[str, ...]):
+    """Independent conversion of one CSV cell; raises on a value outside the kind."""
+    if text in ("", "nan"):
+        return None
+    if kind == "string":
+        return text
+    if kind == "string_list":
+        return text.split(";")
+    if kind == "label":
+        if text not in labels:
+            raise ValueError(f"{text!r} not a label")
+        return text
+    if kind == "bool":
+        return {"True": True, "False": False, "1": True, "0": False}[text]
+    if kind == "int64":
+        if not re.fullmatch(r"-?\d+", text):
+            raise ValueError(f"{text!r} not an integer")
+        return int(text)
+    if kind == "float64":
+        return float(text)
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("name", list(ROWS))
+def test_every_value_of_every_column_fits_its_declared_type(snapshot, name):
+    spec = REGISTRY[name]
+    typed = load_table(name, snapshot, decode=True).to_pylist()
+    with open(snapshot / spec.path, newline="", encoding="utf-8") as handle:
+        raw = list(csv.DictReader(handle))
+    assert len(raw) == len(typed)
+    for line, (raw_row, typed_row) in enumerate(zip(raw, typed), start=2):
+        for column in spec.columns:
+            expected = reference_value(raw_row[column.name], column.kind, column.labels)
+            assert typed_row[column.name] == expected, (spec.path, line, column.name, raw_row[column.name])
+            if expected is not None and column.kind in ("int64", "float64", "bool"):
+                assert type(typed_row[column.name]) is {"int64": int, "float64": float, "bool": bool}[column.kind]
+
+
+@pytest.mark.parametrize("name", list(ROWS))
+def test_types_are_the_tightest_that_fit(snapshot, name):
+    """No string column that is really numeric or boolean; label names are the values the column holds."""
+    spec = REGISTRY[name]
+    table = load_table(name, snapshot, decode=True)
+    for column in spec.columns:
+        values = [v for v in table.column(column.name).to_pylist() if v is not None]
+        if column.kind == "string" and values and not column.name.endswith("_id"):
+            assert not all(re.fullmatch(r"-?[\d.]+|True|False", v) for v in values), (name, column.name)
+        if column.kind == "float64" and values:
+            whole = all(v == int(v) for v in values)
+            assert not whole or _written_with_point(snapshot / spec.path, column.name), (name, column.name)
+        if column.kind == "label":
+            extra = set(column.labels[3:]) - DEFINED_NOT_OBSERVED.get((name, column.name), set())
+            assert extra <= set(values), (name, column.name, extra - set(values))
+
+
+def _written_with_point(path: Path, column: str) -> bool:
+    """A float column may hold whole numbers only when the release writes them with a decimal point."""
+    with open(path, newline="", encoding="utf-8") as handle:
+        texts = [r[column] for r in csv.DictReader(handle) if r[column] not in ("", "nan")]
+    return all("." in t for t in texts)
+
+
+def test_eligible_runs_types_and_blank_peaks(snapshot):
+    table = load_table("eligible_runs", snapshot, decode=True)
+    spec = REGISTRY["eligible_runs"]
+    assert type(spec.features["observed_state"]).__name__ == "ClassLabel"
+    assert spec.features["observed_state"].names == list(OUTCOME_LABELS)
+    assert str(table.schema.field("completed_requested_work").type) == "bool"
+    assert str(table.schema.field("requested_training_steps").type) == "int64"
+    with open(snapshot / spec.path, newline="", encoding="utf-8") as handle:
+        raw = list(csv.DictReader(handle))
+    rows = table.to_pylist()
+    blanks = [r["completed_run_peak_mib"] == "" for r in raw]
+    assert sum(blanks) == 84
+    for blank, row in zip(blanks, rows):
+        if blank:
+            assert row["completed_run_peak_mib"] is None and row["observed_state"] == "memory_failure"
+        else:
+            assert row["completed_run_peak_mib"] == row["observed_peak_mib"]
+    assert sum(r["observed_state"] == "memory_failure" for r in rows) == 84
+
+
+def test_blank_stays_distinct_from_zero(snapshot):
+    attempts = load_table("recorded_attempts", snapshot).to_pydict()
+    steps = attempts["last_completed_step_if_documented"]
+    assert sorted(v for v in steps if v is not None) == [63, 77] and steps.count(None) == 681
+    configurations = load_table("all_configurations", snapshot).to_pydict()
+    assert configurations["save_freq"].count(None) == 150 and 0 not in configurations["save_freq"]
+    assert configurations["val_before_train"].count(None) == 150
+    not_started = load_table("not_started_conditions", snapshot).to_pydict()
+    assert not_started["observed_peak_mib"] == [None] * 6 and not_started["attempted"] == [False] * 6
+    lists = load_table("larger_model_configurations", snapshot).to_pydict()["eligible_seeds"]
+    assert ["151", "152", "153"] in lists and None in lists
