@@ -205,6 +205,7 @@ class HubSource(Source):
     repo_id: str
     revision: str
     _commit: str | None = field(default=None, repr=False)
+    _unreachable: bool = field(default=False, repr=False)  # after one failed attempt, only the cache is read
 
     @property
     def label(self) -> str:
@@ -226,7 +227,8 @@ class HubSource(Source):
         from huggingface_hub import errors as hf_errors
 
         try:
-            path = Path(hf_hub_download(self.repo_id, relpath, repo_type="dataset", revision=self.revision))
+            path = Path(hf_hub_download(self.repo_id, relpath, repo_type="dataset", revision=self.revision,
+                                        local_files_only=self._unreachable))
         except hf_errors.RevisionNotFoundError:
             raise SourceError(f"revision {self.revision!r} does not exist in {self.repo_id}") from None
         except hf_errors.RepositoryNotFoundError:
@@ -240,6 +242,7 @@ class HubSource(Source):
                 why = "HF_HUB_OFFLINE is set"
             else:
                 why = f"the Hub at {constants.ENDPOINT} could not be reached"
+                self._unreachable = True
             raise SourceError(f"{relpath} of {self.label} is not cached and {why}") from None
         except hf_errors.EntryNotFoundError:  # after LocalEntryNotFoundError, its subclass
             raise MissingFileError(f"{relpath} is not in this revision ({self.label})") from None

@@ -122,6 +122,7 @@ def load_table(
 
 def config_file(source: Source, spec: ConfigSpec) -> Path:
     """Verified local path of ``spec``'s file; a missing file is named with its config and revision."""
+    source.card_metadata  # the release must carry a readable card
     try:
         return source.path(spec.path)
     except MissingFileError as exc:

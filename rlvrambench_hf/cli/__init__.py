@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -37,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Library warnings (download retries, resumes) would blur the one-line errors; HF_HUB_VERBOSITY overrides.
+    os.environ.setdefault("HF_HUB_VERBOSITY", "error")
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -45,8 +45,9 @@ def _positive(text: str) -> int:
 
 def cmd_configs(args: argparse.Namespace) -> int:
     source = source_of(args)
+    source.card_metadata  # an unreachable source or unreadable card fails here, in one line
     specs = REGISTRY.values() if args.all else card_configs()
-    rows, failed = [], 0
+    rows, failed = [], []
     for spec in specs:
         try:
             table = read_csv(config_file(source, spec), spec)
@@ -54,11 +55,15 @@ def cmd_configs(args: argparse.Namespace) -> int:
         except MissingFileError:
             count, available = None, "no"
         except RLVRAMBenchError as exc:
-            count, available, failed = None, f"error: {exc}", failed + 1
+            count, available = None, "error"
+            failed.append(f"{spec.name}: {exc}")
         rows.append([spec.name, spec.split, count, len(spec.columns), available, spec.description])
     print(f"source: {source.label}")
     print(format_table(["config", "split", "rows", "columns", "available", "description"], rows))
-    return 2 if failed else 0
+    if failed:
+        print(f"rlvrambench: error: {len(failed)} config(s) could not be read; first: {failed[0]}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def _type_name(column) -> str:

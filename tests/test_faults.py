@@ -1,0 +1,77 @@
+"""Network faults and concurrency through the olah-served Hub (bounded, loopback only)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from conftest import REPO_ID, cli_env, run_cli
+from faultproxy import CuttingProxy
+
+LOAD_SCRIPT = """
+import hashlib, json, sys
+from rlvrambench_hf import load_dataset
+ds = load_dataset("eligible_runs", "measured", source=sys.argv[1], revision="main")
+print(json.dumps({"rows": ds.num_rows, "digest": hashlib.sha256(json.dumps(ds.to_list()).encode()).hexdigest()}))
+"""
+
+
+@pytest.fixture
+def proxy(hub):
+    cutting = CuttingProxy(hub.port, cut_marker=b"runs.csv", cut_after=20_000)
+    yield cutting
+    cutting.close()
+
+
+def test_cut_download_fails_clearly_and_a_healthy_retry_succeeds(hub, proxy, hf_home):
+    env = cli_env(HF_HOME=str(hf_home), HF_ENDPOINT=proxy.endpoint)
+    started = time.monotonic()
+    cut = run_cli("--revision", "main", "show", "eligible_runs", env=env, timeout=120)
+    assert time.monotonic() - started < 120
+    assert cut.returncode == 2 and proxy.cuts >= 1
+    assert cut.stderr.strip().splitlines() == [cut.stderr.strip()]  # one line
+    assert "cannot fetch benchmark/runs.csv" in cut.stderr and "Traceback" not in cut.stderr
+    blobs = [p for p in hf_home.rglob("*") if p.is_file() and "blobs" in p.parts and p.stat().st_size == 517086]
+    assert not [p for p in hf_home.rglob("runs.csv")]  # no truncated file is served from the snapshot
+    healthy = run_cli("--revision", "main", "show", "eligible_runs", env=cli_env(HF_HOME=str(hf_home)))
+    assert healthy.returncode == 0, healthy.stderr
+    assert "612 rows" in healthy.stdout
+    assert not blobs
+
+
+def test_closed_port_fails_within_a_bounded_time(hf_home):
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = cli_env(HF_HOME=str(hf_home), HF_ENDPOINT=f"http://127.0.0.1:{port}")
+    started = time.monotonic()
+    result = run_cli("--revision", "main", "configs", env=env, timeout=120)
+    assert time.monotonic() - started < 60
+    assert result.returncode == 2 and "could not be reached" in result.stderr
+
+
+def test_eight_processes_share_one_cold_cache(hub, hf_home):
+    env = cli_env(HF_HOME=str(hf_home))
+
+    def load(_: int) -> dict:
+        out = subprocess.run([sys.executable, "-c", LOAD_SCRIPT, REPO_ID], env=env, capture_output=True, text=True,
+                             timeout=300)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(load, range(8)))
+    assert all(r == results[0] for r in results) and results[0]["rows"] == 612
+    runs_blobs = [p for p in (hf_home / "hub").rglob("*") if p.is_file() and "blobs" in p.parts
+                  and p.stat().st_size == 517086]
+    assert len(runs_blobs) == 1
+    prepared = [p for p in (hf_home / "datasets").rglob("*.arrow")]
+    assert len({p.parent for p in prepared}) == 1
+    assert not [p for p in hf_home.rglob("*.incomplete")]
