@@ -6,7 +6,7 @@ OLAH_VENV := .venv-olah
 SNAPSHOT ?= $(abspath ../shared/rlvrambench/hub)
 export RLVRAMBENCH_SNAPSHOT ?= $(SNAPSHOT)
 
-.PHONY: install demo test bench clean
+.PHONY: install browser demo test bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -21,10 +21,15 @@ $(OLAH_VENV)/.installed:
 
 install: $(VENV)/.installed
 
+# Headless Chromium for the report test (Debian package; needs root). Without it that one test skips.
+browser:
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq chromium >/dev/null) || echo "chromium not installed: the report rendering test will skip"
+
 demo: $(VENV)/.installed
 	$(VENV)/bin/python -m rlvrambench_hf.demo --source $(SNAPSHOT)
 
-test: $(VENV)/.installed $(OLAH_VENV)/.installed
+test: $(VENV)/.installed $(OLAH_VENV)/.installed browser
 	OLAH_CLI=$(abspath $(OLAH_VENV))/bin/olah-cli $(VENV)/bin/python -m pytest -q
 
 bench: $(VENV)/.installed $(OLAH_VENV)/.installed
