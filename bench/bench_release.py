@@ -1,0 +1,80 @@
+"""Timing of ``rlvrambench release build`` (and ``verify``) on the whole release snapshot.
+
+Prints medians (seconds) and ratios; it asserts nothing. The source is the release snapshot
+($RLVRAMBENCH_SNAPSHOT, else ../shared/rlvrambench/hub).
+
+    .venv/bin/python bench/bench_release.py [--repeat 5]
+
+Figures: the build as a whole process (what a maintainer runs), the build in process (imports warm), the
+typed reading of every config alone (the floor a build cannot go below), and ``release verify`` with and
+without the mlcroissant validator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SNAPSHOT = Path(os.environ.get("RLVRAMBENCH_SNAPSHOT") or ROOT.parent / "shared" / "rlvrambench" / "hub")
+
+
+def median(run, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    repeat = parser.parse_args().repeat
+
+    from rlvrambench_hf.registry import card_configs
+    from rlvrambench_hf.release.build import build_release
+    from rlvrambench_hf.release.verify import verify_release
+    from rlvrambench_hf.sources import LocalSource
+    from rlvrambench_hf.tables import load_table
+
+    work = Path(tempfile.mkdtemp(prefix="bench-release-"))
+    try:
+        out = work / "rel"
+        command = [sys.executable, "-m", "rlvrambench_hf", "--source", str(SNAPSHOT), "release", "build",
+                   "--version", "1.1.0", "--output", str(out), "--overwrite"]
+        cli = median(lambda: subprocess.run(command, check=True, capture_output=True), repeat)
+        bare = median(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True), repeat)
+        build_release(work / "warm", "1.1.0", SNAPSHOT)  # warm imports (datasets, pyarrow.parquet)
+        in_process = median(lambda: build_release(out, "1.1.0", SNAPSHOT, overwrite=True), repeat)
+
+        def read_all() -> None:
+            source = LocalSource(SNAPSHOT)
+            for spec in card_configs():
+                if source.has(spec.path):
+                    load_table(spec.name, source)
+
+        tables = median(read_all, repeat)
+        verify_full = median(lambda: verify_release(out), repeat)
+        verify_fast = median(lambda: verify_release(out, croissant=False), repeat)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    print(f"release build, whole process (median of {repeat}): {cli:.3f} s  (bare interpreter {bare:.3f} s)")
+    print(f"release build, in process:                 {in_process:.3f} s")
+    print(f"typed reading of every config alone:       {tables:.3f} s")
+    print(f"ratio build / typed reading:                {in_process / tables:.1f}x")
+    print(f"release verify, in process:                 {verify_full:.3f} s  "
+          f"(without mlcroissant {verify_fast:.3f} s, ratio {verify_full / verify_fast:.1f}x)")
+
+
+if __name__ == "__main__":
+    main()

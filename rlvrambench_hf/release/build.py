@@ -1,0 +1,203 @@
+"""Build a Hub-ready release folder from a source: typed Parquet, card, Croissant and ``release.json``.
+
+The build is deterministic: the same source gives byte-identical files except the build time in
+``release.json``. The folder is assembled in a temporary sibling and renamed into place only when complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from ..errors import InputError
+from ..registry import CARD_PATH, DEFAULT_REPO_ID, ConfigSpec, card_configs
+from ..sources import HubSource, Source, open_source
+from ..tables import load_table
+from .card import render_card
+from .croissant import render_croissant
+from .layout import (CROISSANT_PATH, RECORD_FORMAT, RECORD_PATH, BuiltConfig, check_version, digest_file,
+                     folder_files, parquet_path)
+
+CITATION_PATH = "CITATION.cff"
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    folder: Path
+    version: str
+    built: list[BuiltConfig]
+    absent: list[ConfigSpec]
+    files: int
+
+
+def package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rlvrambench-hf")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def write_parquet(table, spec: ConfigSpec, path: Path) -> None:
+    """Write a typed table with the registry's ``datasets.Features`` embedded, as ``datasets`` does."""
+    schema = spec.features.arrow_schema
+    if table.schema.remove_metadata() != schema.remove_metadata():
+        raise InputError(f"config {spec.name}: the table does not have the registry's Arrow schema")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table.replace_schema_metadata(schema.metadata), path, compression="snappy")
+
+
+def upstream_release(src: Source) -> dict | None:
+    """The upstream ``release.json`` a source carries (a previous build keeps it under ``source_release``)."""
+    if not src.has(RECORD_PATH):
+        return None
+    data = src.read_json(RECORD_PATH)
+    if isinstance(data, dict) and data.get("format") == RECORD_FORMAT:
+        return data.get("source_release")
+    return data if isinstance(data, dict) else None
+
+
+def provenance_text(src: Source, upstream: dict | None) -> str:
+    identity = src.identity
+    if identity.get("commit"):
+        origin = f"the Hub repository `{identity['source']}` at commit `{identity['commit']}`"
+        if identity.get("revision") and identity["revision"] != identity["commit"]:
+            origin += f" (revision `{identity['revision']}`)"
+    else:
+        origin = "a local copy of the release files"
+    text = (f"Built by rlvrambench-hf {package_version()} from {origin}. `release.json` records the source, "
+            "the package version and the SHA-256 digest and size of every file; `croissant.json` describes "
+            "every config in Croissant.")
+    if upstream and upstream.get("release"):
+        text += (f" The measurements are those of the upstream release `{upstream['release']}`"
+                 f" (source commit `{upstream.get('source_commit')}`).")
+    return text
+
+
+def build_release(
+    output: str | os.PathLike,
+    version: str,
+    source: str | os.PathLike | Source | None = None,
+    revision: str | None = None,
+    *,
+    repo_id: str | None = None,
+    overwrite: bool = False,
+    built_at: datetime | None = None,
+) -> BuildResult:
+    """Build the release ``version`` of ``source`` into the folder ``output``."""
+    version = check_version(version)
+    target = Path(output).expanduser().absolute()
+    _check_target(target, overwrite)
+    src = open_source(source, revision)
+    if repo_id is None:
+        repo_id = src.repo_id if isinstance(src, HubSource) else DEFAULT_REPO_ID
+    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".building", dir=target.parent))
+    try:
+        result = _assemble(work, src, version, repo_id, built_at or datetime.now(timezone.utc))
+        _replace(work, target)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return BuildResult(target, version, result[0], result[1], result[2])
+
+
+def _assemble(work: Path, src: Source, version: str, repo_id: str, built_at: datetime):
+    specs = list(card_configs())
+    generated = {CARD_PATH, RECORD_PATH, CROISSANT_PATH} | {parquet_path(s) for s in specs}
+    for rel in src.list_files():
+        if rel in generated:
+            continue
+        dest = work / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src.path(rel), dest)
+
+    built, absent = [], []
+    for spec in specs:
+        if not src.has(spec.path):
+            absent.append(spec)
+            continue
+        rel = parquet_path(spec)
+        write_parquet(load_table(spec.name, src), spec, work / rel)
+        written = pq.read_table(work / rel)
+        built.append(BuiltConfig(spec, written.num_rows, written.nbytes, rel, digest_file(work / rel)))
+
+    (work / CROISSANT_PATH).write_text(
+        json.dumps(render_croissant(built, version=version, date_published=release_date(src), repo_id=repo_id),
+                   indent=2, ensure_ascii=False) + "\n",
+        encoding="utf-8")
+    upstream = upstream_release(src)
+    card = render_card(built, version=version, provenance=provenance_text(src, upstream), absent=absent,
+                       source_metadata=_source_card_metadata(src), repo_id=repo_id)
+    (work / CARD_PATH).write_text(card, encoding="utf-8")
+
+    files = {rel: digest_file(work / rel).as_json() for rel in folder_files(work) if rel != RECORD_PATH}
+    record = {
+        "format": RECORD_FORMAT,
+        "version": version,
+        "repo_id": repo_id,
+        "built_at": built_at.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "package": {"name": "rlvrambench-hf", "version": package_version()},
+        "source": src.identity,
+        "source_release": upstream,
+        "configs": {b.spec.name: {"split": b.spec.split, "path": b.path, "num_examples": b.num_examples,
+                                  "num_bytes": b.num_bytes} for b in built},
+        "absent_configs": {s.name: s.path for s in absent},
+        "files": files,
+    }
+    (work / RECORD_PATH).write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return built, absent, len(files) + 1
+
+
+def release_date(src: Source) -> str | None:
+    """The ``date-released`` of the source's ``CITATION.cff`` (a date that does not change between builds)."""
+    if not src.has(CITATION_PATH):
+        return None
+    text = src.path(CITATION_PATH).read_text(encoding="utf-8", errors="replace")
+    match = re.search(r"^date-released:\s*[\"']?(\d{4}-\d{2}-\d{2})", text, re.M)
+    return match.group(1) if match else None
+
+
+def _source_card_metadata(src: Source) -> dict:
+    try:
+        return src.card_metadata
+    except Exception:  # a card without usable metadata falls back to the defaults
+        return {}
+
+
+def _check_target(target: Path, overwrite: bool) -> None:
+    if not target.parent.is_dir():
+        raise InputError(f"output folder's parent {target.parent} does not exist")
+    if target.exists() and not target.is_dir():
+        raise InputError(f"output {target} exists and is not a folder")
+    if target.is_dir() and any(target.iterdir()):
+        if not overwrite:
+            raise InputError(f"output folder {target} is not empty (use --overwrite to replace a previous build)")
+        if not _is_build(target):
+            raise InputError(f"output folder {target} is not a previous release build; refusing to replace it")
+
+
+def _is_build(folder: Path) -> bool:
+    try:
+        return json.loads((folder / RECORD_PATH).read_text(encoding="utf-8")).get("format") == RECORD_FORMAT
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _replace(work: Path, target: Path) -> None:
+    work.chmod(0o755)
+    if not target.exists():
+        os.replace(work, target)
+        return
+    old = target.with_name(f".{target.name}.old-{os.getpid()}")
+    os.replace(target, old)
+    os.replace(work, target)
+    shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,80 @@
+"""Where things live in a built release folder, and the digests that describe its files."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import InputError
+from ..registry import CARD_PATH, ConfigSpec
+from ..sources import sha256_file
+
+RECORD_PATH = "release.json"
+CROISSANT_PATH = "croissant.json"
+DATA_DIR = "data"
+#: Marks a ``release.json`` written by this package (the upstream release has its own ``release.json``).
+RECORD_FORMAT = "rlvrambench-hf-release/1"
+#: Files every build regenerates instead of copying from its source.
+GENERATED = (CARD_PATH, RECORD_PATH, CROISSANT_PATH)
+_VERSION = re.compile(r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$")
+_SKIPPED_PARTS = {".git", ".cache", ".huggingface"}
+
+
+def parquet_path(spec: ConfigSpec) -> str:
+    """The release path of a config's Parquet file (one shard per config and split)."""
+    return f"{DATA_DIR}/{spec.name}/{spec.split}-00000-of-00001.parquet"
+
+
+def is_generated(relpath: str) -> bool:
+    return relpath in GENERATED or relpath.startswith(f"{DATA_DIR}/")
+
+
+def check_version(version: str) -> str:
+    """``version`` if it is ``X.Y.Z`` (a leading ``v`` is dropped), else a one-line :class:`InputError`."""
+    bare = version[1:] if version.startswith("v") else version
+    if not _VERSION.match(bare):
+        raise InputError(f"version {version!r} is not of the form X.Y.Z (e.g. 1.1.0)")
+    return bare
+
+
+def folder_files(folder: Path) -> list[str]:
+    """Every file of a release folder as sorted POSIX paths (git and cache metadata excluded)."""
+    out = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_PARTS)
+        for name in files:
+            out.append((Path(root) / name).relative_to(folder).as_posix())
+    return sorted(out)
+
+
+@dataclass(frozen=True)
+class FileDigest:
+    sha256: str
+    size_bytes: int
+
+    def as_json(self) -> dict:
+        return {"sha256": self.sha256, "size_bytes": self.size_bytes}
+
+
+def digest_file(path: Path) -> FileDigest:
+    return FileDigest(sha256_file(path), path.stat().st_size)
+
+
+def git_blob_sha1(path: Path) -> str:
+    """The git object id of a file's content (what the Hub reports for files not stored in LFS)."""
+    data = path.read_bytes()
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+@dataclass(frozen=True)
+class BuiltConfig:
+    """A config written to a release: its spec and the figures the card, Croissant and verifier state."""
+
+    spec: ConfigSpec
+    num_examples: int
+    num_bytes: int  # in-memory Arrow size, as ``datasets`` reports it in ``dataset_info``
+    path: str
+    file: FileDigest

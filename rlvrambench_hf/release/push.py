@@ -1,0 +1,200 @@
+"""Push a verified release folder to a Hub dataset repository as one atomic commit, with an optional tag.
+
+The plan compares the folder with the remote revision file by file (SHA-256 for LFS files, the git blob id for
+the others): files to add, to replace, to delete and unchanged. ``.gitattributes`` on the remote is kept.
+Tokens come from huggingface_hub (``HF_TOKEN``, ``hf auth login``); they are never printed or written.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import InputError, SourceError
+from .layout import folder_files, git_blob_sha1
+from .verify import check_release, read_record
+
+#: Remote files a push never deletes.
+KEPT_REMOTE_FILES = (".gitattributes",)
+_TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    path: str
+    size: int
+    blob_id: str
+    sha256: str | None = None  # set for files stored in LFS
+
+
+@dataclass
+class PushPlan:
+    repo_id: str
+    revision: str
+    remote_commit: str | None
+    add: list[str] = field(default_factory=list)
+    replace: list[str] = field(default_factory=list)
+    delete: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.add or self.replace or self.delete)
+
+    def as_json(self) -> dict:
+        return {"repo_id": self.repo_id, "revision": self.revision, "remote_commit": self.remote_commit,
+                "add": self.add, "replace": self.replace, "delete": self.delete, "unchanged": self.unchanged}
+
+    def describe(self) -> str:
+        lines = [f"plan for {self.repo_id}@{self.revision} (remote commit {self.remote_commit or 'none'}): "
+                 f"{len(self.add)} to add, {len(self.replace)} to replace, {len(self.delete)} to delete, "
+                 f"{len(self.unchanged)} unchanged"]
+        for verb, paths in (("add", self.add), ("replace", self.replace), ("delete", self.delete)):
+            lines += [f"  {verb:<8}{p}" for p in paths]
+        return "\n".join(lines)
+
+
+def _same(local: Path, remote: RemoteFile) -> bool:
+    if remote.sha256 is not None:
+        from ..sources import sha256_file
+
+        return local.stat().st_size == remote.size and sha256_file(local) == remote.sha256
+    return git_blob_sha1(local) == remote.blob_id
+
+
+def plan_push(folder: str | os.PathLike, remote: dict[str, RemoteFile], *, repo_id: str, revision: str,
+              remote_commit: str | None) -> PushPlan:
+    """What a push of ``folder`` over the remote files ``remote`` would change (pure; no network)."""
+    folder = Path(folder)
+    plan = PushPlan(repo_id, revision, remote_commit)
+    local = folder_files(folder)
+    for rel in local:
+        theirs = remote.get(rel)
+        if theirs is None:
+            plan.add.append(rel)
+        elif _same(folder / rel, theirs):
+            plan.unchanged.append(rel)
+        else:
+            plan.replace.append(rel)
+    plan.delete = sorted(set(remote) - set(local) - set(KEPT_REMOTE_FILES))
+    return plan
+
+
+def commit_operations(plan: PushPlan, folder: str | os.PathLike) -> list:
+    """The ``huggingface_hub`` operations of one commit carrying out ``plan``."""
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
+    folder = Path(folder)
+    ops: list = [CommitOperationAdd(path_in_repo=rel, path_or_fileobj=str(folder / rel))
+                 for rel in sorted(plan.add + plan.replace)]
+    ops += [CommitOperationDelete(path_in_repo=rel) for rel in plan.delete]
+    return ops
+
+
+def remote_state(repo_id: str, revision: str, token: str | None = None) -> tuple[str, dict[str, RemoteFile]]:
+    """The commit ``revision`` resolves to and the files it holds."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.hf_api import RepoFile
+
+    api = HfApi(token=token)
+    with _hub_errors(repo_id, revision):
+        commit = api.dataset_info(repo_id, revision=revision).sha
+        entries = api.list_repo_tree(repo_id, revision=commit, recursive=True, repo_type="dataset")
+        files = {}
+        for entry in entries:
+            if isinstance(entry, RepoFile):
+                lfs = entry.lfs
+                files[entry.path] = RemoteFile(entry.path, entry.size, entry.blob_id,
+                                               lfs.sha256 if lfs is not None else None)
+    return commit, files
+
+
+def resolve_token(token: str | None = None) -> str:
+    """A token for writing to the Hub, or a one-line :class:`InputError` saying how to provide one."""
+    from huggingface_hub import get_token
+
+    token = token or get_token()
+    if not token:
+        raise InputError("no Hugging Face token found: set HF_TOKEN or run `hf auth login` (push needs write access)")
+    return token
+
+
+@dataclass
+class PushResult:
+    plan: PushPlan
+    commit_url: str | None = None
+    commit: str | None = None
+    tag: str | None = None
+
+
+def push_release(
+    folder: str | os.PathLike,
+    repo_id: str,
+    *,
+    revision: str = "main",
+    create_pr: bool = False,
+    tag: str | None = None,
+    message: str | None = None,
+    dry_run: bool = False,
+    token: str | None = None,
+) -> PushResult:
+    """Verify ``folder``, plan against ``repo_id@revision`` and (unless ``dry_run``) commit it atomically."""
+    from huggingface_hub import HfApi
+
+    folder = Path(folder).expanduser()
+    if tag is not None and not _TAG.match(tag):
+        raise InputError(f"tag {tag!r} is not a valid tag name (letters, digits, '.', '_', '-')")
+    check_release(folder)
+    version = read_record(folder).get("version")
+    if not dry_run:
+        token = resolve_token(token)
+    api = HfApi(token=token)
+    if tag is not None:
+        with _hub_errors(repo_id, revision):
+            refs = api.list_repo_refs(repo_id, repo_type="dataset")
+        if any(t.name == tag for t in refs.tags):
+            raise InputError(f"tag {tag} already exists in {repo_id}")
+    commit, remote = remote_state(repo_id, revision, token)
+    plan = plan_push(folder, remote, repo_id=repo_id, revision=revision, remote_commit=commit)
+    result = PushResult(plan, tag=tag)
+    if dry_run:
+        return result
+    with _hub_errors(repo_id, revision):
+        if plan.has_changes:
+            info = api.create_commit(
+                repo_id, commit_operations(plan, folder), commit_message=message or f"Release {version}",
+                revision=revision, create_pr=create_pr, parent_commit=commit, repo_type="dataset")
+            result.commit, result.commit_url = info.oid, info.pr_url or info.commit_url
+        else:
+            result.commit = commit
+        if tag is not None:
+            api.create_tag(repo_id, tag=tag, revision=result.commit, repo_type="dataset",
+                           tag_message=message or f"Release {version}")
+    return result
+
+
+class _hub_errors:
+    """Turn huggingface_hub and network errors into one-line :class:`SourceError`s."""
+
+    def __init__(self, repo_id: str, revision: str) -> None:
+        self.repo_id, self.revision = repo_id, revision
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        if exc is None or isinstance(exc, (InputError, SourceError)):
+            return False
+        from huggingface_hub import errors as hf_errors
+
+        if isinstance(exc, hf_errors.RevisionNotFoundError):
+            raise SourceError(f"revision {self.revision!r} does not exist in {self.repo_id}") from None
+        if isinstance(exc, hf_errors.RepositoryNotFoundError):
+            raise SourceError(f"dataset repository {self.repo_id} not found (or not accessible with this token)") from None
+        if isinstance(exc, hf_errors.HfHubHTTPError) or isinstance(exc, OSError) \
+                or type(exc).__module__.startswith(("httpx", "httpcore")):
+            text = str(exc).strip().splitlines()
+            raise SourceError(f"{self.repo_id}: {text[0] if text else type(exc).__name__}") from None
+        return False

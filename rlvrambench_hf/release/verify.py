@@ -1,0 +1,205 @@
+"""Verify a built release folder: digests, card YAML, Parquet schemas and rows, and Croissant.
+
+:func:`verify_release` returns every problem found as a one-line message (an empty list means the release is
+sound); :func:`check_release` raises a one-line :class:`IntegrityError` when there is any.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from ..errors import InputError, IntegrityError, RLVRAMBenchError, SchemaError
+from ..registry import CARD_PATH, DEFAULT_REPO_ID, card_configs
+from ..tables import load_table
+from .card import card_metadata, config_entries, read_front_matter
+from .croissant import render_croissant, validate_croissant
+from .layout import (CROISSANT_PATH, RECORD_FORMAT, RECORD_PATH, BuiltConfig, FileDigest, digest_file,
+                     folder_files, parquet_path)
+
+
+@dataclass
+class VerifyReport:
+    folder: Path
+    problems: list[str] = field(default_factory=list)
+    files: int = 0
+    configs: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def read_record(folder: Path) -> dict:
+    """The release's ``release.json`` (one-line error when it is missing or not written by a build)."""
+    path = folder / RECORD_PATH
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise IntegrityError(f"{folder} has no {RECORD_PATH}; it is not a built release") from None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise IntegrityError(f"{path} is not valid JSON") from None
+    if not isinstance(record, dict) or record.get("format") != RECORD_FORMAT:
+        raise IntegrityError(f"{path} was not written by `rlvrambench release build` (format {RECORD_FORMAT})")
+    if not isinstance(record.get("files"), dict):
+        raise IntegrityError(f"{path} has no 'files' table")
+    return record
+
+
+def verify_release(folder: str | os.PathLike, *, croissant: bool = True) -> VerifyReport:
+    """Every problem of the release in ``folder``; ``croissant=False`` skips the mlcroissant validator."""
+    folder = Path(folder).expanduser()
+    if not folder.is_dir():
+        raise InputError(f"release folder {folder} does not exist")
+    record = read_record(folder)
+    report = VerifyReport(folder)
+    _check_digests(folder, record, report)
+    built = _check_parquet(folder, record, report)
+    report.configs = [b.spec.name for b in built]
+    _check_card(folder, built, report)
+    _check_croissant(folder, record, built, report, validate=croissant)
+    return report
+
+
+def check_release(folder: str | os.PathLike, *, croissant: bool = True) -> VerifyReport:
+    """:func:`verify_release`, raising :class:`IntegrityError` (first problem, count of others) on failure."""
+    report = verify_release(folder, croissant=croissant)
+    if report.problems:
+        more = f" (and {len(report.problems) - 1} more problem(s))" if len(report.problems) > 1 else ""
+        raise IntegrityError(f"release {report.folder} failed verification: {report.problems[0]}{more}")
+    return report
+
+
+def _check_digests(folder: Path, record: dict, report: VerifyReport) -> None:
+    listed: dict = record["files"]
+    present = set(folder_files(folder)) - {RECORD_PATH}
+    report.files = len(present) + 1
+    for rel in sorted(listed):
+        entry = listed[rel]
+        if rel not in present:
+            report.problems.append(f"{rel}: listed in {RECORD_PATH} but absent")
+            continue
+        if not isinstance(entry, dict) or "sha256" not in entry or "size_bytes" not in entry:
+            report.problems.append(f"{rel}: malformed entry in {RECORD_PATH}")
+            continue
+        found = digest_file(folder / rel)
+        if found != FileDigest(entry["sha256"], entry["size_bytes"]):
+            report.problems.append(f"{rel}: present but corrupted (SHA-256 or size differs from {RECORD_PATH})")
+    for rel in sorted(present - set(listed)):
+        report.problems.append(f"{rel}: in the folder but not listed in {RECORD_PATH}")
+
+
+def _check_parquet(folder: Path, record: dict, report: VerifyReport) -> list[BuiltConfig]:
+    """The configs with a Parquet file, after checking each file's schema, rows and content."""
+    recorded = record.get("configs") or {}
+    built = []
+    for spec in card_configs():
+        rel = parquet_path(spec)
+        path = folder / rel
+        if not path.is_file():
+            if spec.name in recorded:
+                report.problems.append(f"config {spec.name}: {rel} is missing")
+            elif (folder / spec.path).is_file():
+                report.problems.append(f"config {spec.name}: {spec.path} is present but has no Parquet file {rel}")
+            continue
+        try:
+            table = pq.read_table(path)
+        except Exception as exc:  # pyarrow raises several types for unreadable files
+            report.problems.append(f"{rel}: not a readable Parquet file ({str(exc).splitlines()[0]})")
+            continue
+        expected = spec.features.arrow_schema
+        if table.schema.remove_metadata() != expected.remove_metadata():
+            report.problems.append(f"{rel}: Arrow schema differs from the registry's for config {spec.name}")
+        elif table.schema.metadata != expected.metadata:
+            report.problems.append(f"{rel}: embedded datasets Features differ from the registry's")
+        meta = recorded.get(spec.name)
+        if not isinstance(meta, dict) or meta.get("num_examples") != table.num_rows:
+            report.problems.append(f"{rel}: {table.num_rows} rows, {RECORD_PATH} states "
+                                   f"{meta.get('num_examples') if isinstance(meta, dict) else 'nothing'}")
+        if (folder / spec.path).is_file():
+            try:
+                source = load_table(spec.name, folder)
+            except RLVRAMBenchError as exc:
+                report.problems.append(f"config {spec.name}: {exc}")
+            else:
+                if not source.equals(table.replace_schema_metadata(None)):
+                    report.problems.append(f"{rel}: rows differ from the typed {spec.path}")
+        built.append(BuiltConfig(spec, table.num_rows, table.nbytes, rel, digest_file(path)))
+    for name in sorted(set(recorded) - {b.spec.name for b in built}):
+        if name not in {s.name for s in card_configs()}:
+            report.problems.append(f"{RECORD_PATH} names config {name!r}, which the registry does not know")
+    return built
+
+
+def _check_card(folder: Path, built: list[BuiltConfig], report: VerifyReport) -> None:
+    import datasets
+
+    try:
+        meta = read_front_matter((folder / CARD_PATH).read_text(encoding="utf-8"), str(folder / CARD_PATH))
+    except FileNotFoundError:
+        report.problems.append(f"{CARD_PATH}: missing")
+        return
+    except SchemaError as exc:
+        report.problems.append(str(exc))
+        return
+    before = len(report.problems)
+    found_configs = {c.get("config_name"): c for c in meta.get("configs") or [] if isinstance(c, dict)}
+    expected_configs = {c["config_name"]: c for c in config_entries(built)}
+    for name in sorted(set(found_configs) - set(expected_configs)):
+        report.problems.append(f"card: config {name!r} has no Parquet file in this release")
+    for name, entry in expected_configs.items():
+        if name not in found_configs:
+            report.problems.append(f"card: config {name} is missing from 'configs'")
+        elif found_configs[name] != entry:
+            report.problems.append(f"card: 'configs' entry of {name} differs (split, path or default)")
+    infos = {i.get("config_name"): i for i in meta.get("dataset_info") or [] if isinstance(i, dict)}
+    for b in built:
+        info = infos.get(b.spec.name)
+        if info is None:
+            report.problems.append(f"card: dataset_info of {b.spec.name} is missing")
+            continue
+        try:
+            parsed = datasets.DatasetInfo._from_yaml_dict(dict(info))
+        except Exception as exc:
+            report.problems.append(f"card: dataset_info of {b.spec.name} is malformed ({exc})")
+            continue
+        if parsed.features != b.spec.features:
+            columns = [c for c in b.spec.column_names if (parsed.features or {}).get(c) != b.spec.features[c]]
+            what = f"column(s) {', '.join(columns)}" if columns else "column set or order"
+            report.problems.append(f"card: dataset_info features of {b.spec.name} differ from the registry: {what}")
+        split = (parsed.splits or {}).get(b.spec.split)
+        if split is None:
+            report.problems.append(f"card: dataset_info of {b.spec.name} has no split {b.spec.split}")
+        elif split.num_examples != b.num_examples:
+            report.problems.append(f"card: {b.spec.name}/{b.spec.split} states {split.num_examples} rows, "
+                                   f"the Parquet file has {b.num_examples}")
+        elif split.num_bytes != b.num_bytes:
+            report.problems.append(f"card: {b.spec.name}/{b.spec.split} states num_bytes {split.num_bytes}, "
+                                   f"the Parquet data has {b.num_bytes}")
+    if len(report.problems) == before and {k: v for k, v in meta.items()} != card_metadata(built, meta):
+        report.problems.append("card: YAML front matter differs from what the registry and Parquet files give")
+
+
+def _check_croissant(folder: Path, record: dict, built: list[BuiltConfig], report: VerifyReport,
+                     *, validate: bool) -> None:
+    path = folder / CROISSANT_PATH
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        report.problems.append(f"{CROISSANT_PATH}: missing")
+        return
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        report.problems.append(f"{CROISSANT_PATH}: not valid JSON")
+        return
+    expected = render_croissant(built, version=str(record.get("version")),
+                                date_published=document.get("datePublished") if isinstance(document, dict) else None,
+                                repo_id=record.get("repo_id") or DEFAULT_REPO_ID)
+    if document != expected:
+        report.problems.append(f"{CROISSANT_PATH}: differs from what the registry and Parquet files give")
+    if validate:
+        for problem in validate_croissant(str(path)):
+            report.problems.append(f"{CROISSANT_PATH}: mlcroissant: {problem}")
