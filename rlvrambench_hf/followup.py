@@ -1,0 +1,264 @@
+"""Scoring of the frozen estimator panels: the larger-model study and its expanded-host follow-up.
+
+Each study is a table of planned configurations with a repeated label that may be ``unresolved`` and three
+method predictions sealed before execution (donor copy, component regression, logistic classification). An
+unresolved target is neither a correct prediction nor a safe approval, so every method gets two views side by
+side: approvals over the full planned panel (scored and unscored, with the known failure evidence of the
+unscored ones) and label and peak metrics over the resolved subset only. The label metrics are those of the
+transfer scoring (:func:`rlvrambench_hf.transfer.label_metrics`).
+
+:func:`score_panel` is the pure core; :func:`read_predictions` reads a user's predictions file and
+:func:`score_study` loads a study from a source and scores it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from .errors import InputError
+from .registry import OUTCOME_LABELS, UNRESOLVED
+
+#: Study name (command-line spelling) → config holding it.
+STUDIES: dict[str, str] = {
+    "larger_model": "larger_model_configurations",
+    "expanded_host": "expanded_host_configurations",
+}
+#: The frozen methods, by the prefix of their prediction columns.
+FROZEN_METHODS: tuple[str, ...] = ("donor_copy", "component_regression", "logistic")
+#: Key under which a user's predictions are scored.
+USER_METHOD = "user"
+APPROVAL = "within_margin"
+METRIC_SCOPE = (
+    "Label and peak metrics cover only the resolved configurations; approvals cover the full planned panel. "
+    "An unresolved target is neither a correct prediction nor a safe approval: read unscored approvals beside "
+    "every resolved-subset score."
+)
+PREDICTION_COLUMNS = ("configuration_id", "predicted_state")
+PEAK_COLUMN = "predicted_peak_mib"
+#: Characters stripped around every cell, as by the transfer evaluator.
+WHITESPACE = " \t"
+
+
+@dataclass(frozen=True)
+class MethodPredictions:
+    """One method's predictions: a label per configuration id and, optionally, a peak in MiB (None: no peak)."""
+
+    states: Mapping[str, str]
+    peaks_mib: Mapping[str, float | None] = field(default_factory=dict)
+
+
+def study_config(study: str) -> str:
+    """The config name of ``study`` (``larger_model`` or ``expanded_host``; the config name is accepted too)."""
+    if study in STUDIES:
+        return STUDIES[study]
+    if study in STUDIES.values():
+        return study
+    raise InputError(f"unknown study {study!r}; choose one of: {', '.join(STUDIES)}")
+
+
+def frozen_predictions(rows: Sequence[Mapping]) -> dict[str, MethodPredictions]:
+    """The three frozen methods' predictions from a study's own ``<method>_predicted_*`` columns."""
+    return {
+        method: MethodPredictions(
+            states={r["configuration_id"]: r[f"{method}_predicted_state"] for r in rows},
+            peaks_mib={r["configuration_id"]: r[f"{method}_predicted_peak_mib"] for r in rows},
+        )
+        for method in FROZEN_METHODS
+    }
+
+
+def score_panel(rows: Sequence[Mapping], methods: Mapping[str, MethodPredictions]) -> dict:
+    """Score each method on a study's rows (decoded labels), in the published evaluation file's structure.
+
+    ``rows`` need ``configuration_id``, ``observed_state``, ``known_memory_failure``, ``known_margin_exceedance``
+    and ``completed_peak_mib``; every method must predict exactly the rows' configuration ids.
+    """
+    from .transfer import label_metrics
+
+    ids = [r["configuration_id"] for r in rows]
+    if len(set(ids)) != len(ids):
+        raise InputError("study table has duplicate configuration ids")
+    resolved = [r for r in rows if r["observed_state"] != UNRESOLVED]
+    unresolved = [r for r in rows if r["observed_state"] == UNRESOLVED]
+    approvals: dict[str, dict] = {}
+    metrics: dict[str, dict] = {}
+    for name, prediction in methods.items():
+        _check_coverage(prediction.states, ids, f"method {name}")
+        approved = [r for r in rows if prediction.states[r["configuration_id"]] == APPROVAL]
+        unscored = [r for r in approved if r["observed_state"] == UNRESOLVED]
+        approvals[name] = {
+            "full_panel_approved_configurations": len(approved),
+            "full_panel_approved_ids": _ids(approved),
+            "scored_approved_configurations": len(approved) - len(unscored),
+            "unscored_approved_configurations": len(unscored),
+            "unscored_approved_ids": _ids(unscored),
+            "unscored_approvals_with_known_failure": sum(bool(r["known_memory_failure"]) for r in unscored),
+            "unscored_approvals_with_known_margin_exceedance":
+                sum(bool(r["known_margin_exceedance"]) for r in unscored),
+        }
+        labels = label_metrics([prediction.states[r["configuration_id"]] for r in resolved],
+                               [r["observed_state"] for r in resolved])
+        metrics[name] = {**labels, **peak_metrics(resolved, prediction.peaks_mib)}
+    return {
+        "planned_configurations": len(rows),
+        "resolved_configurations": len(resolved),
+        "unresolved_configurations": len(unresolved),
+        "resolved_ids": _ids(resolved),
+        "unresolved_ids": _ids(unresolved),
+        "full_panel_coverage": len(resolved) / len(rows) if rows else None,
+        "metric_scope": METRIC_SCOPE,
+        "approvals": approvals,
+        "resolved_subset_metrics": metrics,
+    }
+
+
+def peak_metrics(resolved: Sequence[Mapping], peaks_mib: Mapping[str, float | None]) -> dict:
+    """Peak-estimate errors over resolved targets with a completed peak (signed error = predicted − observed).
+
+    Coverage is the share of those targets with a predicted peak; the worst underestimate is the largest
+    observed − predicted shortfall (0.0 when every prediction is at or above its target). Each is null when
+    there is nothing to measure it on.
+    """
+    targets = [r for r in resolved if r["completed_peak_mib"] is not None]
+    pairs = [(peaks_mib.get(r["configuration_id"]), r["completed_peak_mib"]) for r in targets]
+    errors = [p - o for p, o in pairs if p is not None]
+    return {
+        "completed_peak_prediction_coverage": len(errors) / len(targets) if targets else None,
+        "completed_peak_mae_mib": math.fsum(abs(e) for e in errors) / len(errors) if errors else None,
+        "completed_peak_mean_signed_error_mib": math.fsum(errors) / len(errors) if errors else None,
+        "completed_peak_worst_underestimate_mib": max(0.0, -min(errors)) if errors else None,
+    }
+
+
+def read_predictions(path: str | os.PathLike, configuration_ids: Sequence[str]) -> MethodPredictions:
+    """Read ``configuration_id,predicted_state[,predicted_peak_mib]`` covering exactly ``configuration_ids``.
+
+    As in the transfer evaluator, a UTF-8 BOM and spaces or tabs around cells are tolerated and labels are
+    case-sensitive (lower case). Blank lines are skipped; a blank peak means no peak prediction.
+    Every problem is a one-line :class:`InputError` naming counts and example ids.
+    """
+    name = Path(path).name
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"predictions {name}: cannot be read: {exc}") from None
+    return parse_predictions(text, configuration_ids, name=name)
+
+
+def parse_predictions(text: str, configuration_ids: Sequence[str], *, name: str = "predictions") -> MethodPredictions:
+    """Validate predictions given as CSV text (see :func:`read_predictions`)."""
+    reader = csv.reader(io.StringIO(text.removeprefix("\ufeff")))
+    records = [[cell.strip(WHITESPACE) for cell in row] for row in reader if any(c.strip(WHITESPACE) for c in row)]
+    if not records:
+        raise InputError(f"predictions {name}: file is empty")
+    header, body = records[0], records[1:]
+    missing = [c for c in PREDICTION_COLUMNS if c not in header]
+    if missing:
+        raise InputError(f"predictions {name}: missing column(s) {', '.join(missing)} "
+                         f"(expected configuration_id,predicted_state[,{PEAK_COLUMN}])")
+    extra = [c for c in header if c not in PREDICTION_COLUMNS + (PEAK_COLUMN,)]
+    if extra or len(set(header)) != len(header):
+        raise InputError(f"predictions {name}: unexpected or repeated column(s) in header {','.join(header)}")
+    if not body:
+        raise InputError(f"predictions {name}: header only, no predictions")
+    where = {c: header.index(c) for c in header}
+    bad_width = [i + 2 for i, row in enumerate(body) if len(row) != len(header)]
+    if bad_width:
+        raise InputError(f"predictions {name}: {len(bad_width)} row(s) without {len(header)} cells, "
+                         f"e.g. line(s) {_examples(bad_width)}")
+    blank_ids = sum(1 for row in body if not row[where["configuration_id"]])
+    if blank_ids:
+        raise InputError(f"predictions {name}: {blank_ids} row(s) have an empty configuration_id")
+    states: dict[str, str] = {}
+    peaks: dict[str, float | None] = {}
+    duplicates, bad_labels, bad_peaks = [], [], []
+    for row in body:
+        cid = row[where["configuration_id"]]
+        if cid in states:
+            duplicates.append(cid)
+            continue
+        states[cid] = row[where["predicted_state"]]
+        if states[cid] not in OUTCOME_LABELS:
+            bad_labels.append(f"{cid}={states[cid]!r}")
+        if PEAK_COLUMN in where:
+            peaks[cid] = _peak(row[where[PEAK_COLUMN]])
+            if peaks[cid] is _BAD:
+                bad_peaks.append(f"{cid}={row[where[PEAK_COLUMN]]!r}")
+    if duplicates:
+        raise InputError(f"predictions {name}: {len(duplicates)} duplicate configuration id(s), "
+                         f"e.g. {_examples(sorted(set(duplicates)))}")
+    _check_coverage(states, configuration_ids, f"predictions {name}")
+    if bad_labels:
+        raise InputError(f"predictions {name}: {len(bad_labels)} invalid predicted_state value(s), e.g. "
+                         f"{_examples(bad_labels)}; allowed: {', '.join(OUTCOME_LABELS)}")
+    if bad_peaks:
+        raise InputError(f"predictions {name}: {len(bad_peaks)} invalid {PEAK_COLUMN} value(s), e.g. "
+                         f"{_examples(bad_peaks)}; expected a finite non-negative number of MiB or a blank")
+    return MethodPredictions(states=states, peaks_mib=peaks)
+
+
+def study_rows(study: str, source=None, revision: str | None = None) -> list[dict]:
+    """The decoded rows of ``study``'s config, in file order."""
+    from .tables import load_table
+
+    return load_table(study_config(study), source, revision, decode=True).to_pylist()
+
+
+def score_study(
+    study: str,
+    source=None,
+    revision: str | None = None,
+    *,
+    predictions: str | os.PathLike | MethodPredictions | None = None,
+) -> dict:
+    """Score the three frozen methods of ``study`` and, if given, a user's predictions (a file or an object)."""
+    rows = study_rows(study, source, revision)
+    methods = frozen_predictions(rows)
+    if predictions is not None:
+        ids = [r["configuration_id"] for r in rows]
+        if not isinstance(predictions, MethodPredictions):
+            predictions = read_predictions(predictions, ids)
+        methods[USER_METHOD] = predictions
+    return score_panel(rows, methods)
+
+
+_BAD = object()
+
+
+def _peak(text: str):
+    if text == "":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return _BAD
+    return value if math.isfinite(value) and value >= 0 else _BAD
+
+
+def _check_coverage(states: Mapping[str, str], ids: Sequence[str], what: str) -> None:
+    expected = set(ids)
+    missing = sorted(expected - set(states))
+    unknown = sorted(set(states) - expected)
+    problems = []
+    if missing:
+        problems.append(f"{len(missing)} missing configuration id(s), e.g. {_examples(missing)}")
+    if unknown:
+        problems.append(f"{len(unknown)} unknown configuration id(s), e.g. {_examples(unknown)}")
+    if problems:
+        raise InputError(f"{what}: must cover exactly the study's {len(expected)} configurations: "
+                         + "; ".join(problems))
+
+
+def _ids(rows: Sequence[Mapping]) -> list[str]:
+    return sorted(r["configuration_id"] for r in rows)
+
+
+def _examples(items: Sequence[object], limit: int = 3) -> str:
+    shown = ", ".join(str(i) for i in items[:limit])
+    return shown + (", ..." if len(items) > limit else "")

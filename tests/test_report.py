@@ -1,0 +1,215 @@
+"""``rlvrambench report``: the page's content, and that it renders in headless Chromium.
+
+The browser is driven over the DevTools protocol on a pipe (``--remote-debugging-pipe``, file descriptors 3 and
+4), so no extra Python package is needed. The rendering tests skip when no Chromium binary is installed
+(Debian: ``apt-get install -y chromium``); set ``CHROMIUM`` to use another binary.
+"""
+
+from __future__ import annotations
+
+import base64
+import fcntl
+import html
+import json
+import os
+import re
+import select
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+
+CHROMIUM = os.environ.get("CHROMIUM") or next(
+    (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None or not os.access(CHROMIUM, os.X_OK) or shutil.which("bash") is None,
+    reason="headless Chromium (and bash) not found: apt-get install -y chromium, or set CHROMIUM to the binary")
+FIGURES = ("feasibility", "stages", "admission")
+
+
+class Browser:
+    """Headless Chromium spoken to over the DevTools protocol on a pipe."""
+
+    def __init__(self, binary: str, profile: Path) -> None:
+        to_browser_r, self._out = os.pipe()
+        self._in, from_browser_w = os.pipe()
+        # the browser's ends are moved above 9 so that the redirections to 3 and 4 cannot clobber each other
+        # (bash, unlike dash, can redirect descriptors above 9)
+        to_browser_r, from_browser_w = (_above_nine(fd) for fd in (to_browser_r, from_browser_w))
+        script = f'exec "$0" "$@" 3<&{to_browser_r} 4>&{from_browser_w} {to_browser_r}<&- {from_browser_w}>&-'
+        self.process = subprocess.Popen(
+            ["bash", "-c", script, binary, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--remote-debugging-pipe", f"--user-data-dir={profile}", "--window-size=1280,1600"],
+            pass_fds=(to_browser_r, from_browser_w), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(to_browser_r)
+        os.close(from_browser_w)
+        self._buffer = b""
+        self._next_id = 0
+        self.events: list[dict] = []
+
+    def send(self, method: str, params: dict | None = None, session: str | None = None,
+             timeout: float = 30) -> dict:
+        self._next_id += 1
+        message = {"id": self._next_id, "method": method, "params": params or {}}
+        if session:
+            message["sessionId"] = session
+        os.write(self._out, json.dumps(message).encode() + b"\0")
+        while True:
+            reply = self._receive(timeout)
+            if reply.get("id") == self._next_id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply["result"]
+            self.events.append(reply)
+
+    def wait_for(self, method: str, timeout: float = 30) -> dict:
+        for event in self.events:
+            if event.get("method") == method:
+                return event
+        while True:
+            event = self._receive(timeout)
+            self.events.append(event)
+            if event.get("method") == method:
+                return event
+
+    def _receive(self, timeout: float) -> dict:
+        deadline = time.monotonic() + timeout
+        while b"\0" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self._in], [], [], left)[0]:
+                raise TimeoutError("no answer from Chromium")
+            chunk = os.read(self._in, 1 << 20)
+            if not chunk:
+                raise EOFError("Chromium closed the DevTools pipe")
+            self._buffer += chunk
+        message, self._buffer = self._buffer.split(b"\0", 1)
+        return json.loads(message)
+
+    def close(self) -> None:
+        try:
+            self.send("Browser.close", timeout=10)
+        except (OSError, RuntimeError, TimeoutError, EOFError):
+            pass
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        os.close(self._in)
+        os.close(self._out)
+
+
+def _above_nine(fd: int) -> int:
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    os.close(fd)
+    return moved
+
+
+def render(page: Path, screenshot: Path, profile: Path) -> dict:
+    """Open ``page``; return its title, images (natural sizes) and console errors, and save a screenshot."""
+    browser = Browser(CHROMIUM, profile)
+    try:
+        target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        for domain in ("Page", "Runtime", "Log"):
+            browser.send(f"{domain}.enable", session=session)
+        browser.send("Page.navigate", {"url": page.resolve().as_uri()}, session=session)
+        browser.wait_for("Page.loadEventFired")
+        probe = ("JSON.stringify({title: document.title, images: Array.from(document.images, i => "
+                 "({id: i.id, complete: i.complete, width: i.naturalWidth, height: i.naturalHeight}))})")
+        state = json.loads(browser.send("Runtime.evaluate", {"expression": probe, "returnByValue": True},
+                                        session=session)["result"]["value"])
+        shot = browser.send("Page.captureScreenshot", {"format": "png"}, session=session)
+        screenshot.write_bytes(base64.b64decode(shot["data"]))
+        errors = []
+        for event in browser.events:
+            method, params = event.get("method"), event.get("params", {})
+            if method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
+                errors.append(" ".join(str(a.get("value", a.get("description"))) for a in params.get("args", [])))
+            elif method == "Runtime.exceptionThrown":
+                errors.append(params["exceptionDetails"].get("text", "exception"))
+            elif method == "Log.entryAdded" and params["entry"].get("level") == "error":
+                errors.append(params["entry"].get("text", ""))
+        state["console_errors"] = errors
+        return state
+    finally:
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def report_dir(snapshot: Path, tmp_path_factory) -> Path:
+    output = tmp_path_factory.mktemp("report") / "site"
+    result = run_cli("--source", str(snapshot), "report", "--output", str(output))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"wrote {output / 'index.html'}"
+    return output
+
+
+def test_report_content(report_dir: Path) -> None:
+    assert sorted(p.name for p in report_dir.iterdir()) == ["admission.png", "feasibility.png", "index.html",
+                                                            "stages.png"]
+    page = (report_dir / "index.html").read_text(encoding="utf-8")
+    text = html.unescape(re.sub(r"<[^>]+>", " ", page))
+    assert "<title>RLVRAMBench report</title>" in page
+    # the three figures are embedded (self-contained) and identical to the PNGs beside the page
+    for name in FIGURES:
+        match = re.search(rf'<img id="{name}" src="data:image/png;base64,([^"]+)"', page)
+        assert match, name
+        assert base64.b64decode(match.group(1)) == (report_dir / f"{name}.png").read_bytes()
+    assert "src=\"http" not in page and "<script" not in page
+    # configs table, with the absent config reported, not hidden
+    assert re.search(r"stage_measurements\s+measured\s+3,434", text)
+    assert re.search(r"configuration_feasibility\s+configurations\s+not in this revision", text)
+    # transfer reference rules per track: GPU-count figures of the published benchmark
+    assert re.search(r"gpu_count_transfer\s+source_label\s+36\s+20\s+0\.5556\s+26\s+20\s+2\s+4\s+6", text)
+    assert re.search(r"gpu_count_transfer\s+always_reject\s+36\s+4\s+0\.1111\s+0\s+0\s+0\s+0", text)
+    # admission summary: direct screening recall 0, 0.25, 0.75, 1 at budgets 0..3
+    for budget, recall in enumerate(("0", "0.25", "0.75", "1")):
+        assert re.search(rf"direct_screen\s+{budget}\s+4\s+4\s+{re.escape(recall)}\s", text)
+    # follow-up scores: the larger-model figures
+    assert "larger_model : 6 of 12 planned configurations resolved (full-panel coverage 0.5)" in text
+    assert re.search(r"donor_copy\s+12\s+6\s+6\s+3\s+0\s+0\s+6\s+0", text)
+    assert re.search(r"component_regression\s+3\s+0\s+3\s+0\s+0\s+6\s+0\s+0", text)
+    assert "expanded_host : 3 of 6 planned configurations resolved" in text
+
+
+@needs_chromium
+def test_report_renders_in_headless_chromium(report_dir: Path, tmp_path: Path) -> None:
+    screenshot = tmp_path / "report.png"
+    state = render(report_dir / "index.html", screenshot, tmp_path / "profile")
+    assert state["title"] == "RLVRAMBench report"
+    assert [i["id"] for i in state["images"]] == list(FIGURES)
+    for image in state["images"]:
+        assert image["complete"] and image["width"] > 300 and image["height"] > 200, image
+    assert state["console_errors"] == []
+    assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and screenshot.stat().st_size > 10_000
+
+
+@needs_chromium
+def test_render_check_detects_broken_images_and_console_errors(tmp_path: Path) -> None:
+    page = tmp_path / "broken.html"
+    page.write_text('<!DOCTYPE html><html><head><title>broken</title></head><body>'
+                    '<img id="gone" src="missing.png"><script>console.error("boom")</script></body></html>')
+    state = render(page, tmp_path / "broken.png", tmp_path / "profile")
+    assert state["title"] == "broken"
+    assert state["images"][0]["width"] == 0
+    assert "boom" in state["console_errors"]
+
+
+def test_report_refuses_a_file_as_output_folder(snapshot: Path, tmp_path: Path) -> None:
+    existing = tmp_path / "taken"
+    existing.write_text("keep")
+    result = run_cli("--source", str(snapshot), "report", "--output", str(existing))
+    assert result.returncode == 2 and "is not a directory" in result.stderr
+    assert existing.read_text() == "keep"
+
+
+def test_report_with_a_bad_policy_writes_nothing(snapshot: Path, tmp_path: Path) -> None:
+    output = tmp_path / "site"
+    result = run_cli("--source", str(snapshot), "report", "--output", str(output), "--policy", "no_such_module:X")
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert not output.exists()
