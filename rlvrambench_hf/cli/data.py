@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import MissingFileError, RLVRAMBenchError
-from ..registry import REGISTRY, card_configs, get_spec
+from ..errors import MissingFileError, RLVRAMBenchError, UnknownConfigError
+from ..registry import REGISTRY, ConfigSpec, card_configs, get_spec
 from ..tables import config_file, decode_labels, read_csv
 from ._common import format_table, source_of
 
@@ -20,11 +20,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser("show", help="typed preview of a config")
     p.add_argument("config")
+    p.add_argument("--split", help="the config's split (each config has one; checked when given)")
     p.add_argument("--limit", type=_positive, default=5, help="rows to show (default 5)")
     p.set_defaults(handler=cmd_show)
 
     p = subparsers.add_parser("export", help="write a config as CSV, Parquet or JSON lines")
     p.add_argument("config")
+    p.add_argument("--split", help="the config's split (each config has one; checked when given)")
     p.add_argument("--format", choices=EXPORT_FORMATS, required=True)
     p.add_argument("--output", required=True)
     p.set_defaults(handler=cmd_export)
@@ -70,8 +72,15 @@ def _type_name(column) -> str:
     return {"label": "label", "string_list": "list<string>"}.get(column.kind, column.kind)
 
 
-def cmd_show(args: argparse.Namespace) -> int:
+def _spec_of(args: argparse.Namespace) -> ConfigSpec:
     spec = get_spec(args.config)
+    if args.split is not None and args.split != spec.split:
+        raise UnknownConfigError(f"config {spec.name} has no split {args.split!r}; its split is {spec.split!r}")
+    return spec
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    spec = _spec_of(args)
     source = source_of(args)
     table = decode_labels(read_csv(config_file(source, spec), spec), spec)
     preview = table.slice(0, args.limit).to_pylist()
@@ -96,7 +105,7 @@ def _shown(value: object) -> object:
 def cmd_export(args: argparse.Namespace) -> int:
     from ..export import export_table
 
-    spec = get_spec(args.config)
+    spec = _spec_of(args)
     source = source_of(args)
     rows = export_table(spec, read_csv(config_file(source, spec), spec), args.format, args.output)
     print(f"wrote {rows} rows of {spec.name} to {args.output} ({args.format})")
