@@ -75,3 +75,34 @@ def test_eight_processes_share_one_cold_cache(hub, hf_home):
     prepared = [p for p in (hf_home / "datasets").rglob("*.arrow")]
     assert len({p.parent for p in prepared}) == 1
     assert not [p for p in hf_home.rglob("*.incomplete")]
+
+
+METRIC_SCRIPT = """
+import json, sys
+import evaluate
+from rlvrambench_hf import transfer
+tables = transfer.load_transfer_tables()
+rule = sys.argv[1]
+predictions = transfer.reference_predictions(tables["queries"], tables["outcomes"], rule)
+metric = evaluate.load(sys.argv[2])
+scores = metric.compute(predictions=predictions.column("predicted_state").to_pylist(),
+                        query_ids=predictions.column("query_id").to_pylist())
+print(json.dumps(scores, sort_keys=True))
+"""
+
+
+def test_metric_from_two_processes_at_once_through_the_hub(hub, hf_home, snapshot, tmp_path):
+    """Two independent training jobs evaluating at the same moment, one empty shared cache."""
+    from conftest import REPO_ROOT
+    from rlvrambench_hf import transfer
+
+    env = cli_env(HF_HOME=str(hf_home), RLVRAMBENCH_SOURCE=REPO_ID, RLVRAMBENCH_REVISION="main")
+    metric = str(REPO_ROOT / "metrics" / "rlvrambench")
+    rules = ["source_label", "always_approve"]
+    workers = [subprocess.Popen([sys.executable, "-c", METRIC_SCRIPT, rule, metric], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env) for rule in rules]
+    outputs = [w.communicate(timeout=300) for w in workers]
+    for rule, worker, (out, err) in zip(rules, workers, outputs):
+        assert worker.returncode == 0, err
+        expected = transfer.reference_scores(rule, snapshot)
+        assert json.loads(out.strip().splitlines()[-1]) == json.loads(json.dumps(expected, sort_keys=True))
