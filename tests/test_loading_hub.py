@@ -157,3 +157,44 @@ def test_missing_file_and_unknown_repository(hub):
         load_table("configuration_feasibility", REPO_ID, "main")
     with pytest.raises(SourceError, match="kobzaond/NoSuchDataset not found"):
         load_table("eligible_runs", "kobzaond/NoSuchDataset", "main")
+
+
+PLAIN_SCRIPT = """
+import json, sys
+import datasets
+ds = datasets.load_dataset(sys.argv[1], "expanded_host_configurations", split="measured", revision=sys.argv[2])
+print(json.dumps({"last": ds[-1]["observed_state"]}))
+"""
+
+
+def test_plain_datasets_offline_ignores_the_pinned_revision(hub, snapshot, hf_home, tmp_path):
+    """Why the package resolves revisions itself: with the same cache, plain `datasets.load_dataset` offline
+    returns the most recently cached revision instead of the pinned one (huggingface/datasets#7928). If this
+    test starts failing, upstream has fixed the bug and the workaround can be reconsidered."""
+    import re
+    import shutil
+
+    repo_id = "kobzaond/RLVRAMBench-plain"
+    folder = tmp_path / "plain"
+    shutil.copytree(snapshot, folder)
+    card = (folder / "README.md").read_text()
+    (folder / "README.md").write_text(re.sub(r"- config_name: configuration_feasibility\n(  .*\n)+", "", card))
+    hub.add_repo(repo_id, folder)
+    hub.tag(repo_id, "v1")
+    host = hub.repo_path(repo_id) / HOST_FILE
+    host.write_text(host.read_text().replace(",unresolved,", ",memory_failure,"))
+    hub.commit(repo_id, "edit labels")
+
+    def plain(revision: str, offline: bool) -> str:
+        env = cli_env(HF_HOME=str(hf_home), HF_HUB_OFFLINE="1" if offline else None)
+        out = subprocess.run([sys.executable, "-c", PLAIN_SCRIPT, repo_id, revision], env=env,
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return json.loads(out.stdout.strip().splitlines()[-1])["last"]
+
+    assert plain("v1", offline=False) == "unresolved"
+    assert plain("main", offline=False) == "memory_failure"
+    assert plain("v1", offline=True) == "memory_failure"  # the upstream bug: the pin is lost offline
+    assert run_offline_script(repo_id, "v1", hf_home, offline=False) == {"last": "unresolved"}
+    assert plain("v1", offline=True) == "memory_failure"
+    assert run_offline_script(repo_id, "v1", hf_home, offline=True) == {"last": "unresolved"}  # ours keeps it
