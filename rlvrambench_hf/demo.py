@@ -1,4 +1,6 @@
-"""The main job on the real data (``make demo``): the configs table and a typed sample of every config.
+"""The main job on the real data (``make demo``): the configs table and a typed sample of every config,
+then the headline results: the transfer reference rule scored per track, the admission replay summary and the
+follow-up study scores.
 
 ``python -m rlvrambench_hf.demo [--source S] [--revision R]``
 """
@@ -7,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
+from pathlib import Path
 
 from .cli import main as cli_main
 from .registry import card_configs
@@ -25,6 +29,21 @@ def main(argv: list[str] | None = None) -> int:
         if source.has(spec.path):
             print()
             status = max(status, cli_main(common + ["show", spec.name, "--limit", "2"]))
+    with tempfile.TemporaryDirectory(prefix="rlvrambench-demo-") as folder:
+        predictions, scores = str(Path(folder) / "predictions.csv"), str(Path(folder) / "scores.json")
+        steps = [
+            ("Transfer tasks: the source_label reference rule, scored per track", [
+                ["baseline", "--rule", "source_label", "--output", predictions],
+                ["evaluate", "--predictions", predictions, "--output", scores]]),
+            ("Admission panel: the three published rules at budgets 0-3", [
+                ["replay", "--output", str(Path(folder) / "admission.json")]]),
+            ("Follow-up studies: the frozen predictions, resolved subset beside unscored approvals", [
+                ["followup", "score", "--study", "larger_model"], ["followup", "score", "--study", "expanded_host"]]),
+        ]
+        for title, commands in steps:
+            print(f"\n== {title}")
+            for command in commands:
+                status = max(status, cli_main(common + command))
     return status
 
 

@@ -162,3 +162,19 @@ def test_cli_show_and_export(snapshot, tmp_path):
 
 def test_package_exports_the_loader():
     assert callable(rlvrambench_hf.load_dataset) and rlvrambench_hf.REGISTRY is REGISTRY
+
+
+def test_demo_runs_the_main_job_on_the_real_data(snapshot):
+    import subprocess
+    import sys
+
+    from conftest import cli_env
+
+    out = subprocess.run([sys.executable, "-m", "rlvrambench_hf.demo", "--source", str(snapshot)],
+                         capture_output=True, text=True, env=cli_env(), timeout=300)
+    assert out.returncode == 0, out.stderr
+    for config in ROWS:
+        if REGISTRY[config].card:
+            assert f"{config} ({REGISTRY[config].split}, {ROWS[config]} rows)" in out.stdout
+    assert "gpu_count_transfer  36" in out.stdout and "direct_screen   3" in out.stdout
+    assert "study larger_model: 6 of 12 configurations resolved" in out.stdout
