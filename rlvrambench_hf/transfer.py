@@ -72,8 +72,7 @@ def arrow_ints(values: np.ndarray) -> pa.Array:
 
 def numpy_ints(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """A numpy view of an integer or boolean arrow array without nulls."""
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
+    array = one_chunk(array)
     if array.null_count:
         raise ValueError("numpy_ints: the array has nulls")
     if pa.types.is_boolean(array.type):
@@ -82,6 +81,21 @@ def numpy_ints(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     if len(array) == 0:
         return np.empty(0, dtype=dtype)
     return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array), offset=array.offset * dtype.itemsize)
+
+
+def one_chunk(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """``values`` as one array; a single chunk is returned as is (``combine_chunks`` would copy it)."""
+    if isinstance(values, pa.Array):
+        return values
+    return values.chunk(0) if values.num_chunks == 1 else values.combine_chunks()
+
+
+def compact_codes(codes: np.ndarray, n_values: int) -> np.ndarray:
+    """Codes in ``range(n_values)`` in the smallest signed integer type that holds them."""
+    for dtype in (np.int8, np.int16, np.int32):
+        if n_values <= np.iinfo(dtype).max + 1:
+            return codes.astype(dtype, copy=False)
+    return codes.astype(np.int64, copy=False)
 
 
 @lru_cache(maxsize=None)
@@ -179,11 +193,10 @@ def check_rule(rule: str) -> str:
 
 
 def _encode(values: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
-    """Dictionary codes (int64 numpy) and the dictionary of a string column."""
-    encoded = pc.dictionary_encode(values)
-    if isinstance(encoded, pa.ChunkedArray):
-        encoded = encoded.combine_chunks() if encoded.num_chunks != 1 else encoded.chunk(0)
-    return numpy_ints(encoded.indices).astype(np.int64), encoded.dictionary
+    """Dictionary codes (numpy, the smallest integer type that holds them) and the dictionary of a string
+    column."""
+    encoded = one_chunk(pc.dictionary_encode(values))
+    return compact_codes(numpy_ints(encoded.indices), len(encoded.dictionary)), encoded.dictionary
 
 
 def _lookup(keys: pa.Array, table: pa.Table, column: str, what: str) -> pa.Array:
@@ -208,7 +221,7 @@ class ScoringKey:
     source_of: np.ndarray         # source configuration code of each query
     source_eligible: np.ndarray   # eligible processes of each source code
     source_attempts: np.ndarray   # recorded attempts of each source code
-    observed: np.ndarray          # label code of each query's target
+    observed: np.ndarray          # label code (int8) of each query's target
 
     def __len__(self) -> int:
         return len(self.query_ids)
@@ -222,7 +235,7 @@ class ScoringKey:
     def cell_base(self) -> np.ndarray:
         """``task * 9 + observed``: adding ``predicted * 3`` gives each query's cell of the per-task confusion
         matrices."""
-        return self.task_of * 9 + self.observed
+        return compact_codes(self.task_of.astype(np.int64) * 9 + self.observed, len(self.task_ids) * 9)
 
     @cached_property
     def tracks(self) -> list[str]:
@@ -234,6 +247,12 @@ class ScoringKey:
     def track_of_task(self) -> np.ndarray:
         index = {t: i for i, t in enumerate(self.tracks)}
         return np.array([index[t] for t in self.task_track], dtype=np.int64)
+
+    @cached_property
+    def id_index(self) -> "FixedWidthIndex | None":
+        """The sort-based index of the query ids for :func:`align_predictions` (None when the ids differ in
+        byte length; alignment then uses arrow's ``index_in``)."""
+        return FixedWidthIndex.build(self.query_ids)
 
     @cached_property
     def scope_counts(self) -> dict[str, dict[str, np.ndarray]]:
@@ -292,7 +311,7 @@ def scoring_key(queries: pa.Table, outcomes: pa.Table, track: str | None = None)
     the cost of their source. Targets must have one of the three labels."""
     track = check_track(track)
     queries = _select(queries, track)
-    query_ids = queries.column("query_id").combine_chunks()
+    query_ids = one_chunk(queries.column("query_id"))
     if not _strictly_increasing(query_ids) and pc.count_distinct(query_ids).as_py() != len(query_ids):
         raise SchemaError("transfer_queries: query_id is not unique")
     task_of, task_ids = _encode(queries.column("task_id"))
@@ -318,6 +337,153 @@ def scoring_key(queries: pa.Table, outcomes: pa.Table, track: str | None = None)
         source_attempts=numpy_ints(_lookup(source_ids, outcomes, "recorded_attempts", "source configurations")),
         observed=observed_per_target[target_of],
     )
+
+
+# --------------------------------------------------------------------------- fast id matching
+# pyarrow's string hashing (index_in, dictionary_encode, joins) takes about 4-6 s to match 10 M ids in another
+# order. Ids of one byte length (the release's are "query-" + 16 hex digits) are instead read as 8-byte words
+# straight from the arrow buffers, hashed with numpy and matched by sorting the hashes; every match is then
+# verified byte by byte, so anything unexpected (a wrong, missing or repeated id, or a hash collision) only sends
+# the rows to the exact path, which reports the problems exactly as before.
+
+_BLOCK = 1 << 20
+_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+
+
+@dataclass(frozen=True)
+class FixedWidthStrings:
+    """A string array whose values all have ``width`` bytes: value ``i`` is ``data[start + i*width :][:width]``."""
+
+    data: pa.Buffer
+    start: int
+    width: int
+    length: int
+
+    @classmethod
+    def of(cls, values: pa.Array) -> "FixedWidthStrings | None":
+        """The fixed-width view of a string array, or None when it has nulls or values of different lengths."""
+        n = len(values)
+        if n == 0 or values.null_count or not (pa.types.is_string(values.type)
+                                               or pa.types.is_large_string(values.type)):
+            return None
+        offset_type = np.int32 if pa.types.is_string(values.type) else np.int64
+        offsets = np.frombuffer(values.buffers()[1], dtype=offset_type, count=n + 1,
+                                offset=values.offset * np.dtype(offset_type).itemsize)
+        start, total = int(offsets[0]), int(offsets[-1]) - int(offsets[0])
+        width = total // n
+        if width == 0 or width * n != total:
+            return None
+        for begin in range(0, n, _BLOCK):  # in blocks: no n-sized temporary
+            if (np.diff(offsets[begin:begin + _BLOCK + 1]) != width).any():
+                return None
+        return cls(values.buffers()[2], start, width, n)
+
+    def column(self, byte: int, dtype: type = np.uint8, begin: int = 0, end: int | None = None) -> np.ndarray:
+        """A strided (copy-free) view of the ``dtype`` item at byte ``byte`` of values ``begin:end``."""
+        end = self.length if end is None else min(end, self.length)
+        return np.ndarray((end - begin,), dtype=np.dtype(dtype).newbyteorder("<"), buffer=self.data,
+                          offset=self.start + begin * self.width + byte, strides=(self.width,))
+
+    def words(self, begin: int = 0, end: int | None = None) -> list[np.ndarray]:
+        """The values ``begin:end`` as uint64 words that together hold every byte (the last one may overlap)."""
+        if self.width < 8:
+            word = np.zeros(len(self.column(0, np.uint8, begin, end)), dtype=np.uint64)
+            for byte in range(self.width):
+                word |= self.column(byte, np.uint8, begin, end).astype(np.uint64) << np.uint64(8 * byte)
+            return [word]
+        starts = list(range(0, self.width - 7, 8))
+        if self.width % 8:
+            starts.append(self.width - 8)
+        return [self.column(byte, np.uint64, begin, end) for byte in starts]
+
+    def hashes(self) -> np.ndarray:
+        """A 64-bit hash of each value (equal values, equal hashes)."""
+        out = np.empty(self.length, dtype=np.uint64)
+        for begin in range(0, self.length, _BLOCK):
+            h = None
+            for word in self.words(begin, begin + _BLOCK):
+                h = word * _MULTIPLIER if h is None else (h ^ word) * _MULTIPLIER
+                h ^= h >> np.uint64(29)
+            out[begin:begin + len(h)] = h
+        return out
+
+    def records(self) -> np.ndarray:
+        """The values as one contiguous array of ``width``-byte records (a copy-free view)."""
+        return np.ndarray((self.length,), dtype=f"V{self.width}", buffer=self.data, offset=self.start)
+
+    def has_surrounding_whitespace(self) -> bool:
+        """True when a value starts or ends with a space or a tab."""
+        return any(((c == 32) | (c == 9)).any() for c in (self.column(0), self.column(self.width - 1)))
+
+
+@dataclass(frozen=True)
+class FixedWidthIndex:
+    """A sort-based index of distinct fixed-width ids.
+
+    Each id's hash, with its low ``row_bits`` bits replaced by the id's position, sorts the ids by hash (one
+    numpy sort, no argsort); ids whose truncated hashes tie are matched by their bytes."""
+
+    ids: FixedWidthStrings
+    row_bits: int
+    sorted_hashes: np.ndarray     # truncated hashes (low row_bits bits cleared), ascending
+    positions: np.ndarray         # position of the id of each sorted hash
+    ties: np.ndarray              # indices into sorted_hashes whose truncated hash is not unique
+
+    @classmethod
+    def build(cls, ids: pa.Array) -> "FixedWidthIndex | None":
+        """The index of ``ids`` (distinct values), or None when they are not all of one byte length."""
+        strings = FixedWidthStrings.of(ids)
+        if strings is None:
+            return None
+        row_bits = max(1, (strings.length - 1).bit_length())
+        packed = _hashes_with_rows(strings, row_bits)
+        row_mask = np.uint64((1 << row_bits) - 1)
+        positions = compact_codes(packed & row_mask, strings.length)
+        packed &= ~row_mask
+        repeated = np.flatnonzero(packed[1:] == packed[:-1])
+        ties = np.unique(np.concatenate([repeated, repeated + 1]))
+        return cls(strings, row_bits, packed, positions, ties)
+
+    def positions_of(self, values: pa.Array) -> np.ndarray | None:
+        """The position in the index of each of ``values`` when they are exactly the indexed ids, each once and
+        without surrounding spaces or tabs; None otherwise (the caller then takes the exact path)."""
+        strings = FixedWidthStrings.of(values)
+        if (strings is None or strings.length != self.ids.length or strings.width != self.ids.width
+                or strings.has_surrounding_whitespace()):
+            return None
+        packed = _hashes_with_rows(strings, self.row_bits)
+        row_mask = np.uint64((1 << self.row_bits) - 1)
+        positions = np.empty(strings.length, dtype=self.positions.dtype)
+        for begin in range(0, strings.length, _BLOCK):  # in blocks: no n-sized temporary
+            block = packed[begin:begin + _BLOCK]
+            if not np.array_equal(block & ~row_mask, self.sorted_hashes[begin:begin + _BLOCK]):
+                return None  # not the same multiset of hashes: some id is missing, repeated or unexpected
+            positions[(block & row_mask).astype(np.intp)] = self.positions[begin:begin + _BLOCK]
+        if len(self.ties):  # equal truncated hashes pair up arbitrarily: match those few ids by their bytes
+            given, indexed = strings.records(), self.ids.records()
+            key_positions = self.positions[self.ties]
+            by_bytes = dict(zip(indexed[key_positions].tolist(), key_positions.tolist()))
+            for row in (packed[self.ties] & row_mask).tolist():
+                position = by_bytes.pop(given[row].tobytes(), None)
+                if position is None:
+                    return None
+                positions[row] = position
+        del packed
+        given, indexed = strings.records(), self.ids.records()
+        for begin in range(0, strings.length, _BLOCK):  # equal hashes are no proof: compare every byte
+            if not np.array_equal(given[begin:begin + _BLOCK], indexed[positions[begin:begin + _BLOCK]]):
+                return None
+        return positions
+
+
+def _hashes_with_rows(strings: FixedWidthStrings, row_bits: int) -> np.ndarray:
+    """The hashes of ``strings`` with their low ``row_bits`` bits replaced by the row number, sorted."""
+    packed = strings.hashes()
+    packed &= ~np.uint64((1 << row_bits) - 1)
+    for begin in range(0, len(packed), _BLOCK):
+        packed[begin:begin + _BLOCK] |= np.arange(begin, min(begin + _BLOCK, len(packed)), dtype=np.uint64)
+    packed.sort()
+    return packed
 
 
 # --------------------------------------------------------------------------- predictions
@@ -351,6 +517,12 @@ def align_predictions(key: ScoringKey, query_ids: pa.Array | Sequence[str], stat
     codes = encode_labels(labels, f"{origin}: predicted_state", codes)
     if len(ids) == len(key) and pc.all(pc.equal(ids, key.query_ids)).as_py():
         return codes  # rows already in query order (e.g. sorted by id, as the queries are): no lookup needed
+    if key.id_index is not None and len(ids) == len(key):
+        positions = key.id_index.positions_of(ids)
+        if positions is not None:  # exactly the selected queries, once each, in another order
+            aligned = np.empty(len(key), dtype=np.int8)
+            aligned[positions] = codes
+            return aligned
     ids = pc.utf8_trim(ids, characters=_WHITESPACE)
     if pc.min(pc.binary_length(ids)).as_py() == 0:
         blank = pc.sum(pc.equal(pc.binary_length(ids), 0)).as_py()
@@ -383,8 +555,7 @@ def _strings(values: pa.Array | pa.ChunkedArray | Sequence[str]) -> pa.Array:
         if any(v is None for v in values):
             raise InputError(f"predictions: {sum(v is None for v in values)} missing (None) value(s)")
         values = arrow_strings(values)
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
+    values = one_chunk(values)
     if values.null_count:
         raise InputError(f"predictions: {values.null_count} missing (None) value(s)")
     return values
@@ -405,7 +576,7 @@ def read_predictions(path: str | os.PathLike) -> tuple[pa.Array, pa.Array]:
     text = head.decode("utf-8", errors="replace").removeprefix("\ufeff")
     if not text.strip():
         raise InputError(f"predictions file {name} is empty (expected the header query_id,predicted_state)")
-    header = next(csv.reader(io.StringIO(text.splitlines()[0])))
+    header = next(csv.reader(io.StringIO(text.splitlines()[0])), [])  # a blank first line has no names
     names = [h.strip(_WHITESPACE) for h in header]
     missing = [c for c in PREDICTION_COLUMNS if c not in names]
     extra = [n for n in names if n not in PREDICTION_COLUMNS]
@@ -424,7 +595,7 @@ def read_predictions(path: str | os.PathLike) -> tuple[pa.Array, pa.Array]:
         raise InputError(f"predictions file {name} is not a valid UTF-8 CSV: {str(exc).splitlines()[0]}") from None
     if table.num_rows == 0:
         raise InputError(f"predictions file {name} has a header but no prediction rows")
-    return (table.column("query_id").combine_chunks(), table.column("predicted_state").combine_chunks())
+    return one_chunk(table.column("query_id")), one_chunk(table.column("predicted_state"))
 
 
 # --------------------------------------------------------------------------- scoring
@@ -433,7 +604,11 @@ def score(key: ScoringKey, predicted: np.ndarray) -> dict:
     """The score file of label codes ``predicted`` (aligned with ``key``): overall, per track and per task."""
     n_tasks = len(key.task_ids)
     n_tracks = len(key.tracks)
-    by_task = np.bincount(key.cell_base + predicted * np.int8(3), minlength=n_tasks * 9).reshape(n_tasks, 3, 3)
+    by_task = np.zeros(n_tasks * 9, dtype=np.int64)
+    for begin in range(0, len(predicted), _BLOCK):  # in blocks: bincount's intp copy stays small
+        cells = key.cell_base[begin:begin + _BLOCK] + predicted[begin:begin + _BLOCK] * np.int8(3)
+        by_task += np.bincount(cells, minlength=n_tasks * 9)
+    by_task = by_task.reshape(n_tasks, 3, 3)
     by_track = np.zeros((n_tracks, 3, 3), dtype=np.int64)
     np.add.at(by_track, key.track_of_task, by_task)
     counts = key.scope_counts
@@ -488,7 +663,7 @@ def reference_predictions(queries: pa.Table, outcomes: pa.Table, rule: str, trac
     ``always_reject`` predicts ``memory_failure``."""
     rule, track = check_rule(rule), check_track(track)
     queries = _select(queries, track).sort_by("query_id")
-    ids = queries.column("query_id").combine_chunks()
+    ids = one_chunk(queries.column("query_id"))
     if rule == "source_label":
         states = _lookup(queries.column("source_configuration_id").combine_chunks(), outcomes, "observed_state",
                          "source configurations")
