@@ -13,8 +13,6 @@ transfer scoring (:func:`rlvrambench_hf.transfer.label_metrics`).
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import os
 from dataclasses import dataclass, field
@@ -22,6 +20,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from .errors import InputError
+from .predictions import WHITESPACE, read_prediction_file
 from .registry import OUTCOME_LABELS, UNRESOLVED
 
 #: Study name (command-line spelling) → config holding it.
@@ -42,7 +41,6 @@ METRIC_SCOPE = (
 PREDICTION_COLUMNS = ("configuration_id", "predicted_state")
 PEAK_COLUMN = "predicted_peak_mib"
 #: Characters stripped around every cell, as by the transfer evaluator.
-WHITESPACE = " \t"
 
 
 @dataclass(frozen=True)
@@ -139,57 +137,37 @@ def peak_metrics(resolved: Sequence[Mapping], peaks_mib: Mapping[str, float | No
 def read_predictions(path: str | os.PathLike, configuration_ids: Sequence[str]) -> MethodPredictions:
     """Read ``configuration_id,predicted_state[,predicted_peak_mib]`` covering exactly ``configuration_ids``.
 
-    As in the transfer evaluator, a UTF-8 BOM and spaces or tabs around cells are tolerated and labels are
-    case-sensitive (lower case). Blank lines are skipped; a blank peak means no peak prediction.
-    Every problem is a one-line :class:`InputError` naming counts and example ids.
+    The file rules are those of every predictions file (:mod:`rlvrambench_hf.predictions`): a UTF-8 BOM, blank
+    lines and spaces or tabs around cells are tolerated; labels are case-sensitive (lower case). A blank peak
+    means no peak prediction. Every problem is a one-line :class:`InputError` naming counts and example ids.
     """
-    name = Path(path).name
-    try:
-        text = Path(path).read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"predictions {name}: cannot be read: {exc}") from None
-    return parse_predictions(text, configuration_ids, name=name)
+    columns = read_prediction_file(path, PREDICTION_COLUMNS, (PEAK_COLUMN,))
+    cells = {name: [v.strip(WHITESPACE) for v in values.to_pylist()] for name, values in columns.items()}
+    rows = [dict(zip(cells, row)) for row in zip(*cells.values())]
+    return validate_predictions(rows, configuration_ids, name=Path(path).name)
 
 
-def parse_predictions(text: str, configuration_ids: Sequence[str], *, name: str = "predictions") -> MethodPredictions:
-    """Validate predictions given as CSV text (see :func:`read_predictions`)."""
-    reader = csv.reader(io.StringIO(text.removeprefix("\ufeff")))
-    records = [[cell.strip(WHITESPACE) for cell in row] for row in reader if any(c.strip(WHITESPACE) for c in row)]
-    if not records:
-        raise InputError(f"predictions {name}: file is empty")
-    header, body = records[0], records[1:]
-    missing = [c for c in PREDICTION_COLUMNS if c not in header]
-    if missing:
-        raise InputError(f"predictions {name}: missing column(s) {', '.join(missing)} "
-                         f"(expected configuration_id,predicted_state[,{PEAK_COLUMN}])")
-    extra = [c for c in header if c not in PREDICTION_COLUMNS + (PEAK_COLUMN,)]
-    if extra or len(set(header)) != len(header):
-        raise InputError(f"predictions {name}: unexpected or repeated column(s) in header {','.join(header)}")
-    if not body:
-        raise InputError(f"predictions {name}: header only, no predictions")
-    where = {c: header.index(c) for c in header}
-    bad_width = [i + 2 for i, row in enumerate(body) if len(row) != len(header)]
-    if bad_width:
-        raise InputError(f"predictions {name}: {len(bad_width)} row(s) without {len(header)} cells, "
-                         f"e.g. line(s) {_examples(bad_width)}")
-    blank_ids = sum(1 for row in body if not row[where["configuration_id"]])
+def validate_predictions(rows: Sequence[Mapping[str, str]], configuration_ids: Sequence[str], *,
+                         name: str = "predictions") -> MethodPredictions:
+    """Check prediction rows (``configuration_id``, ``predicted_state``, optional ``predicted_peak_mib``)."""
+    blank_ids = sum(1 for row in rows if not row["configuration_id"])
     if blank_ids:
         raise InputError(f"predictions {name}: {blank_ids} row(s) have an empty configuration_id")
     states: dict[str, str] = {}
     peaks: dict[str, float | None] = {}
     duplicates, bad_labels, bad_peaks = [], [], []
-    for row in body:
-        cid = row[where["configuration_id"]]
+    for row in rows:
+        cid = row["configuration_id"]
         if cid in states:
             duplicates.append(cid)
             continue
-        states[cid] = row[where["predicted_state"]]
+        states[cid] = row["predicted_state"]
         if states[cid] not in OUTCOME_LABELS:
             bad_labels.append(f"{cid}={states[cid]!r}")
-        if PEAK_COLUMN in where:
-            peaks[cid] = _peak(row[where[PEAK_COLUMN]])
+        if PEAK_COLUMN in row:
+            peaks[cid] = _peak(row[PEAK_COLUMN])
             if peaks[cid] is _BAD:
-                bad_peaks.append(f"{cid}={row[where[PEAK_COLUMN]]!r}")
+                bad_peaks.append(f"{cid}={row[PEAK_COLUMN]!r}")
     if duplicates:
         raise InputError(f"predictions {name}: {len(duplicates)} duplicate configuration id(s), "
                          f"e.g. {_examples(sorted(set(duplicates)))}")

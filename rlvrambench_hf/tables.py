@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from .arrowtools import string_array
 from .errors import MissingFileError, SchemaError
 from .registry import Column, ConfigSpec, get_spec
 from .sources import Source, open_source
@@ -64,16 +63,6 @@ def check_header(found: list[str], spec: ConfigSpec, name: str) -> None:
             parts.append(f"unexpected column(s) {', '.join(extra)}")
         raise SchemaError(f"{name}: schema drift for config {spec.name}: {'; '.join(parts)}")
     raise SchemaError(f"{name}: columns of config {spec.name} are not in the registry's order")
-
-
-def string_array(values: Iterable[str]) -> pa.Array:
-    """A string array built from its buffers: unlike ``pa.array``, this does not make pyarrow import pandas
-    (about 0.1 s), which keeps quick commands quick."""
-    encoded = [v.encode("utf-8") for v in values]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum([len(e) for e in encoded], out=offsets[1:])
-    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
-    return pa.Array.from_buffers(pa.large_string(), len(encoded), buffers).cast(pa.string())
 
 
 def cast_column(values: pa.ChunkedArray, column: Column, name: str) -> pa.ChunkedArray:

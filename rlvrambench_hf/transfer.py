@@ -12,8 +12,6 @@ spaces and tabs are stripped from header names and cells, and nothing else is fo
 
 from __future__ import annotations
 
-import csv
-import io
 import os
 from dataclasses import dataclass
 from fractions import Fraction
@@ -24,9 +22,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .arrowtools import arrow_ints, arrow_strings, compact_codes, numpy_ints, one_chunk
 from .errors import InputError, SchemaError, UnknownConfigError
+from .idmatch import FixedWidthIndex
+from .predictions import WHITESPACE, read_prediction_file
 from .registry import OUTCOME_LABELS
-from .tables import string_array
 
 PROTOCOL_VERSION = "1.1"
 TRACKS: tuple[str, ...] = ("model_transfer", "workload_transfer", "gpu_count_transfer", "horizon_transfer")
@@ -45,57 +45,6 @@ EVALUATION_WARNING = ("open descriptive transfer tasks, not a blind leaderboard:
                       "report recall, approval precision and approval errors per track")
 # Columns that describe a measured outcome or an individual process: never part of a target object.
 _PROCESS_COLUMNS = {"training_seed", "run_id", "attempt_id", "experiment_id", "job_id"}
-_WHITESPACE = " \t"
-
-
-# --------------------------------------------------------------------------- pandas-free arrow <-> numpy/Python
-# pyarrow imports pandas (~0.1 s) whenever it converts Python objects or numpy arrays (pa.array, pa.scalar,
-# Array.to_numpy, acero aggregations). The helpers below move data through buffers instead, which keeps pandas
-# off the `rlvrambench evaluate` path.
-
-def arrow_strings(values: Sequence[str]) -> pa.Array:
-    """A string array of ``values`` (each a ``str``), built without pyarrow's Python converters."""
-    bad = next((v for v in values if not isinstance(v, str)), None)
-    if bad is not None:
-        raise InputError(f"expected strings, got {type(bad).__name__} value {bad!r}")
-    try:
-        return string_array(values)
-    except UnicodeEncodeError as exc:
-        raise InputError(f"a string is not valid Unicode: {exc.object!r}") from None
-
-
-def arrow_ints(values: np.ndarray) -> pa.Array:
-    """An integer arrow array sharing the buffer of a numpy array."""
-    values = np.ascontiguousarray(values)
-    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)])
-
-
-def numpy_ints(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """A numpy view of an integer or boolean arrow array without nulls."""
-    array = one_chunk(array)
-    if array.null_count:
-        raise ValueError("numpy_ints: the array has nulls")
-    if pa.types.is_boolean(array.type):
-        return numpy_ints(array.cast(pa.int8())).astype(bool)
-    dtype = np.dtype(str(array.type))
-    if len(array) == 0:
-        return np.empty(0, dtype=dtype)
-    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array), offset=array.offset * dtype.itemsize)
-
-
-def one_chunk(values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """``values`` as one array; a single chunk is returned as is (``combine_chunks`` would copy it)."""
-    if isinstance(values, pa.Array):
-        return values
-    return values.chunk(0) if values.num_chunks == 1 else values.combine_chunks()
-
-
-def compact_codes(codes: np.ndarray, n_values: int) -> np.ndarray:
-    """Codes in ``range(n_values)`` in the smallest signed integer type that holds them."""
-    for dtype in (np.int8, np.int16, np.int32):
-        if n_values <= np.iinfo(dtype).max + 1:
-            return codes.astype(dtype, copy=False)
-    return codes.astype(np.int64, copy=False)
 
 
 @lru_cache(maxsize=None)
@@ -339,153 +288,6 @@ def scoring_key(queries: pa.Table, outcomes: pa.Table, track: str | None = None)
     )
 
 
-# --------------------------------------------------------------------------- fast id matching
-# pyarrow's string hashing (index_in, dictionary_encode, joins) takes about 4-6 s to match 10 M ids in another
-# order. Ids of one byte length (the release's are "query-" + 16 hex digits) are instead read as 8-byte words
-# straight from the arrow buffers, hashed with numpy and matched by sorting the hashes; every match is then
-# verified byte by byte, so anything unexpected (a wrong, missing or repeated id, or a hash collision) only sends
-# the rows to the exact path, which reports the problems exactly as before.
-
-_BLOCK = 1 << 20
-_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
-
-
-@dataclass(frozen=True)
-class FixedWidthStrings:
-    """A string array whose values all have ``width`` bytes: value ``i`` is ``data[start + i*width :][:width]``."""
-
-    data: pa.Buffer
-    start: int
-    width: int
-    length: int
-
-    @classmethod
-    def of(cls, values: pa.Array) -> "FixedWidthStrings | None":
-        """The fixed-width view of a string array, or None when it has nulls or values of different lengths."""
-        n = len(values)
-        if n == 0 or values.null_count or not (pa.types.is_string(values.type)
-                                               or pa.types.is_large_string(values.type)):
-            return None
-        offset_type = np.int32 if pa.types.is_string(values.type) else np.int64
-        offsets = np.frombuffer(values.buffers()[1], dtype=offset_type, count=n + 1,
-                                offset=values.offset * np.dtype(offset_type).itemsize)
-        start, total = int(offsets[0]), int(offsets[-1]) - int(offsets[0])
-        width = total // n
-        if width == 0 or width * n != total:
-            return None
-        for begin in range(0, n, _BLOCK):  # in blocks: no n-sized temporary
-            if (np.diff(offsets[begin:begin + _BLOCK + 1]) != width).any():
-                return None
-        return cls(values.buffers()[2], start, width, n)
-
-    def column(self, byte: int, dtype: type = np.uint8, begin: int = 0, end: int | None = None) -> np.ndarray:
-        """A strided (copy-free) view of the ``dtype`` item at byte ``byte`` of values ``begin:end``."""
-        end = self.length if end is None else min(end, self.length)
-        return np.ndarray((end - begin,), dtype=np.dtype(dtype).newbyteorder("<"), buffer=self.data,
-                          offset=self.start + begin * self.width + byte, strides=(self.width,))
-
-    def words(self, begin: int = 0, end: int | None = None) -> list[np.ndarray]:
-        """The values ``begin:end`` as uint64 words that together hold every byte (the last one may overlap)."""
-        if self.width < 8:
-            word = np.zeros(len(self.column(0, np.uint8, begin, end)), dtype=np.uint64)
-            for byte in range(self.width):
-                word |= self.column(byte, np.uint8, begin, end).astype(np.uint64) << np.uint64(8 * byte)
-            return [word]
-        starts = list(range(0, self.width - 7, 8))
-        if self.width % 8:
-            starts.append(self.width - 8)
-        return [self.column(byte, np.uint64, begin, end) for byte in starts]
-
-    def hashes(self) -> np.ndarray:
-        """A 64-bit hash of each value (equal values, equal hashes)."""
-        out = np.empty(self.length, dtype=np.uint64)
-        for begin in range(0, self.length, _BLOCK):
-            h = None
-            for word in self.words(begin, begin + _BLOCK):
-                h = word * _MULTIPLIER if h is None else (h ^ word) * _MULTIPLIER
-                h ^= h >> np.uint64(29)
-            out[begin:begin + len(h)] = h
-        return out
-
-    def records(self) -> np.ndarray:
-        """The values as one contiguous array of ``width``-byte records (a copy-free view)."""
-        return np.ndarray((self.length,), dtype=f"V{self.width}", buffer=self.data, offset=self.start)
-
-    def has_surrounding_whitespace(self) -> bool:
-        """True when a value starts or ends with a space or a tab."""
-        return any(((c == 32) | (c == 9)).any() for c in (self.column(0), self.column(self.width - 1)))
-
-
-@dataclass(frozen=True)
-class FixedWidthIndex:
-    """A sort-based index of distinct fixed-width ids.
-
-    Each id's hash, with its low ``row_bits`` bits replaced by the id's position, sorts the ids by hash (one
-    numpy sort, no argsort); ids whose truncated hashes tie are matched by their bytes."""
-
-    ids: FixedWidthStrings
-    row_bits: int
-    sorted_hashes: np.ndarray     # truncated hashes (low row_bits bits cleared), ascending
-    positions: np.ndarray         # position of the id of each sorted hash
-    ties: np.ndarray              # indices into sorted_hashes whose truncated hash is not unique
-
-    @classmethod
-    def build(cls, ids: pa.Array) -> "FixedWidthIndex | None":
-        """The index of ``ids`` (distinct values), or None when they are not all of one byte length."""
-        strings = FixedWidthStrings.of(ids)
-        if strings is None:
-            return None
-        row_bits = max(1, (strings.length - 1).bit_length())
-        packed = _hashes_with_rows(strings, row_bits)
-        row_mask = np.uint64((1 << row_bits) - 1)
-        positions = compact_codes(packed & row_mask, strings.length)
-        packed &= ~row_mask
-        repeated = np.flatnonzero(packed[1:] == packed[:-1])
-        ties = np.unique(np.concatenate([repeated, repeated + 1]))
-        return cls(strings, row_bits, packed, positions, ties)
-
-    def positions_of(self, values: pa.Array) -> np.ndarray | None:
-        """The position in the index of each of ``values`` when they are exactly the indexed ids, each once and
-        without surrounding spaces or tabs; None otherwise (the caller then takes the exact path)."""
-        strings = FixedWidthStrings.of(values)
-        if (strings is None or strings.length != self.ids.length or strings.width != self.ids.width
-                or strings.has_surrounding_whitespace()):
-            return None
-        packed = _hashes_with_rows(strings, self.row_bits)
-        row_mask = np.uint64((1 << self.row_bits) - 1)
-        positions = np.empty(strings.length, dtype=self.positions.dtype)
-        for begin in range(0, strings.length, _BLOCK):  # in blocks: no n-sized temporary
-            block = packed[begin:begin + _BLOCK]
-            if not np.array_equal(block & ~row_mask, self.sorted_hashes[begin:begin + _BLOCK]):
-                return None  # not the same multiset of hashes: some id is missing, repeated or unexpected
-            positions[(block & row_mask).astype(np.intp)] = self.positions[begin:begin + _BLOCK]
-        if len(self.ties):  # equal truncated hashes pair up arbitrarily: match those few ids by their bytes
-            given, indexed = strings.records(), self.ids.records()
-            key_positions = self.positions[self.ties]
-            by_bytes = dict(zip(indexed[key_positions].tolist(), key_positions.tolist()))
-            for row in (packed[self.ties] & row_mask).tolist():
-                position = by_bytes.pop(given[row].tobytes(), None)
-                if position is None:
-                    return None
-                positions[row] = position
-        del packed
-        given, indexed = strings.records(), self.ids.records()
-        for begin in range(0, strings.length, _BLOCK):  # equal hashes are no proof: compare every byte
-            if not np.array_equal(given[begin:begin + _BLOCK], indexed[positions[begin:begin + _BLOCK]]):
-                return None
-        return positions
-
-
-def _hashes_with_rows(strings: FixedWidthStrings, row_bits: int) -> np.ndarray:
-    """The hashes of ``strings`` with their low ``row_bits`` bits replaced by the row number, sorted."""
-    packed = strings.hashes()
-    packed &= ~np.uint64((1 << row_bits) - 1)
-    for begin in range(0, len(packed), _BLOCK):
-        packed[begin:begin + _BLOCK] |= np.arange(begin, min(begin + _BLOCK, len(packed)), dtype=np.uint64)
-    packed.sort()
-    return packed
-
-
 # --------------------------------------------------------------------------- predictions
 
 def _examples(values: pa.Array | list, limit: int = 3) -> str:
@@ -512,7 +314,7 @@ def align_predictions(key: ScoringKey, query_ids: pa.Array | Sequence[str], stat
         raise InputError(f"{origin}: no predictions ({len(key)} selected queries{scope} expected)")
     codes = pc.index_in(labels, value_set=_labels())
     if codes.null_count:  # only then pay for stripping spaces and tabs
-        labels = pc.utf8_trim(labels, characters=_WHITESPACE)
+        labels = pc.utf8_trim(labels, characters=WHITESPACE)
         codes = pc.index_in(labels, value_set=_labels())
     codes = encode_labels(labels, f"{origin}: predicted_state", codes)
     if len(ids) == len(key) and pc.all(pc.equal(ids, key.query_ids)).as_py():
@@ -523,7 +325,7 @@ def align_predictions(key: ScoringKey, query_ids: pa.Array | Sequence[str], stat
             aligned = np.empty(len(key), dtype=np.int8)
             aligned[positions] = codes
             return aligned
-    ids = pc.utf8_trim(ids, characters=_WHITESPACE)
+    ids = pc.utf8_trim(ids, characters=WHITESPACE)
     if pc.min(pc.binary_length(ids)).as_py() == 0:
         blank = pc.sum(pc.equal(pc.binary_length(ids), 0)).as_py()
         raise InputError(f"{origin}: {blank} row(s) have an empty query_id")
@@ -562,43 +364,16 @@ def _strings(values: pa.Array | pa.ChunkedArray | Sequence[str]) -> pa.Array:
 
 
 def read_predictions(path: str | os.PathLike) -> tuple[pa.Array, pa.Array]:
-    """The ``query_id`` and ``predicted_state`` columns of a predictions CSV file, as strings.
-
-    The file needs exactly these two columns (in any order) and at least one row."""
-    import pyarrow.csv as pacsv
-
-    name = os.fspath(path)
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(1 << 16)
-    except OSError as exc:
-        raise InputError(f"cannot read predictions file {name}: {exc.strerror or exc}") from None
-    text = head.decode("utf-8", errors="replace").removeprefix("\ufeff")
-    if not text.strip():
-        raise InputError(f"predictions file {name} is empty (expected the header query_id,predicted_state)")
-    header = next(csv.reader(io.StringIO(text.splitlines()[0])), [])  # a blank first line has no names
-    names = [h.strip(_WHITESPACE) for h in header]
-    missing = [c for c in PREDICTION_COLUMNS if c not in names]
-    extra = [n for n in names if n not in PREDICTION_COLUMNS]
-    if missing or extra or len(names) != len(set(names)):
-        found = ",".join(names)
-        raise InputError(f"predictions file {name} must have exactly the columns query_id,predicted_state "
-                         f"(found {found!r}" + (f"; missing {', '.join(missing)}" if missing else "") + ")")
-    try:
-        table = pacsv.read_csv(
-            path,
-            read_options=pacsv.ReadOptions(column_names=names, skip_rows=1, block_size=1 << 24),
-            convert_options=pacsv.ConvertOptions(column_types={n: pa.string() for n in names}, null_values=[],
-                                                 strings_can_be_null=False, quoted_strings_can_be_null=False),
-        )
-    except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
-        raise InputError(f"predictions file {name} is not a valid UTF-8 CSV: {str(exc).splitlines()[0]}") from None
-    if table.num_rows == 0:
-        raise InputError(f"predictions file {name} has a header but no prediction rows")
-    return one_chunk(table.column("query_id")), one_chunk(table.column("predicted_state"))
+    """The ``query_id`` and ``predicted_state`` columns of a predictions CSV file, as strings (the file rules
+    are those of :mod:`rlvrambench_hf.predictions`)."""
+    columns = read_prediction_file(path, PREDICTION_COLUMNS)
+    return columns["query_id"], columns["predicted_state"]
 
 
 # --------------------------------------------------------------------------- scoring
+
+_BLOCK = 1 << 20  # rows counted at a time
+
 
 def score(key: ScoringKey, predicted: np.ndarray) -> dict:
     """The score file of label codes ``predicted`` (aligned with ``key``): overall, per track and per task."""

@@ -9,7 +9,6 @@ HF_HOME, and the output path is checked). Both faces run in fresh interpreters, 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -71,8 +70,6 @@ def predictions(rows: list[str], header: str = "query_id,predicted_state", encod
 
 
 def baseline_rows() -> list[str]:
-    import pyarrow.csv as pacsv
-
     from rlvrambench_hf.transfer import load_transfer_tables, reference_predictions
 
     tables = load_transfer_tables(SNAPSHOT)

@@ -168,9 +168,10 @@ def _bad_cases(ids: list[str]) -> dict[str, tuple[str, str]]:
     rows = [f"{c},memory_failure\n" for c in ids]
     return {
         "empty": ("", "empty"),
-        "header only": (header, "header only"),
-        "missing column": ("configuration_id\n" + "".join(f"{c}\n" for c in ids), "missing column(s) predicted_state"),
-        "extra column": ("configuration_id,predicted_state,confidence\n", "unexpected or repeated column"),
+        "header only": (header, "has a header but no prediction rows"),
+        "missing column": ("configuration_id\n" + "".join(f"{c}\n" for c in ids), "; missing predicted_state"),
+        "extra column": ("configuration_id,predicted_state,confidence\n",
+                         "must have exactly the columns configuration_id,predicted_state[,predicted_peak_mib]"),
         "missing ids": (header + "".join(rows[:-2]), "2 missing configuration id(s), e.g."),
         "unknown id": (header + "".join(rows) + "est-nope,memory_failure\n",
                        "1 unknown configuration id(s), e.g. est-nope"),
@@ -180,7 +181,7 @@ def _bad_cases(ids: list[str]) -> dict[str, tuple[str, str]]:
         "bad peak": ("configuration_id,predicted_state,predicted_peak_mib\n"
                      + "".join(f"{c},memory_failure,{'-5' if i == 0 else '1e3'}\n" for i, c in enumerate(ids)),
                      "1 invalid predicted_peak_mib"),
-        "short row": (header + "".join(rows[:-1]) + f"{ids[-1]}\n", "row(s) without 2 cells"),
+        "short row": (header + "".join(rows[:-1]) + f"{ids[-1]}\n", "Expected 2 columns, got 1"),
         "empty id": (header + "".join(rows) + ",memory_failure\n", "1 row(s) have an empty configuration_id"),
     }
 
