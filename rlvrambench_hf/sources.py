@@ -103,7 +103,7 @@ class Source(ABC):
         if not match:
             raise SourceError(f"{self.label}: the dataset card README.md has no YAML front matter")
         try:
-            meta = yaml.safe_load(match.group(1))
+            meta = yaml.load(match.group(1), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # C: ~10 ms less
         except yaml.YAMLError as exc:
             line = getattr(getattr(exc, "problem_mark", None), "line", None)
             where = f" at line {line + 2}" if line is not None else ""
