@@ -17,9 +17,9 @@ from .tables import decode_labels
 
 
 def with_features_metadata(table: pa.Table, spec: ConfigSpec) -> pa.Table:
-    """``table`` with the registry's ``datasets.Features`` in its schema metadata, as ``datasets`` writes it."""
-    info = {"info": {"features": spec.features.to_dict()}}
-    return table.replace_schema_metadata({"huggingface": json.dumps(info, sort_keys=True)})
+    """``table`` with the registry's ``datasets.Features`` in its schema metadata, exactly as ``datasets``
+    writes it, so that Parquet readers (plain ``datasets.load_dataset`` among them) restore the features."""
+    return table.replace_schema_metadata(spec.features.arrow_schema.metadata)
 
 
 def _release_text(table: pa.Table, spec: ConfigSpec) -> pa.Table:

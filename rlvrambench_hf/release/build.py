@@ -18,6 +18,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from ..errors import InputError
+from ..export import with_features_metadata
 from ..registry import CARD_PATH, DEFAULT_REPO_ID, ConfigSpec, card_configs
 from ..sources import HubSource, Source, open_source
 from ..tables import load_table
@@ -53,7 +54,7 @@ def write_parquet(table, spec: ConfigSpec, path: Path) -> None:
     if table.schema.remove_metadata() != schema.remove_metadata():
         raise InputError(f"config {spec.name}: the table does not have the registry's Arrow schema")
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table.replace_schema_metadata(schema.metadata), path, compression="snappy")
+    pq.write_table(with_features_metadata(table, spec), path, compression="snappy")
 
 
 def upstream_release(src: Source) -> dict | None:
