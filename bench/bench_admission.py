@@ -9,37 +9,18 @@ Prints medians (seconds) and ratios; it asserts nothing. The source is the relea
 from __future__ import annotations
 
 import argparse
-import os
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SNAPSHOT = Path(os.environ.get("RLVRAMBENCH_SNAPSHOT") or ROOT.parent / "shared" / "rlvrambench" / "hub")
-
-
-def median_seconds(command: list[str], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        subprocess.run(command, check=True, capture_output=True, cwd=ROOT)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+from timing import SNAPSHOT, median_process_seconds, median_seconds
 
 
 def median_in_process(repeat: int) -> float:
     from rlvrambench_hf.admission import replay_report
 
     replay_report(SNAPSHOT)  # warm the imports
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        replay_report(SNAPSHOT)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return median_seconds(lambda: replay_report(SNAPSHOT), repeat)
 
 
 def main() -> None:
@@ -50,11 +31,11 @@ def main() -> None:
         out, summary = Path(tmp) / "scores.json", Path(tmp) / "summary.csv"
         cli = [sys.executable, "-m", "rlvrambench_hf", "--source", str(SNAPSHOT)]
         rows = {
-            "python -c pass": median_seconds([sys.executable, "-c", "pass"], args.repeat),
-            "rlvrambench --help": median_seconds([*cli, "--help"], args.repeat),
-            "rlvrambench replay (3 rules x 4 budgets)": median_seconds(
+            "python -c pass": median_process_seconds([sys.executable, "-c", "pass"], args.repeat),
+            "rlvrambench --help": median_process_seconds([*cli, "--help"], args.repeat),
+            "rlvrambench replay (3 rules x 4 budgets)": median_process_seconds(
                 [*cli, "replay", "--output", str(out), "--summary", str(summary)], args.repeat),
-            "rlvrambench replay --attempts attempts.json": median_seconds(
+            "rlvrambench replay --attempts attempts.json": median_process_seconds(
                 [*cli, "replay", "--attempts", str(SNAPSHOT / "benchmark/decision/results/attempts.json"),
                  "--output", str(out)], args.repeat),
             "replay_report() in process": median_in_process(args.repeat),

@@ -20,21 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SNAPSHOT = Path(os.environ.get("RLVRAMBENCH_SNAPSHOT") or ROOT.parent / "shared" / "rlvrambench" / "hub").resolve()
+from timing import ROOT, SNAPSHOT, median_seconds
 WORK = Path(tempfile.mkdtemp(prefix="rlvrambench-bench-"))
 os.environ["HF_HOME"] = str(WORK / "hf-home")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ["HF_DATASETS_DISABLE_PROGRESS_BARS"] = "1"
-
-
-def median_seconds(fn, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def plain_card_copy() -> Path:

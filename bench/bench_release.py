@@ -13,26 +13,12 @@ without the mlcroissant validator.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SNAPSHOT = Path(os.environ.get("RLVRAMBENCH_SNAPSHOT") or ROOT.parent / "shared" / "rlvrambench" / "hub")
-
-
-def median(run, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+from timing import SNAPSHOT, median_process_seconds, median_seconds
 
 
 def main() -> None:
@@ -51,10 +37,10 @@ def main() -> None:
         out = work / "rel"
         command = [sys.executable, "-m", "rlvrambench_hf", "--source", str(SNAPSHOT), "release", "build",
                    "--version", "1.1.0", "--output", str(out), "--overwrite"]
-        cli = median(lambda: subprocess.run(command, check=True, capture_output=True), repeat)
-        bare = median(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True), repeat)
+        cli = median_process_seconds(command, repeat)
+        bare = median_process_seconds([sys.executable, "-c", "pass"], repeat)
         build_release(work / "warm", "1.1.0", SNAPSHOT)  # warm imports (datasets, pyarrow.parquet)
-        in_process = median(lambda: build_release(out, "1.1.0", SNAPSHOT, overwrite=True), repeat)
+        in_process = median_seconds(lambda: build_release(out, "1.1.0", SNAPSHOT, overwrite=True), repeat)
 
         def read_all() -> None:
             source = LocalSource(SNAPSHOT)
@@ -62,9 +48,9 @@ def main() -> None:
                 if source.has(spec.path):
                     load_table(spec.name, source)
 
-        tables = median(read_all, repeat)
-        verify_full = median(lambda: verify_release(out), repeat)
-        verify_fast = median(lambda: verify_release(out, croissant=False), repeat)
+        tables = median_seconds(read_all, repeat)
+        verify_full = median_seconds(lambda: verify_release(out), repeat)
+        verify_fast = median_seconds(lambda: verify_release(out, croissant=False), repeat)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -21,20 +21,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_SOURCE = os.environ.get("RLVRAMBENCH_SNAPSHOT") or str(ROOT.parent / "shared" / "rlvrambench" / "hub")
+from timing import ROOT, SNAPSHOT, median_process_seconds
 
-
-def timed_process(argv: list[str], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(argv, check=True, capture_output=True)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+DEFAULT_SOURCE = str(SNAPSHOT)
 
 
 def bench_cli(source: str, runs: int, work: Path) -> dict:
@@ -45,8 +36,8 @@ def bench_cli(source: str, runs: int, work: Path) -> dict:
            str(predictions), "--output", str(work / "cli.json")]
     reference = [sys.executable, str(ROOT / "bench" / "reference_evaluate.py"), source, str(predictions),
                  str(work / "reference.json")]
-    cli_s, reference_s = timed_process(cli, runs), timed_process(reference, runs)
-    bare_s = timed_process([sys.executable, "-c", "pass"], runs)
+    cli_s, reference_s = median_process_seconds(cli, runs), median_process_seconds(reference, runs)
+    bare_s = median_process_seconds([sys.executable, "-c", "pass"], runs)
     same = (work / "cli.json").read_bytes() == (work / "reference.json").read_bytes()
     imports = subprocess.run([sys.executable, "-c", "import sys, runpy; sys.argv = " + repr(cli[2:]) +
                               "; import rlvrambench_hf.cli as c; c.main(sys.argv[1:]); "
