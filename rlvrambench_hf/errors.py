@@ -34,3 +34,9 @@ class SchemaError(RLVRAMBenchError):
 
 class InputError(RLVRAMBenchError, ValueError):
     """A user-supplied file or argument (predictions, decisions, policy, options) is invalid."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of a library exception's message (its type name when empty), for one-line errors."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -18,7 +18,7 @@ from typing import Sequence
 import pyarrow as pa
 
 from .arrowtools import one_chunk
-from .errors import InputError
+from .errors import InputError, first_line
 
 #: Characters stripped around cells and header names.
 WHITESPACE = " \t"
@@ -60,7 +60,7 @@ def read_prediction_file(path: str | os.PathLike, required: Sequence[str],
                                                  strings_can_be_null=False, quoted_strings_can_be_null=False),
         )
     except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
-        raise InputError(f"predictions file {name} is not a valid UTF-8 CSV: {str(exc).splitlines()[0]}") from None
+        raise InputError(f"predictions file {name} is not a valid UTF-8 CSV: {first_line(exc)}") from None
     if table.num_rows == 0:
         raise InputError(f"predictions file {name} has a header but no prediction rows")
     return {n: one_chunk(table.column(n)) for n in names}

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
-from .errors import IntegrityError, MissingFileError, SourceError
+from .errors import IntegrityError, MissingFileError, SourceError, first_line
 from .registry import CARD_PATH, DEFAULT_REPO_ID, DEFAULT_REVISION, MANIFESTS
 
 SOURCE_ENV = "RLVRAMBENCH_SOURCE"
@@ -247,11 +247,11 @@ class HubSource(Source):
         except hf_errors.EntryNotFoundError:  # after LocalEntryNotFoundError, its subclass
             raise MissingFileError(f"{relpath} is not in this revision ({self.label})") from None
         except hf_errors.HfHubHTTPError as exc:
-            raise SourceError(f"{self.label}: {relpath}: {str(exc).splitlines()[0]}") from None
+            raise SourceError(f"{self.label}: {relpath}: {first_line(exc)}") from None
         except Exception as exc:
             if not isinstance(exc, OSError) and not type(exc).__module__.startswith(("httpx", "httpcore")):
                 raise
-            raise SourceError(f"{self.label}: cannot fetch {relpath}: {_first_line(exc)}") from None
+            raise SourceError(f"{self.label}: cannot fetch {relpath}: {first_line(exc)}") from None
         commit = _snapshot_commit(path, relpath)
         if self._commit is None:
             self._commit = commit
@@ -287,12 +287,7 @@ class HubSource(Source):
         try:
             return sorted(HfApi().list_repo_files(self.repo_id, repo_type="dataset", revision=self.commit))
         except Exception as exc:  # network, auth or offline
-            raise SourceError(f"cannot list the files of {self.label}: {str(exc).splitlines()[0]}") from None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+            raise SourceError(f"cannot list the files of {self.label}: {first_line(exc)}") from None
 
 
 def _snapshot_commit(path: Path, relpath: str) -> str:

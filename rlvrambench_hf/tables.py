@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from .arrowtools import string_array
-from .errors import MissingFileError, SchemaError
+from .errors import MissingFileError, SchemaError, first_line
 from .registry import Column, ConfigSpec, get_spec
 from .sources import Source, open_source
 
@@ -41,7 +41,7 @@ def read_csv(path: str | os.PathLike, spec: ConfigSpec, *, name: str | None = No
     try:
         raw = pacsv.read_csv(path, convert_options=convert)
     except pa.ArrowInvalid as exc:
-        raise SchemaError(f"{name}: cannot be read as CSV: {_first_line(exc)}") from None
+        raise SchemaError(f"{name}: cannot be read as CSV: {first_line(exc)}") from None
     except OSError as exc:
         raise SchemaError(f"{name}: cannot be read: {exc}") from None
     check_header(raw.column_names, spec, name)
@@ -128,9 +128,3 @@ def config_file(source: Source, spec: ConfigSpec) -> Path:
         return source.path(spec.path)
     except MissingFileError as exc:
         raise MissingFileError(f"config {spec.name}: {exc}") from None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-

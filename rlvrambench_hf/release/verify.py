@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from ..errors import InputError, IntegrityError, RLVRAMBenchError, SchemaError
+from ..errors import InputError, IntegrityError, RLVRAMBenchError, SchemaError, first_line
 from ..registry import CARD_PATH, DEFAULT_REPO_ID, card_configs
 from ..tables import load_table
 from .card import card_metadata, config_entries, read_front_matter
@@ -109,7 +109,7 @@ def _check_parquet(folder: Path, record: dict, report: VerifyReport) -> list[Bui
         try:
             table = pq.read_table(path)
         except Exception as exc:  # pyarrow raises several types for unreadable files
-            report.problems.append(f"{rel}: not a readable Parquet file ({str(exc).splitlines()[0]})")
+            report.problems.append(f"{rel}: not a readable Parquet file ({first_line(exc)})")
             continue
         expected = spec.features.arrow_schema
         if table.schema.remove_metadata() != expected.remove_metadata():
