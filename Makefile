@@ -6,7 +6,7 @@ OLAH_VENV := .venv-olah
 SNAPSHOT ?= $(abspath ../shared/rlvrambench/hub)
 export RLVRAMBENCH_SNAPSHOT ?= $(SNAPSHOT)
 
-.PHONY: install browser demo test bench clean
+.PHONY: install browser demo lint test bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -27,9 +27,15 @@ browser:
 		apt-get install -y -qq chromium >/dev/null) || echo "chromium not installed: the report rendering test will skip"
 
 demo: $(VENV)/.installed
-	$(VENV)/bin/python -m rlvrambench_hf.demo --source $(SNAPSHOT)
+	$(VENV)/bin/rlvrambench --source $(SNAPSHOT) demo
 
-test: $(VENV)/.installed $(OLAH_VENV)/.installed browser
+# Lint and types: ruff (rules and formatting) and mypy, configured in pyproject.toml.
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+test: lint $(VENV)/.installed $(OLAH_VENV)/.installed browser
 	OLAH_CLI=$(abspath $(OLAH_VENV))/bin/olah-cli $(VENV)/bin/python -m pytest -q
 
 bench: $(VENV)/.installed $(OLAH_VENV)/.installed

@@ -34,10 +34,19 @@ def main() -> None:
             "python -c pass": median_process_seconds([sys.executable, "-c", "pass"], args.repeat),
             "rlvrambench --help": median_process_seconds([*cli, "--help"], args.repeat),
             "rlvrambench replay (3 rules x 4 budgets)": median_process_seconds(
-                [*cli, "replay", "--output", str(out), "--summary", str(summary)], args.repeat),
+                [*cli, "replay", "--output", str(out), "--summary", str(summary)], args.repeat
+            ),
             "rlvrambench replay --attempts attempts.json": median_process_seconds(
-                [*cli, "replay", "--attempts", str(SNAPSHOT / "benchmark/decision/results/attempts.json"),
-                 "--output", str(out)], args.repeat),
+                [
+                    *cli,
+                    "replay",
+                    "--attempts",
+                    str(SNAPSHOT / "benchmark/decision/results/attempts.json"),
+                    "--output",
+                    str(out),
+                ],
+                args.repeat,
+            ),
             "replay_report() in process": median_in_process(args.repeat),
         }
     base = rows["python -c pass"]

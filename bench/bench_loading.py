@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from timing import ROOT, SNAPSHOT, median_seconds
+
 WORK = Path(tempfile.mkdtemp(prefix="rlvrambench-bench-"))
 os.environ["HF_HOME"] = str(WORK / "hf-home")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -60,31 +61,15 @@ def pandas_typed(spec, path: Path):
 
 
 def bench_configs(runs: int) -> None:
-    import datasets
 
-    from rlvrambench_hf import load_dataset
-    from rlvrambench_hf.registry import card_configs
+    from rlvrambench_hf.data.registry import card_configs
 
     plain_root = plain_card_copy()
     print(f"{'config':30s} {'cold':>8s} {'warm':>8s} {'plain':>8s} {'pandas':>8s}  warm/plain  warm/pandas")
     ratios = []
     for spec in card_configs():
-        if not (SNAPSHOT / spec.path).is_file():
-            continue
-        counter = iter(range(10_000))
-        cold = median_seconds(lambda: load_dataset(spec.name, spec.split, source=SNAPSHOT,
-                                                   cache_dir=str(WORK / f"cold-{next(counter)}")), runs)
-        warm_dir = str(WORK / "warm")
-        load_dataset(spec.name, spec.split, source=SNAPSHOT, cache_dir=warm_dir)
-        warm = median_seconds(lambda: load_dataset(spec.name, spec.split, source=SNAPSHOT, cache_dir=warm_dir), runs)
-        plain_dir = str(WORK / "plain")
-        datasets.load_dataset(str(plain_root), spec.name, split=spec.split, cache_dir=plain_dir)
-        plain = median_seconds(lambda: datasets.load_dataset(str(plain_root), spec.name, split=spec.split,
-                                                             cache_dir=plain_dir), runs)
-        by_hand = median_seconds(lambda: pandas_typed(spec, SNAPSHOT / spec.path), runs)
-        ratios.append(warm / plain)
-        print(f"{spec.name:30s} {cold:8.3f} {warm:8.3f} {plain:8.3f} {by_hand:8.3f}  {warm / plain:10.2f}"
-              f"  {warm / by_hand:11.2f}")
+        if (SNAPSHOT / spec.path).is_file():
+            ratios.append(bench_config(spec, plain_root, runs))
     print(f"median warm/plain ratio: {statistics.median(ratios):.2f} (target: <= 1.00)")
 
 
@@ -94,16 +79,21 @@ def bench_streaming(runs: int) -> None:
     first, rates = [], []
     for _ in range(runs):
         start = time.perf_counter()
-        stream = iter(load_dataset("stage_measurements", "measured", source="kobzaond/RLVRAMBench",
-                                   revision="main", streaming=True))
+        stream = iter(
+            load_dataset(
+                "stage_measurements", "measured", source="kobzaond/RLVRAMBench", revision="main", streaming=True
+            )
+        )
         next(stream)
         first.append(time.perf_counter() - start)
         start = time.perf_counter()
         rows = 1 + sum(1 for _ in stream)
         rates.append(rows / (time.perf_counter() - start))
-    print(f"streaming stage_measurements through olah ({rows} rows): time to first row {first[0]:.3f} s with an "
-          f"empty Hub cache, median {statistics.median(first[1:]):.3f} s warm; "
-          f"median {statistics.median(rates):,.0f} rows/s after the first row")
+    print(
+        f"streaming stage_measurements through olah ({rows} rows): time to first row {first[0]:.3f} s with an "
+        f"empty Hub cache, median {statistics.median(first[1:]):.3f} s warm; "
+        f"median {statistics.median(rates):,.0f} rows/s after the first row"
+    )
 
 
 def start_hub():
@@ -115,6 +105,33 @@ def start_hub():
     server.add_repo("kobzaond/RLVRAMBench", SNAPSHOT)
     os.environ["HF_ENDPOINT"] = server.endpoint
     return server.start()
+
+
+def bench_config(spec, plain_root: Path, runs: int) -> float:
+    """Print one config's load times; returns its warm/plain ratio."""
+    import datasets
+
+    from rlvrambench_hf import load_dataset
+
+    counter = iter(range(10_000))
+    cold = median_seconds(
+        lambda: load_dataset(spec.name, spec.split, source=SNAPSHOT, cache_dir=str(WORK / f"cold-{next(counter)}")),
+        runs,
+    )
+    warm_dir = str(WORK / "warm")
+    load_dataset(spec.name, spec.split, source=SNAPSHOT, cache_dir=warm_dir)
+    warm = median_seconds(lambda: load_dataset(spec.name, spec.split, source=SNAPSHOT, cache_dir=warm_dir), runs)
+    plain_dir = str(WORK / "plain")
+    datasets.load_dataset(str(plain_root), spec.name, split=spec.split, cache_dir=plain_dir)
+    plain = median_seconds(
+        lambda: datasets.load_dataset(str(plain_root), spec.name, split=spec.split, cache_dir=plain_dir), runs
+    )
+    by_hand = median_seconds(lambda: pandas_typed(spec, SNAPSHOT / spec.path), runs)
+    print(
+        f"{spec.name:30s} {cold:8.3f} {warm:8.3f} {plain:8.3f} {by_hand:8.3f}  {warm / plain:10.2f}"
+        f"  {warm / by_hand:11.2f}"
+    )
+    return warm / plain
 
 
 def main() -> int:

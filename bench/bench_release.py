@@ -26,17 +26,29 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     repeat = parser.parse_args().repeat
 
-    from rlvrambench_hf.registry import card_configs
+    from rlvrambench_hf.data.registry import card_configs
+    from rlvrambench_hf.data.sources import LocalSource
+    from rlvrambench_hf.data.tables import load_table
     from rlvrambench_hf.release.build import build_release
     from rlvrambench_hf.release.verify import verify_release
-    from rlvrambench_hf.sources import LocalSource
-    from rlvrambench_hf.tables import load_table
 
     work = Path(tempfile.mkdtemp(prefix="bench-release-"))
     try:
         out = work / "rel"
-        command = [sys.executable, "-m", "rlvrambench_hf", "--source", str(SNAPSHOT), "release", "build",
-                   "--version", "1.1.0", "--output", str(out), "--overwrite"]
+        command = [
+            sys.executable,
+            "-m",
+            "rlvrambench_hf",
+            "--source",
+            str(SNAPSHOT),
+            "release",
+            "build",
+            "--version",
+            "1.1.0",
+            "--output",
+            str(out),
+            "--overwrite",
+        ]
         cli = median_process_seconds(command, repeat)
         bare = median_process_seconds([sys.executable, "-c", "pass"], repeat)
         build_release(work / "warm", "1.1.0", SNAPSHOT)  # warm imports (datasets, pyarrow.parquet)
@@ -58,8 +70,10 @@ def main() -> None:
     print(f"release build, in process:                 {in_process:.3f} s")
     print(f"typed reading of every config alone:       {tables:.3f} s")
     print(f"ratio build / typed reading:                {in_process / tables:.1f}x")
-    print(f"release verify, in process:                 {verify_full:.3f} s  "
-          f"(without mlcroissant {verify_fast:.3f} s, ratio {verify_full / verify_fast:.1f}x)")
+    print(
+        f"release verify, in process:                 {verify_full:.3f} s  "
+        f"(without mlcroissant {verify_fast:.3f} s, ratio {verify_full / verify_fast:.1f}x)"
+    )
 
 
 if __name__ == "__main__":

@@ -30,28 +30,62 @@ DEFAULT_SOURCE = str(SNAPSHOT)
 
 def bench_cli(source: str, runs: int, work: Path) -> dict:
     predictions = work / "predictions.csv"
-    subprocess.run([sys.executable, "-m", "rlvrambench_hf", "--source", source, "baseline", "--output",
-                    str(predictions)], check=True, capture_output=True)
-    cli = [sys.executable, "-m", "rlvrambench_hf", "--source", source, "evaluate", "--predictions",
-           str(predictions), "--output", str(work / "cli.json")]
-    reference = [sys.executable, str(ROOT / "bench" / "reference_evaluate.py"), source, str(predictions),
-                 str(work / "reference.json")]
+    subprocess.run(
+        [sys.executable, "-m", "rlvrambench_hf", "--source", source, "baseline", "--output", str(predictions)],
+        check=True,
+        capture_output=True,
+    )
+    cli = [
+        sys.executable,
+        "-m",
+        "rlvrambench_hf",
+        "--source",
+        source,
+        "evaluate",
+        "--predictions",
+        str(predictions),
+        "--output",
+        str(work / "cli.json"),
+    ]
+    reference = [
+        sys.executable,
+        str(ROOT / "bench" / "reference_evaluate.py"),
+        source,
+        str(predictions),
+        str(work / "reference.json"),
+    ]
     cli_s, reference_s = median_process_seconds(cli, runs), median_process_seconds(reference, runs)
     bare_s = median_process_seconds([sys.executable, "-c", "pass"], runs)
     same = (work / "cli.json").read_bytes() == (work / "reference.json").read_bytes()
-    imports = subprocess.run([sys.executable, "-c", "import sys, runpy; sys.argv = " + repr(cli[2:]) +
-                              "; import rlvrambench_hf.cli as c; c.main(sys.argv[1:]); "
-                              "print([m for m in ('pandas', 'datasets', 'evaluate') if m in sys.modules], "
-                              "file=sys.stderr)"], capture_output=True, text=True)
-    return {"cli_evaluate_s": cli_s, "reference_script_s": reference_s, "bare_interpreter_s": bare_s,
-            "ratio": cli_s / reference_s,
-            "identical_score_files": same, "heavy_modules_imported": imports.stderr.strip().splitlines()[-1]}
+    imports = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, runpy; sys.argv = "
+            + repr(cli[2:])
+            + "; import rlvrambench_hf.cli as c; c.main(sys.argv[1:]); "
+            "print([m for m in ('pandas', 'datasets', 'evaluate') if m in sys.modules], "
+            "file=sys.stderr)",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    return {
+        "cli_evaluate_s": cli_s,
+        "reference_script_s": reference_s,
+        "bare_interpreter_s": bare_s,
+        "ratio": cli_s / reference_s,
+        "identical_score_files": same,
+        "heavy_modules_imported": imports.stderr.strip().splitlines()[-1],
+    }
 
 
 _CORE_WORKER = r"""
 import json, resource, statistics, sys, time
 import numpy as np, pyarrow as pa, pyarrow.compute as pc, pyarrow.csv as pacsv
 from rlvrambench_hf import transfer
+from rlvrambench_hf.data.arrowtools import arrow_ints, arrow_strings
+from rlvrambench_hf.data.registry import OUTCOME_LABELS
 
 rows, mode, csv_path, source = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 peak_rss_mib = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -90,7 +124,7 @@ def hex_ids(n):
 # query i % 400, so there are 52 tasks in 4 tracks (sizes in the real proportions) and 94 targets.
 tables = transfer.load_transfer_tables(source)
 real, outcomes = tables["queries"], tables["outcomes"]
-pick = transfer.arrow_ints((np.arange(rows, dtype=np.int64) % real.num_rows).astype(np.int32))
+pick = arrow_ints((np.arange(rows, dtype=np.int64) % real.num_rows).astype(np.int32))
 columns = {"query_id": hex_ids(rows)}
 for name in ("task_id", "track", "source_configuration_id", "target_configuration_id"):
     encoded = pc.dictionary_encode(real.column(name)).combine_chunks()
@@ -113,8 +147,8 @@ for begin in range(0, rows, 1 << 20):
     wrong = rng.random(len(block)) >= 0.9
     block[wrong] = rng.integers(0, 3, int(wrong.sum()), dtype=np.int8)
 order = rng.permutation(rows).astype(np.int32) if mode.endswith("shuffled") else np.arange(rows, dtype=np.int32)
-pred_ids = pc.take(key.query_ids, transfer.arrow_ints(order))  # a copy even in query order, as a user has
-pred_states = pc.take(transfer.arrow_strings(transfer.OUTCOME_LABELS), transfer.arrow_ints(predicted[order]))
+pred_ids = pc.take(key.query_ids, arrow_ints(order))  # a copy even in query order, as a user has
+pred_states = pc.take(arrow_strings(OUTCOME_LABELS), arrow_ints(predicted[order]))
 del order
 if mode.startswith("write_csv"):
     with open(csv_path, "wb") as handle:
@@ -170,8 +204,14 @@ def bench_core(rows: int, runs: int, work: Path, source: str) -> dict:
         csv_path = work / f"synthetic-{mode}.csv"
         if mode.startswith("csv"):
             subprocess.run(worker + ["write_" + mode, str(csv_path), source], check=True, capture_output=True)
-        results = [json.loads(subprocess.run(worker + [mode, str(csv_path), source], check=True,
-                                             capture_output=True, text=True).stdout) for _ in range(runs)]
+        results = [
+            json.loads(
+                subprocess.run(
+                    worker + [mode, str(csv_path), source], check=True, capture_output=True, text=True
+                ).stdout
+            )
+            for _ in range(runs)
+        ]
         med = {k: statistics.median(r[k] for r in results) for k in results[0]}
         med["rows_per_s"] = rows / med["total_s"]
         out[mode] = med
@@ -210,8 +250,13 @@ print(json.dumps(out))
 
 def bench_compute(source: str, work: Path) -> dict:
     env = {**os.environ, "HF_HOME": str(work / "hf-home")}
-    r = subprocess.run([sys.executable, "-c", _COMPUTE_WORKER, source, str(ROOT / "metrics" / "rlvrambench")],
-                       check=True, capture_output=True, text=True, env=env)
+    r = subprocess.run(
+        [sys.executable, "-c", _COMPUTE_WORKER, source, str(ROOT / "metrics" / "rlvrambench")],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
@@ -230,8 +275,12 @@ def import_summary(source: str, work: Path, top: int = 6) -> list[str]:
     }
     lines = []
     for name, argv in commands.items():
-        r = subprocess.run([sys.executable, "-X", "importtime", "-m", "rlvrambench_hf", "--source", source, *argv],
-                           capture_output=True, text=True, check=True)
+        r = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "rlvrambench_hf", "--source", source, *argv],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         entries = []  # (cumulative us, depth, module)
         for line in r.stderr.splitlines():
             if line.startswith("import time:") and "|" in line and "cumulative" not in line:
@@ -240,8 +289,10 @@ def import_summary(source: str, work: Path, top: int = 6) -> list[str]:
         total = sum(c for c, depth, _ in entries if depth == 1)
         heavy = sorted({m.split(".")[0] for _, _, m in entries} & set(HEAVY_MODULES))
         shallow = sorted((e for e in entries if e[1] <= 3), reverse=True)[:top]
-        lines.append(f"  {name:9s} imports {total / 1e3:6.1f} ms; heavy modules: {', '.join(heavy) or 'none'}; top: "
-                     + ", ".join(f"{m} {c / 1e3:.0f}" for c, _, m in shallow))
+        lines.append(
+            f"  {name:9s} imports {total / 1e3:6.1f} ms; heavy modules: {', '.join(heavy) or 'none'}; top: "
+            + ", ".join(f"{m} {c / 1e3:.0f}" for c, _, m in shallow)
+        )
     return lines
 
 
@@ -257,30 +308,40 @@ def main() -> None:
         print(f"CLI evaluate (whole process), median of {args.runs}: {cli['cli_evaluate_s']:.3f} s")
         print(f"dependency-free reference script:            {cli['reference_script_s']:.3f} s")
         print(f"bare interpreter (python -c pass):           {cli['bare_interpreter_s']:.3f} s")
-        print(f"ratio CLI / reference: {cli['ratio']:.2f} (target <= 2); identical score files: "
-              f"{cli['identical_score_files']}; heavy modules on the path: {cli['heavy_modules_imported']}")
+        print(
+            f"ratio CLI / reference: {cli['ratio']:.2f} (target <= 2); identical score files: "
+            f"{cli['identical_score_files']}; heavy modules on the path: {cli['heavy_modules_imported']}"
+        )
         print("python -X importtime of the CLI path (cumulative ms):")
         print("\n".join(import_summary(args.source, work)))
         runs = max(3, args.runs // 2)
         for rows in (int(r) for r in args.rows.split(",")):
             core = bench_core(rows, runs, work, args.source)
-            print(f"core on {rows:,} synthetic predictions (the release's 52 tasks in 4 tracks, scaled up), "
-                  f"medians of {runs} fresh processes; target for strings: < 2 s and < 1024 MiB peak RSS:")
+            print(
+                f"core on {rows:,} synthetic predictions (the release's 52 tasks in 4 tracks, scaled up), "
+                f"medians of {runs} fresh processes; target for strings: < 2 s and < 1024 MiB peak RSS:"
+            )
             for mode, m in core.items():
-                print(f"  {MODES[mode]:42s}: "
-                      + (f"read CSV {m['read_s']:.3f} s + " if mode.startswith("csv") else "")
-                      + f"validate+score {m['score_s']:.3f} s = {m['total_s']:.3f} s "
-                      f"({m['rows_per_s'] / 1e6:6.1f} M rows/s{'; target >= 50' if mode == 'encoded' else ''}); "
-                      + (f"peak RSS while scoring {m['peak_rss_scoring_mib']:.0f} MiB (resident before "
-                         f"{m['rss_before_scoring_mib']:.0f}; set-up peak {m['peak_rss_setup_mib']:.0f})"
-                         if "rss_before_scoring_mib" in m
-                         else f"peak RSS of the whole process {m['peak_rss_mib']:.0f} MiB")
-                      + f"; key built in {m['key_s']:.2f} s")
+                print(
+                    f"  {MODES[mode]:42s}: "
+                    + (f"read CSV {m['read_s']:.3f} s + " if mode.startswith("csv") else "")
+                    + f"validate+score {m['score_s']:.3f} s = {m['total_s']:.3f} s "
+                    f"({m['rows_per_s'] / 1e6:6.1f} M rows/s{'; target >= 50' if mode == 'encoded' else ''}); "
+                    + (
+                        f"peak RSS while scoring {m['peak_rss_scoring_mib']:.0f} MiB (resident before "
+                        f"{m['rss_before_scoring_mib']:.0f}; set-up peak {m['peak_rss_setup_mib']:.0f})"
+                        if "rss_before_scoring_mib" in m
+                        else f"peak RSS of the whole process {m['peak_rss_mib']:.0f} MiB"
+                    )
+                    + f"; key built in {m['key_s']:.2f} s"
+                )
         compute = bench_compute(args.source, work)
         for mode in ("on_disk", "keep_in_memory"):
             c = compute[mode]
-            print(f"evaluate compute() on 400 predictions ({mode}): first {c['first_call_ms']:.1f} ms, "
-                  f"cached median {c['cached_median_ms']:.2f} ms (target < 10 ms)")
+            print(
+                f"evaluate compute() on 400 predictions ({mode}): first {c['first_call_ms']:.1f} ms, "
+                f"cached median {c['cached_median_ms']:.2f} ms (target < 10 ms)"
+            )
         print(f"core score_lists on 400 predictions (cached): {compute['core_score_lists_ms']:.2f} ms")
 
 

@@ -16,13 +16,19 @@ from fractions import Fraction
 LABELS = ("within_margin", "above_margin", "memory_failure")
 TRACKS = ("model_transfer", "workload_transfer", "gpu_count_transfer", "horizon_transfer")
 # the explanatory strings of the score file, copied from rlvrambench_hf.transfer
-COST_SCOPE = ('source configurations are counted once per scope (overall, track or task); their eligible processes '
-    'and recorded attempts are summed over those distinct sources')
-COST_WARNING = ('sources are shared between tasks and tracks, so the costs of different scopes overlap: never add '
-    'them up across tracks or tasks')
-EVALUATION_WARNING = ('open descriptive transfer tasks, not a blind leaderboard: the labels are public, queries reuse 94 '
-    'target configurations, and pooled accuracy is dominated by the workload track; report recall, '
-    'approval precision and approval errors per track')
+COST_SCOPE = (
+    "source configurations are counted once per scope (overall, track or task); their eligible processes "
+    "and recorded attempts are summed over those distinct sources"
+)
+COST_WARNING = (
+    "sources are shared between tasks and tracks, so the costs of different scopes overlap: never add "
+    "them up across tracks or tasks"
+)
+EVALUATION_WARNING = (
+    "open descriptive transfer tasks, not a blind leaderboard: the labels are public, queries reuse 94 "
+    "target configurations, and pooled accuracy is dominated by the workload track; report recall, "
+    "approval precision and approval errors per track"
+)
 
 
 def verified_rows(root, name, manifest):
@@ -50,17 +56,27 @@ def scope(rows, cost):
     aw, aa, af = c[0]
     sources = {r["source"] for r in rows}
     return {
-        "queries": n, "distinct_target_configurations": len({r["target"] for r in rows}),
-        "correct_three_state": correct, "three_state_accuracy": rate(correct, n), "approved": approved,
-        "approved_memory_failure": af, "approved_above_margin": aa, "rejected_within_margin": target[0] - aw,
-        "target_within_margin": target[0], "target_above_margin": target[1], "target_memory_failure": target[2],
-        "memory_failure_among_approved": rate(af, approved), "above_margin_among_approved": rate(aa, approved),
+        "queries": n,
+        "distinct_target_configurations": len({r["target"] for r in rows}),
+        "correct_three_state": correct,
+        "three_state_accuracy": rate(correct, n),
+        "approved": approved,
+        "approved_memory_failure": af,
+        "approved_above_margin": aa,
+        "rejected_within_margin": target[0] - aw,
+        "target_within_margin": target[0],
+        "target_above_margin": target[1],
+        "target_memory_failure": target[2],
+        "memory_failure_among_approved": rate(af, approved),
+        "above_margin_among_approved": rate(aa, approved),
         "approval_rate_on_memory_failure_targets": rate(af, target[2]),
         "approval_rate_on_above_margin_targets": rate(aa, target[1]),
         "rejection_rate_on_within_margin_targets": rate(target[0] - aw, target[0]),
         "confusion_matrix_predicted_rows_observed_columns": {
-            p: {o: c[i][j] for j, o in enumerate(LABELS)} for i, p in enumerate(LABELS)},
-        "approved_within_margin": aw, "within_margin_recall": rate(aw, target[0]),
+            p: {o: c[i][j] for j, o in enumerate(LABELS)} for i, p in enumerate(LABELS)
+        },
+        "approved_within_margin": aw,
+        "within_margin_recall": rate(aw, target[0]),
         "within_margin_approval_precision": rate(aw, approved),
         "distinct_source_configurations": len(sources),
         "eligible_source_processes": sum(cost[s][0] for s in sources),
@@ -86,9 +102,17 @@ def main(root, predictions_path, output):
     if set(predicted) != {q["query_id"] for q in queries}:
         sys.exit("predictions do not cover the queries exactly")
     cost = {c: (int(o["eligible_processes"]), int(o["recorded_attempts"])) for c, o in outcomes.items()}
-    rows = [{"task": q["task_id"], "track": q["track"], "target": q["target_configuration_id"],
-             "source": q["source_configuration_id"], "p": predicted[q["query_id"]],
-             "o": LABELS.index(outcomes[q["target_configuration_id"]]["observed_state"])} for q in queries]
+    rows = [
+        {
+            "task": q["task_id"],
+            "track": q["track"],
+            "target": q["target_configuration_id"],
+            "source": q["source_configuration_id"],
+            "p": predicted[q["query_id"]],
+            "o": LABELS.index(outcomes[q["target_configuration_id"]]["observed_state"]),
+        }
+        for q in queries
+    ]
     per_task = {}
     for task in sorted({r["task"] for r in rows}):
         members = [r for r in rows if r["task"] == task]
@@ -99,15 +123,25 @@ def main(root, predictions_path, output):
         if members:
             tasks = [t for t in per_task.values() if t["track"] == track]
             accuracies = [Fraction(t["correct_three_state"], t["queries"]) for t in tasks]
-            per_track[track] = {**scope(members, cost), "tasks": len(tasks),
-                                "macro_task_three_state_accuracy": float(sum(accuracies) / len(accuracies))}
+            per_track[track] = {
+                **scope(members, cost),
+                "tasks": len(tasks),
+                "macro_task_three_state_accuracy": float(sum(accuracies) / len(accuracies)),
+            }
     scores = {
-        "protocol_version": "1.1", "selected_track": "all", "rate_with_zero_denominator": None,
-        "cost_scope": COST_SCOPE, "cost_warning": COST_WARNING, "evaluation_warning": EVALUATION_WARNING,
-        "overall": scope(rows, cost), "per_track": per_track, "per_task": per_task,
+        "protocol_version": "1.1",
+        "selected_track": "all",
+        "rate_with_zero_denominator": None,
+        "cost_scope": COST_SCOPE,
+        "cost_warning": COST_WARNING,
+        "evaluation_warning": EVALUATION_WARNING,
+        "overall": scope(rows, cost),
+        "per_track": per_track,
+        "per_task": per_task,
     }
     with open(output, "w", encoding="utf-8") as handle:
         handle.write(json.dumps(scores, indent=2, ensure_ascii=False) + "\n")
+
 
 if __name__ == "__main__":
     main(*sys.argv[1:4])

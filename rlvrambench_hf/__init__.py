@@ -6,22 +6,41 @@
 
 from __future__ import annotations
 
-from .errors import (IntegrityError, InputError, MissingFileError, RLVRAMBenchError, SchemaError, SourceError,
-                     UnknownConfigError)
-from .registry import DEFAULT_REPO_ID, DEFAULT_REVISION, OUTCOME_LABELS, REGISTRY, get_spec
-from .sources import open_source
-from .tables import load_table
+from .data.registry import DEFAULT_REPO_ID, DEFAULT_REVISION, OUTCOME_LABELS, REGISTRY, get_spec
+from .data.sources import open_source
+from .data.tables import load_table
+from .errors import (
+    InputError,
+    IntegrityError,
+    MissingFileError,
+    RLVRAMBenchError,
+    SchemaError,
+    SourceError,
+    UnknownConfigError,
+)
 
 __version__ = "0.1.0"
 __all__ = [
-    "DEFAULT_REPO_ID", "DEFAULT_REVISION", "OUTCOME_LABELS", "REGISTRY", "IntegrityError", "InputError",
-    "MissingFileError", "RLVRAMBenchError", "SchemaError", "SourceError", "UnknownConfigError", "get_spec",
-    "load_dataset", "load_table", "open_source",
+    "DEFAULT_REPO_ID",
+    "DEFAULT_REVISION",
+    "OUTCOME_LABELS",
+    "REGISTRY",
+    "IntegrityError",
+    "InputError",
+    "MissingFileError",
+    "RLVRAMBenchError",
+    "SchemaError",
+    "SourceError",
+    "UnknownConfigError",
+    "get_spec",
+    "load_dataset",
+    "load_table",
+    "open_source",
 ]
 
 
 def load_dataset(*args, **kwargs):
     """Typed ``datasets`` objects of a config; see :func:`rlvrambench_hf.loading.load_dataset`."""
-    from .loading import load_dataset as _load
+    from .data.loading import load_dataset as _load
 
     return _load(*args, **kwargs)

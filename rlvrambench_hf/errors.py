@@ -36,7 +36,10 @@ class InputError(RLVRAMBenchError, ValueError):
     """A user-supplied file or argument (predictions, decisions, policy, options) is invalid."""
 
 
-def first_line(exc: BaseException) -> str:
-    """The first line of a library exception's message (its type name when empty), for one-line errors."""
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+def first_line(exc: BaseException, *, typed: bool = False) -> str:
+    """The first line of a library exception's message (its type name when empty), for one-line errors;
+    ``typed`` prefixes the type name (``ValueError: ...``), for exceptions raised by a user's own code."""
+    lines = str(exc).strip().splitlines()
+    if not lines:
+        return type(exc).__name__
+    return f"{type(exc).__name__}: {lines[0]}" if typed else lines[0]

@@ -22,15 +22,25 @@ REPO_ID = "kobzaond/RLVRAMBench"
 _SESSION_DIR = Path(tempfile.mkdtemp(prefix="rlvrambench-tests-"))
 _PORT = free_port()
 
-for _name in ("RLVRAMBENCH_SOURCE", "RLVRAMBENCH_REVISION", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE",
-              "TRANSFORMERS_OFFLINE", "HF_TOKEN", "HF_DATASETS_CACHE", "HF_HUB_CACHE"):
+for _name in (
+    "RLVRAMBENCH_SOURCE",
+    "RLVRAMBENCH_REVISION",
+    "HF_HUB_OFFLINE",
+    "HF_DATASETS_OFFLINE",
+    "TRANSFORMERS_OFFLINE",
+    "HF_TOKEN",
+    "HF_DATASETS_CACHE",
+    "HF_HUB_CACHE",
+):
     os.environ.pop(_name, None)
-os.environ.update({
-    "HF_HOME": str(_SESSION_DIR / "hf-home"),
-    "HF_ENDPOINT": f"http://127.0.0.1:{_PORT}",
-    "HF_HUB_DISABLE_TELEMETRY": "1",
-    "HF_HUB_ETAG_TIMEOUT": "10",
-})
+os.environ.update(
+    {
+        "HF_HOME": str(_SESSION_DIR / "hf-home"),
+        "HF_ENDPOINT": f"http://127.0.0.1:{_PORT}",
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "HF_HUB_ETAG_TIMEOUT": "10",
+    }
+)
 
 
 @pytest.fixture(scope="session")
@@ -64,11 +74,18 @@ def cli_env(**extra: str | None) -> dict[str, str]:
     return env
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, cwd: str | Path | None = None,
-            timeout: float = 300) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, cwd: str | Path | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
     """Run ``rlvrambench ARGS`` in a fresh interpreter, as a user would."""
-    return subprocess.run([sys.executable, "-m", "rlvrambench_hf", *args], capture_output=True, text=True,
-                          env=env or cli_env(), cwd=cwd, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "rlvrambench_hf", *args],
+        capture_output=True,
+        text=True,
+        env=env or cli_env(),
+        cwd=cwd,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture

@@ -27,8 +27,11 @@ def free_port() -> int:
 
 def olah_cli() -> str:
     """The olah-cli executable: $OLAH_CLI, the project's .venv-olah, or PATH."""
-    candidates = [os.environ.get("OLAH_CLI"), str(REPO_ROOT / ".venv-olah" / "bin" / "olah-cli"),
-                  shutil.which("olah-cli")]
+    candidates = [
+        os.environ.get("OLAH_CLI"),
+        str(REPO_ROOT / ".venv-olah" / "bin" / "olah-cli"),
+        shutil.which("olah-cli"),
+    ]
     for candidate in candidates:
         if candidate and Path(candidate).exists():
             return str(Path(candidate).resolve())
@@ -37,9 +40,24 @@ def olah_cli() -> str:
 
 def git(repo: Path, *args: str) -> str:
     env = {**os.environ, "GIT_AUTHOR_DATE": "2026-09-15T00:00:00Z", "GIT_COMMITTER_DATE": "2026-09-15T00:00:00Z"}
-    out = subprocess.run(["git", "-C", str(repo), "-c", "user.name=rlvrambench-tests",
-                          "-c", "user.email=tests@localhost", "-c", "commit.gpgsign=false", *args],
-                         check=True, capture_output=True, text=True, env=env)
+    out = subprocess.run(
+        [
+            "git",
+            "-C",
+            str(repo),
+            "-c",
+            "user.name=rlvrambench-tests",
+            "-c",
+            "user.email=tests@localhost",
+            "-c",
+            "commit.gpgsign=false",
+            *args,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     return out.stdout.strip()
 
 
@@ -74,12 +92,12 @@ class HubServer:
     def tag(self, repo_id: str, name: str, rev: str = "HEAD") -> None:
         git(self.repo_path(repo_id), "tag", name, rev)
 
-    def start(self, timeout: float = 60.0) -> "HubServer":
+    def start(self, timeout: float = 60.0) -> HubServer:
         config = self.workdir / "olah.toml"
         config.write_text(f"""[basic]
 host = "127.0.0.1"
 port = {self.port}
-repos-path = "{self.workdir / 'olah-cache'}"
+repos-path = "{self.workdir / "olah-cache"}"
 mirror-scheme = "http"
 mirror-netloc = "127.0.0.1:{self.port}"
 mirror-lfs-netloc = "127.0.0.1:{self.port}"
@@ -88,8 +106,13 @@ mirrors-path = ["{self.mirrors}"]
 offline = true
 """)
         log = open(self.workdir / "olah.log", "wb")
-        self.process = subprocess.Popen([olah_cli(), "-c", str(config)], cwd=self.workdir, stdout=log,
-                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self.process = subprocess.Popen(
+            [olah_cli(), "-c", str(config)],
+            cwd=self.workdir,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -14,8 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from rlvrambench_hf.admission import (RULES, SUMMARY_COLUMNS, build_report, load_policy, next_in_query_order,
-                                      policy_inputs, replay_report, score_decisions)
+from rlvrambench_hf.admission import (
+    RULES,
+    SUMMARY_COLUMNS,
+    build_report,
+    load_policy,
+    next_in_query_order,
+    policy_inputs,
+    replay_report,
+    score_decisions,
+)
 from rlvrambench_hf.admission.attempts import attempts_from_records, slot_history, validate_attempts
 from rlvrambench_hf.admission.policy import builtin_rule
 from rlvrambench_hf.admission.protocol import parse_protocol
@@ -24,11 +32,16 @@ from rlvrambench_hf.errors import InputError
 RESULTS = "benchmark/decision/results"
 PROTOCOL = "benchmark/decision/protocol.json"
 BUILTIN = ("source_copy", "headroom_guard", "direct_screen")
-QG, QM, PG, PM = ("qwen25_3b-gsm8k-shape1024-n4-steps5", "qwen25_3b-math-shape1024-n4-steps5",
-                  "phi4_mini-gsm8k-shape1024-n4-steps5", "phi4_mini-math-shape1024-n4-steps5")
+QG, QM, PG, PM = (
+    "qwen25_3b-gsm8k-shape1024-n4-steps5",
+    "qwen25_3b-math-shape1024-n4-steps5",
+    "phi4_mini-gsm8k-shape1024-n4-steps5",
+    "phi4_mini-math-shape1024-n4-steps5",
+)
 
 
 # ---- user policies (replayed via --policy from this file) -------------------------------------------------
+
 
 class ReverseScreens:
     """A user policy, not derived from the package's base class: no donors, screens in reverse query order."""
@@ -63,8 +76,9 @@ class OneScreenThenStop:
     name = "one_screen"
 
     def initial_decisions(self, task):
-        return {c: "approve" if task.donors[c].observed_state == "within_margin" else "reject"
-                for c in task.candidate_ids}
+        return {
+            c: "approve" if task.donors[c].observed_state == "within_margin" else "reject" for c in task.candidate_ids
+        }
 
     def next_action(self, task, revealed):
         return "stop" if revealed else task.query_order[0]
@@ -125,6 +139,7 @@ NOT_A_POLICY = object()
 
 # ---- fixtures and helpers -----------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def report(snapshot: Path) -> dict:
     return replay_report(snapshot)
@@ -145,8 +160,11 @@ def summary_of(report: dict, rule: str, budget: int) -> dict:
 
 
 def item_of(report: dict, case: str, rule: str, budget: int) -> dict:
-    return next(i for i in report["per_case"]
-                if i["case_id"] == case and i["rule"] == rule and i["budget_target_attempts"] == budget)
+    return next(
+        i
+        for i in report["per_case"]
+        if i["case_id"] == case and i["rule"] == rule and i["budget_target_attempts"] == budget
+    )
 
 
 def replay(protocol_data: dict, records: list[dict], policies=None, budgets=(0, 1, 2, 3)) -> dict:
@@ -167,6 +185,7 @@ def cli(*args: str, **kwargs):
 
 
 # ---- the published figures ----------------------------------------------------------------------------------
+
 
 def test_all_48_planned_processes_validate(protocol_data: dict, records: list[dict], snapshot: Path) -> None:
     protocol = parse_protocol(protocol_data)
@@ -196,14 +215,19 @@ def test_macro_recall_before_any_test(report: dict) -> None:
 
 
 def test_first_budget_with_full_recall(report: dict) -> None:
-    first = {r: min(b for b in range(4) if summary_of(report, r, b)["macro_case_within_margin_recall"] == 1.0)
-             for r in BUILTIN}
+    first = {
+        r: min(b for b in range(4) if summary_of(report, r, b)["macro_case_within_margin_recall"] == 1.0)
+        for r in BUILTIN
+    }
     assert first == {"source_copy": 0, "headroom_guard": 1, "direct_screen": 3}
 
 
 def test_direct_screen_recall_by_budget(report: dict) -> None:
-    assert [summary_of(report, "direct_screen", b)["macro_case_within_margin_recall"] for b in (1, 2, 3)] == \
-        [0.25, 0.75, 1.0]
+    assert [summary_of(report, "direct_screen", b)["macro_case_within_margin_recall"] for b in (1, 2, 3)] == [
+        0.25,
+        0.75,
+        1.0,
+    ]
 
 
 def test_donor_and_cold_start_attempts(report: dict) -> None:
@@ -229,16 +253,19 @@ def test_guard_rejects_the_two_usable_qwen_candidates_first(report: dict) -> Non
         assert item_of(report, case, "source_copy", 0)["decisions"][f"{case}-c3"] == "approve"
     for budget in (1, 2, 3):  # identical by construction once the first queried candidate is screened
         for case in (QG, QM, PG, PM):
-            assert item_of(report, case, "headroom_guard", budget)["decisions"] == \
-                item_of(report, case, "source_copy", budget)["decisions"]
+            assert (
+                item_of(report, case, "headroom_guard", budget)["decisions"]
+                == item_of(report, case, "source_copy", budget)["decisions"]
+            )
 
 
 def test_transcript_charges_before_revelation(report: dict) -> None:
     item = item_of(report, PM, "direct_screen", 2)
     assert item["spent_target_attempts"] == 2
-    assert [(s["candidate_id"], s["charge"], s["cumulative_spent_target_attempts"], s["state"], s["decision"])
-            for s in item["transcript"]] == [(f"{PM}-c3", 1, 1, "above_margin", "reject"),
-                                             (f"{PM}-c2", 1, 2, "within_margin", "approve")]
+    assert [
+        (s["candidate_id"], s["charge"], s["cumulative_spent_target_attempts"], s["state"], s["decision"])
+        for s in item["transcript"]
+    ] == [(f"{PM}-c3", 1, 1, "above_margin", "reject"), (f"{PM}-c2", 1, 2, "within_margin", "approve")]
     assert item["transcript"][1]["peak_mib"] == 37252.0
     assert item["decisions"] == {f"{PM}-c2": "approve", f"{PM}-c3": "reject", f"{PM}-c4": "abstain"}
     assert item_of(report, PM, "direct_screen", 0)["transcript"] == []
@@ -247,31 +274,72 @@ def test_transcript_charges_before_revelation(report: dict) -> None:
 # ---- output format ------------------------------------------------------------------------------------------
 
 METRIC_KEYS = [
-    "target_configurations", "within_margin_targets", "approved", "approved_within_margin", "within_margin_recall",
-    "within_margin_approval_precision", "rejected_within_margin", "abstained_within_margin", "abstentions",
-    "unresolved_targets", "approved_unresolved", "approved_known_memory_failure", "approved_known_above_margin",
-    "above_margin_targets", "approved_above_margin", "above_margin_among_approved",
-    "approval_rate_on_above_margin_targets", "memory_failure_targets", "approved_memory_failure",
-    "memory_failure_among_approved", "approval_rate_on_memory_failure_targets", "missing_outcome_sensitivity",
+    "target_configurations",
+    "within_margin_targets",
+    "approved",
+    "approved_within_margin",
+    "within_margin_recall",
+    "within_margin_approval_precision",
+    "rejected_within_margin",
+    "abstained_within_margin",
+    "abstentions",
+    "unresolved_targets",
+    "approved_unresolved",
+    "approved_known_memory_failure",
+    "approved_known_above_margin",
+    "above_margin_targets",
+    "approved_above_margin",
+    "above_margin_among_approved",
+    "approval_rate_on_above_margin_targets",
+    "memory_failure_targets",
+    "approved_memory_failure",
+    "memory_failure_among_approved",
+    "approval_rate_on_memory_failure_targets",
+    "missing_outcome_sensitivity",
 ]
 
 
 def test_output_format(report: dict) -> None:
-    assert list(report) == ["protocol_version", "scope", "cost_warning", "evidence_flags_warning",
-                            "physical_collection", "candidate_evaluation", "per_case", "summary",
-                            "zero_cost_references"]
+    assert list(report) == [
+        "protocol_version",
+        "scope",
+        "cost_warning",
+        "evidence_flags_warning",
+        "physical_collection",
+        "candidate_evaluation",
+        "per_case",
+        "summary",
+        "zero_cost_references",
+    ]
     assert report["protocol_version"] == "decision-1.0"
     assert len(report["per_case"]) == 4 * 3 * 4 and len(report["summary"]) == 12
     item = report["per_case"][0]
-    assert list(item) == ["case_id", "rule", "budget_target_attempts", "spent_target_attempts", "donor_attempts",
-                          "cold_start_attributed_attempts", "decisions", "transcript", "metrics"]
+    assert list(item) == [
+        "case_id",
+        "rule",
+        "budget_target_attempts",
+        "spent_target_attempts",
+        "donor_attempts",
+        "cold_start_attributed_attempts",
+        "decisions",
+        "transcript",
+        "metrics",
+    ]
     assert list(item["metrics"]) == METRIC_KEYS
     assert list(item["metrics"]["missing_outcome_sensitivity"]) == [
-        "within_margin_recall_min", "within_margin_recall_max", "assignments_with_undefined_recall",
-        "unsuitable_approvals_min", "unsuitable_approvals_max"]
+        "within_margin_recall_min",
+        "within_margin_recall_max",
+        "assignments_with_undefined_recall",
+        "unsuitable_approvals_min",
+        "unsuitable_approvals_max",
+    ]
     assert tuple(report["summary"][0]) == SUMMARY_COLUMNS
     assert list(next(iter(report["candidate_evaluation"].values()))) == [
-        "state", "known_memory_failure", "known_above_margin", "evaluation_attempt_ids"]
+        "state",
+        "known_memory_failure",
+        "known_above_margin",
+        "evaluation_attempt_ids",
+    ]
     json.dumps(report, allow_nan=False)
 
 
@@ -295,6 +363,7 @@ def test_csv_json_and_typed_attempts_give_identical_scores(snapshot: Path, repor
 
 # ---- protocol validation, one violation at a time ---------------------------------------------------------
 
+
 def _case(p: dict, i: int = 0) -> dict:
     return p["cases"][i]
 
@@ -305,20 +374,36 @@ PROTOCOL_VIOLATIONS = {
     "two evaluation seeds": (lambda p: p.update(evaluation_seeds=[142, 143]), "exactly 3 distinct"),
     "repeated evaluation seed": (lambda p: p.update(evaluation_seeds=[142, 142, 143]), "exactly 3 distinct"),
     "duplicate case id": (lambda p: p["cases"][1].update(case_id=p["cases"][0]["case_id"]), "duplicate case id"),
-    "duplicate candidate id": (lambda p: _case(p)["candidates"].append(copy.deepcopy(_case(p)["candidates"][0])),
-                               "query_order"),
-    "slot in two roles": (lambda p: _case(p)["candidates"][0]["slot_ids"].update(
-        screen=[_case(p)["candidates"][0]["slot_ids"]["evaluation"][0]]), "two roles"),
-    "slot of two candidates": (lambda p: _case(p)["candidates"][1]["slot_ids"].update(
-        screen=list(_case(p)["candidates"][0]["slot_ids"]["screen"])), "two places"),
+    "duplicate candidate id": (
+        lambda p: _case(p)["candidates"].append(copy.deepcopy(_case(p)["candidates"][0])),
+        "query_order",
+    ),
+    "slot in two roles": (
+        lambda p: _case(p)["candidates"][0]["slot_ids"].update(
+            screen=[_case(p)["candidates"][0]["slot_ids"]["evaluation"][0]]
+        ),
+        "two roles",
+    ),
+    "slot of two candidates": (
+        lambda p: _case(p)["candidates"][1]["slot_ids"].update(
+            screen=list(_case(p)["candidates"][0]["slot_ids"]["screen"])
+        ),
+        "two places",
+    ),
     "query order misses a candidate": (lambda p: _case(p)["query_order"].pop(), "query_order"),
-    "query order repeats a candidate": (lambda p: _case(p).update(
-        query_order=_case(p)["query_order"][:2] + _case(p)["query_order"][:1]), "query_order"),
+    "query order repeats a candidate": (
+        lambda p: _case(p).update(query_order=_case(p)["query_order"][:2] + _case(p)["query_order"][:1]),
+        "query_order",
+    ),
     "donors miss a candidate": (lambda p: _case(p)["donors"].popitem(), "donors must cover"),
-    "two screen slots": (lambda p: _case(p)["candidates"][0]["slot_ids"]["screen"].append("extra-slot"),
-                         "exactly one screen slot"),
-    "two evaluation slots": (lambda p: _case(p)["candidates"][0]["slot_ids"]["evaluation"].pop(),
-                             "exactly 3 evaluation slots"),
+    "two screen slots": (
+        lambda p: _case(p)["candidates"][0]["slot_ids"]["screen"].append("extra-slot"),
+        "exactly one screen slot",
+    ),
+    "two evaluation slots": (
+        lambda p: _case(p)["candidates"][0]["slot_ids"]["evaluation"].pop(),
+        "exactly 3 evaluation slots",
+    ),
     "negative budget": (lambda p: p.update(budgets_per_case=[0, -1]), "budgets_per_case"),
     "fractional budget": (lambda p: p.update(budgets_per_case=[0, 1.5]), "budgets_per_case"),
 }
@@ -347,18 +432,33 @@ def test_duplicate_candidate_id_across_cases(protocol_data: dict) -> None:
 
 # ---- attempt validation, one violation at a time ----------------------------------------------------------
 
+
 def _replacement_pair(records: list[dict], *, first: dict | None = None, second: dict | None = None) -> None:
     """Turn the screen of QG-c3 into an unresolved setup failure followed by a within-margin replacement."""
     original = record(records, "c3-s141")
     replacement = {**original, "attempt_id": original["attempt_id"] + "-r", "attempt_index": 2, **(second or {})}
-    original.update({"state": "unresolved", "peak_mib": None, "completed_final_operations": False,
-                     "repair_reason": "port_binding_collision", **(first or {})})
+    original.update(
+        {
+            "state": "unresolved",
+            "peak_mib": None,
+            "completed_final_operations": False,
+            "repair_reason": "port_binding_collision",
+            **(first or {}),
+        }
+    )
     records.append(replacement)
 
 
 def _three_attempts(records: list[dict]) -> None:
-    _replacement_pair(records, second={"state": "unresolved", "peak_mib": None, "completed_final_operations": False,
-                                       "repair_reason": "port_binding_collision"})
+    _replacement_pair(
+        records,
+        second={
+            "state": "unresolved",
+            "peak_mib": None,
+            "completed_final_operations": False,
+            "repair_reason": "port_binding_collision",
+        },
+    )
     last = records[-1]
     records.append({**last, "attempt_id": last["attempt_id"] + "3", "attempt_index": 3})
 
@@ -366,30 +466,42 @@ def _three_attempts(records: list[dict]) -> None:
 def _nine_replacements(records: list[dict]) -> None:
     for r in [r for r in records if r["role"] == "evaluation"][:9]:
         records.append({**r, "attempt_id": r["attempt_id"] + "-r", "attempt_index": 2})
-        r.update(state="unresolved", peak_mib=None, completed_final_operations=False, known_memory_failure=False,
-                 repair_reason="incorrect_gpu_visibility")
+        r.update(
+            state="unresolved",
+            peak_mib=None,
+            completed_final_operations=False,
+            known_memory_failure=False,
+            repair_reason="incorrect_gpu_visibility",
+        )
 
 
 ATTEMPT_VIOLATIONS = {
     "duplicate attempt id": (lambda rs: rs.append(dict(rs[0])), "duplicate attempt id"),
     "unknown slot": (lambda rs: rs[0].update(slot_id="decision-nowhere-s141"), "unknown slot"),
     "role differs from slot": (lambda rs: record(rs, "c3-s141").update(role="evaluation"), "is a screen slot"),
-    "candidate differs from slot": (lambda rs: record(rs, "c3-s141").update(candidate_id=f"{QG}-c2"),
-                                    "belongs to"),
+    "candidate differs from slot": (lambda rs: record(rs, "c3-s141").update(candidate_id=f"{QG}-c2"), "belongs to"),
     "unknown state": (lambda rs: rs[0].update(state="crashed"), "is not one of"),
     "completed without peak": (lambda rs: record(rs, "c3-s141").update(peak_mib=None), "positive peak_mib"),
     "non-positive peak": (lambda rs: record(rs, "c3-s141").update(peak_mib=-5.0), "positive peak_mib"),
     "infinite peak": (lambda rs: record(rs, "c3-s141").update(peak_mib=float("inf")), "not finite"),
     "within above the limit": (lambda rs: record(rs, "c3-s141").update(peak_mib=38913.0), "above the 38912"),
     "above at the limit": (lambda rs: record(rs, "c3-s142", PG).update(peak_mib=38912.0), "at or below"),
-    "completed without final operations": (lambda rs: record(rs, "c3-s141").update(
-        completed_final_operations=False), "completed final operations"),
-    "replacement after a resolved attempt": (lambda rs: _replacement_pair(rs, first={
-        "state": "memory_failure", "known_memory_failure": True}), "not unresolved"),
-    "replacement after a known memory failure": (lambda rs: _replacement_pair(rs, first={
-        "known_memory_failure": True}), "known memory failure"),
-    "replacement without a predefined reason": (lambda rs: _replacement_pair(rs, first={
-        "repair_reason": "flaky node"}), "repair_reason 'flaky node'"),
+    "completed without final operations": (
+        lambda rs: record(rs, "c3-s141").update(completed_final_operations=False),
+        "completed final operations",
+    ),
+    "replacement after a resolved attempt": (
+        lambda rs: _replacement_pair(rs, first={"state": "memory_failure", "known_memory_failure": True}),
+        "not unresolved",
+    ),
+    "replacement after a known memory failure": (
+        lambda rs: _replacement_pair(rs, first={"known_memory_failure": True}),
+        "known memory failure",
+    ),
+    "replacement without a predefined reason": (
+        lambda rs: _replacement_pair(rs, first={"repair_reason": "flaky node"}),
+        "repair_reason 'flaky node'",
+    ),
     "attempt indices skip": (lambda rs: record(rs, "c3-s141").update(attempt_index=2), "expected 1, 2"),
     "three attempts in a slot": (_three_attempts, "at most 2"),
     "more than eight replacements": (_nine_replacements, "more than 8 replacements"),
@@ -419,6 +531,7 @@ def test_violation_names_the_record(protocol_data: dict, records: list[dict]) ->
 
 # ---- engine: replacements, unavailable screens, unresolved truth -----------------------------------------
 
+
 def test_replacement_is_read_only_if_budget_remains(protocol_data: dict, records: list[dict]) -> None:
     data = copy.deepcopy(records)
     _replacement_pair(data)
@@ -436,18 +549,33 @@ def test_unstarted_screen_is_unavailable_free_and_ends_acquisition(protocol_data
     data = [r for r in records if r["slot_id"] != f"decision-{QG}-c3-s141"]
     out = replay(protocol_data, data, [builtin_rule("source_copy")], (3,))
     item = item_of(out, QG, "source_copy", 3)
-    assert item["transcript"] == [{"candidate_id": f"{QG}-c3", "attempt_id": None, "attempt_index": None,
-                                   "charge": 0, "cumulative_spent_target_attempts": 0, "state": "unavailable",
-                                   "decision": "abstain", "peak_mib": None}]
+    assert item["transcript"] == [
+        {
+            "candidate_id": f"{QG}-c3",
+            "attempt_id": None,
+            "attempt_index": None,
+            "charge": 0,
+            "cumulative_spent_target_attempts": 0,
+            "state": "unavailable",
+            "decision": "abstain",
+            "peak_mib": None,
+        }
+    ]
     assert item["spent_target_attempts"] == 0 and item["decisions"][f"{QG}-c3"] == "abstain"
     assert item["decisions"][f"{QG}-c2"] == "approve"  # never screened: the donor decision stands
     assert out["physical_collection"]["recorded_screen_attempts"] == 11
 
 
 def _unresolve(records: list[dict], slot_suffix: str, case: str, **extra) -> None:
-    record(records, slot_suffix, case).update({"state": "unresolved", "peak_mib": None,
-                                               "completed_final_operations": False, "known_memory_failure": False,
-                                               **extra})
+    record(records, slot_suffix, case).update(
+        {
+            "state": "unresolved",
+            "peak_mib": None,
+            "completed_final_operations": False,
+            "known_memory_failure": False,
+            **extra,
+        }
+    )
 
 
 def test_unresolved_truth_and_missing_outcome_sensitivity(protocol_data: dict, records: list[dict]) -> None:
@@ -456,19 +584,31 @@ def test_unresolved_truth_and_missing_outcome_sensitivity(protocol_data: dict, r
     _unresolve(data, "c2-s144", PG)  # the only within-margin candidate of its case
     out = replay(protocol_data, data, [builtin_rule("source_copy"), builtin_rule("direct_screen")], (0,))
     truth = out["candidate_evaluation"]
-    assert truth[f"{QG}-c3"] == {**truth[f"{QG}-c3"], "state": "unresolved", "known_memory_failure": False,
-                                 "known_above_margin": False}
+    assert truth[f"{QG}-c3"] == {
+        **truth[f"{QG}-c3"],
+        "state": "unresolved",
+        "known_memory_failure": False,
+        "known_above_margin": False,
+    }
     qg = item_of(out, QG, "source_copy", 0)["metrics"]
     assert (qg["within_margin_targets"], qg["unresolved_targets"], qg["approved_unresolved"]) == (1, 1, 1)
     assert qg["within_margin_recall"] == 1.0
     assert qg["missing_outcome_sensitivity"] == {
-        "within_margin_recall_min": 1.0, "within_margin_recall_max": 1.0, "assignments_with_undefined_recall": 0,
-        "unsuitable_approvals_min": 0, "unsuitable_approvals_max": 1}
+        "within_margin_recall_min": 1.0,
+        "within_margin_recall_max": 1.0,
+        "assignments_with_undefined_recall": 0,
+        "unsuitable_approvals_min": 0,
+        "unsuitable_approvals_max": 1,
+    }
     pg = item_of(out, PG, "source_copy", 0)["metrics"]
     assert pg["within_margin_recall"] is None and pg["within_margin_approval_precision"] == 0.0
     assert pg["missing_outcome_sensitivity"] == {
-        "within_margin_recall_min": 1.0, "within_margin_recall_max": 1.0, "assignments_with_undefined_recall": 2,
-        "unsuitable_approvals_min": 0, "unsuitable_approvals_max": 1}
+        "within_margin_recall_min": 1.0,
+        "within_margin_recall_max": 1.0,
+        "assignments_with_undefined_recall": 2,
+        "unsuitable_approvals_min": 0,
+        "unsuitable_approvals_max": 1,
+    }
     direct = item_of(out, PG, "direct_screen", 0)["metrics"]["missing_outcome_sensitivity"]
     assert (direct["within_margin_recall_min"], direct["within_margin_recall_max"]) == (0.0, 0.0)
     summary = summary_of(out, "source_copy", 0)
@@ -495,6 +635,7 @@ def test_known_evidence_restricts_admissible_labels(protocol_data: dict, records
 
 # ---- policies -------------------------------------------------------------------------------------------------
 
+
 def test_builtin_rules_run_on_the_policy_api() -> None:
     assert set(RULES) == set(BUILTIN)
     for name in BUILTIN:
@@ -517,17 +658,23 @@ def test_user_policy_budget_and_stop(snapshot: Path) -> None:
 
 
 def test_policy_that_raises(snapshot: Path) -> None:
-    with pytest.raises(InputError, match=r"policy raising, case .*, budget 1: next_action raised RuntimeError: "
-                                         r"my model is not loaded"):
+    with pytest.raises(
+        InputError,
+        match=r"policy raising, case .*, budget 1: next_action raised RuntimeError: "
+        r"my model is not loaded",
+    ):
         replay_report(snapshot, rules=(), policy=Raising(), budgets=(0, 1))
 
 
-@pytest.mark.parametrize("policy, message", [
-    (InvalidAction(), "next_action returned 'screen everything', neither 'stop' nor a candidate"),
-    (RepeatsScreen(), "requested .* again"),
-    (BadDecision(), "initial_decisions gives 'maybe'"),
-    (MissingDecision(), "initial_decisions has no decision for"),
-])
+@pytest.mark.parametrize(
+    "policy, message",
+    [
+        (InvalidAction(), "next_action returned 'screen everything', neither 'stop' nor a candidate"),
+        (RepeatsScreen(), "requested .* again"),
+        (BadDecision(), "initial_decisions gives 'maybe'"),
+        (MissingDecision(), "initial_decisions has no decision for"),
+    ],
+)
 def test_policy_with_invalid_output(snapshot: Path, policy, message: str) -> None:
     with pytest.raises(InputError, match=message):
         replay_report(snapshot, rules=(), policy=policy, budgets=(2,))
@@ -541,13 +688,16 @@ def test_policy_names_must_be_distinct(snapshot: Path) -> None:
         replay_report(snapshot, policy=Impostor())
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("no_colon_here", "module:attribute"),
-    ("rlvrambench_nonexistent_module:Policy", "cannot import module"),
-    ("rlvrambench_hf.admission:NoSuchPolicy", "has no attribute 'NoSuchPolicy'"),
-    ("tests/test_admission.py:NOT_A_POLICY", "has no method initial_decisions or next_action"),
-    ("tests/missing_file.py:Policy", "does not exist"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("no_colon_here", "module:attribute"),
+        ("rlvrambench_nonexistent_module:Policy", "cannot import module"),
+        ("rlvrambench_hf.admission:NoSuchPolicy", "has no attribute 'NoSuchPolicy'"),
+        ("tests/test_admission.py:NOT_A_POLICY", "has no method initial_decisions or next_action"),
+        ("tests/missing_file.py:Policy", "does not exist"),
+    ],
+)
 def test_load_policy_errors(spec: str, message: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(Path(__file__).resolve().parents[1])
     with pytest.raises(InputError, match=message):
@@ -561,6 +711,7 @@ def test_load_policy_from_module_and_file(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 # ---- policy inputs ---------------------------------------------------------------------------------------------
+
 
 def test_policy_inputs_never_show_evaluation_records(snapshot: Path, protocol_data: dict) -> None:
     direct = policy_inputs(snapshot, "direct_screen")
@@ -578,6 +729,7 @@ def test_policy_inputs_never_show_evaluation_records(snapshot: Path, protocol_da
 
 # ---- score_decisions (the metric's core) -------------------------------------------------------------------
 
+
 def test_score_decisions_matches_the_replay(snapshot: Path, report: dict) -> None:
     items = [i for i in report["per_case"] if i["rule"] == "direct_screen" and i["budget_target_attempts"] == 2]
     ids = [c for i in items for c in i["decisions"]]
@@ -585,9 +737,18 @@ def test_score_decisions_matches_the_replay(snapshot: Path, report: dict) -> Non
     scores = score_decisions(ids, decisions, source=snapshot)
     assert scores["macro_case_within_margin_recall"] == 0.75 and scores["cases"] == 4
     assert [p["metrics"] for p in scores["per_case"]] == [i["metrics"] for i in items]
-    expected = {k: v for k, v in summary_of(report, "direct_screen", 2).items()
-                if k not in ("rule", "budget_target_attempts_per_case", "spent_target_attempts", "donor_attempts",
-                             "cold_start_attributed_attempts")}
+    expected = {
+        k: v
+        for k, v in summary_of(report, "direct_screen", 2).items()
+        if k
+        not in (
+            "rule",
+            "budget_target_attempts_per_case",
+            "spent_target_attempts",
+            "donor_attempts",
+            "cold_start_attributed_attempts",
+        )
+    }
     assert {k: scores[k] for k in expected} == expected
 
 
@@ -595,25 +756,31 @@ def test_score_decisions_of_one_case(snapshot: Path) -> None:
     ids = [f"{PG}-c2", f"{PG}-c3", f"{PG}-c4"]
     scores = score_decisions(ids, ["approve", "approve", "reject"], source=snapshot)
     metrics = scores["per_case"][0]["metrics"]
-    assert scores["cases"] == 1 and metrics["approved_above_margin"] == 1 and metrics["above_margin_among_approved"] == 0.5
+    assert (
+        scores["cases"] == 1 and metrics["approved_above_margin"] == 1 and metrics["above_margin_among_approved"] == 0.5
+    )
     assert scores["approved_above_margin"] == 1 and scores["macro_case_within_margin_recall"] == 1.0
 
 
-@pytest.mark.parametrize("ids, decisions, message", [
-    ([f"{PG}-c2"], ["approve", "reject"], "1 candidate ids but 2 decisions"),
-    ([], [], "no decisions"),
-    (["nobody-c9"], ["approve"], "unknown candidate id 'nobody-c9'"),
-    ([f"{PG}-c2", f"{PG}-c2"], ["approve", "approve"], "duplicate candidate id"),
-    ([f"{PG}-c2"], ["yes"], "decision 'yes'"),
-    ([f"{PG}-c2", f"{PG}-c3"], ["approve", "reject"], f"case {PG} is incomplete: no decision for {PG}-c4"),
-    ("abc", ["approve"], "candidate_ids must be a list"),
-])
+@pytest.mark.parametrize(
+    "ids, decisions, message",
+    [
+        ([f"{PG}-c2"], ["approve", "reject"], "1 candidate ids but 2 decisions"),
+        ([], [], "no decisions"),
+        (["nobody-c9"], ["approve"], "unknown candidate id 'nobody-c9'"),
+        ([f"{PG}-c2", f"{PG}-c2"], ["approve", "approve"], "duplicate candidate id"),
+        ([f"{PG}-c2"], ["yes"], "decision 'yes'"),
+        ([f"{PG}-c2", f"{PG}-c3"], ["approve", "reject"], f"case {PG} is incomplete: no decision for {PG}-c4"),
+        ("abc", ["approve"], "candidate_ids must be a list"),
+    ],
+)
 def test_score_decisions_validation(snapshot: Path, ids, decisions, message: str) -> None:
     with pytest.raises(InputError, match=message):
         score_decisions(ids, decisions, source=snapshot)
 
 
 # ---- the replay command ---------------------------------------------------------------------------------------
+
 
 def test_replay_command_writes_scores_and_summary(snapshot: Path, tmp_path: Path, report: dict) -> None:
     out, summary = tmp_path / "scores.json", tmp_path / "summary.csv"
@@ -630,8 +797,19 @@ def test_replay_command_attempt_forms_give_identical_files(snapshot: Path, tmp_p
     outputs = []
     for name in ("attempts.json", "attempts.csv"):
         out = tmp_path / f"{name}.scores.json"
-        result = cli("--source", str(snapshot), "replay", "--attempts", str(snapshot / RESULTS / name),
-                     "--rule", "direct_screen", "--budgets", "1,2", "--output", str(out))
+        result = cli(
+            "--source",
+            str(snapshot),
+            "replay",
+            "--attempts",
+            str(snapshot / RESULTS / name),
+            "--rule",
+            "direct_screen",
+            "--budgets",
+            "1,2",
+            "--output",
+            str(out),
+        )
         assert result.returncode == 0, result.stderr
         outputs.append(out.read_bytes())
     assert outputs[0] == outputs[1]
@@ -642,8 +820,16 @@ def test_replay_command_attempt_forms_give_identical_files(snapshot: Path, tmp_p
 def test_user_policy_from_this_file_through_the_command(snapshot: Path, tmp_path: Path) -> None:
     out = tmp_path / "scores.json"
     root = Path(__file__).resolve().parents[1]
-    result = cli("--source", str(snapshot), "replay", "--policy", "tests/test_admission.py:ReverseScreens",
-                 "--output", str(out), cwd=root)
+    result = cli(
+        "--source",
+        str(snapshot),
+        "replay",
+        "--policy",
+        "tests/test_admission.py:ReverseScreens",
+        "--output",
+        str(out),
+        cwd=root,
+    )
     assert result.returncode == 0, result.stderr
     scores = json.loads(out.read_text())
     assert [s["rule"] for s in scores["summary"]] == ["reverse_screens"] * 4
@@ -655,19 +841,31 @@ def test_user_policy_from_this_file_through_the_command(snapshot: Path, tmp_path
     assert scores == replay_report(snapshot, rules=(), policy=ReverseScreens())
 
 
-@pytest.mark.parametrize("args, message", [
-    (("--policy", "tests/test_admission.py:Raising"), "next_action raised RuntimeError: my model is not loaded"),
-    (("--policy", "tests/test_admission.py:InvalidAction"), "neither 'stop' nor a candidate"),
-    (("--policy", "tests/test_admission.py:Missing"), "has no attribute 'Missing'"),
-    (("--budgets", "0,-1"), "--budgets '0,-1' must be comma-separated non-negative integers"),
-    (("--budgets", "1,1"), "repeat a value"),
-    (("--attempts", "nowhere.json"), "attempts file nowhere.json does not exist"),
-    (("--attempts", "pyproject.toml"), "must end in .json or .csv"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("--policy", "tests/test_admission.py:Raising"), "next_action raised RuntimeError: my model is not loaded"),
+        (("--policy", "tests/test_admission.py:InvalidAction"), "neither 'stop' nor a candidate"),
+        (("--policy", "tests/test_admission.py:Missing"), "has no attribute 'Missing'"),
+        (("--budgets", "0,-1"), "--budgets '0,-1' must be comma-separated non-negative integers"),
+        (("--budgets", "1,1"), "repeat a value"),
+        (("--attempts", "nowhere.json"), "attempts file nowhere.json does not exist"),
+        (("--attempts", "pyproject.toml"), "must end in .json or .csv"),
+    ],
+)
 def test_replay_command_errors(snapshot: Path, tmp_path: Path, args: tuple, message: str) -> None:
     out, summary = tmp_path / "scores.json", tmp_path / "summary.csv"
-    result = cli("--source", str(snapshot), "replay", *args, "--output", str(out), "--summary", str(summary),
-                 cwd=Path(__file__).resolve().parents[1])
+    result = cli(
+        "--source",
+        str(snapshot),
+        "replay",
+        *args,
+        "--output",
+        str(out),
+        "--summary",
+        str(summary),
+        cwd=Path(__file__).resolve().parents[1],
+    )
     assert result.returncode == 2
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not out.exists() and not summary.exists() and list(tmp_path.iterdir()) == []
@@ -685,8 +883,17 @@ def test_replay_command_invalid_attempts_file(snapshot: Path, tmp_path: Path, re
 
 
 def test_rule_and_policy_are_exclusive(snapshot: Path, tmp_path: Path) -> None:
-    result = cli("--source", str(snapshot), "replay", "--rule", "source_copy", "--policy", "x:y",
-                 "--output", str(tmp_path / "s.json"))
+    result = cli(
+        "--source",
+        str(snapshot),
+        "replay",
+        "--rule",
+        "source_copy",
+        "--policy",
+        "x:y",
+        "--output",
+        str(tmp_path / "s.json"),
+    )
     assert result.returncode == 2 and "not allowed with" in result.stderr
 
 
@@ -695,7 +902,10 @@ def test_replay_from_the_hub(hub, tmp_path: Path, report: dict) -> None:
     result = cli("--source", "kobzaond/RLVRAMBench", "--revision", "main", "replay", "--output", str(out))
     assert result.returncode == 0, result.stderr
     assert json.loads(out.read_text()) == report
-    scores = score_decisions([f"{QM}-c2", f"{QM}-c3", f"{QM}-c4"], ["approve", "reject", "reject"],
-                             source="kobzaond/RLVRAMBench", revision="main")
+    scores = score_decisions(
+        [f"{QM}-c2", f"{QM}-c3", f"{QM}-c4"],
+        ["approve", "reject", "reject"],
+        source="kobzaond/RLVRAMBench",
+        revision="main",
+    )
     assert scores["macro_case_within_margin_recall"] == 0.5
-

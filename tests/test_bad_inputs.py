@@ -13,9 +13,9 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -32,7 +32,7 @@ else:
     print(json.dumps({"type": None, "message": "no error"}))
 """
 
-POLICIES = '''
+POLICIES = """
 from rlvrambench_hf.admission import AdmissionPolicy
 
 class Raises(AdmissionPolicy):
@@ -46,26 +46,28 @@ class Invalid(AdmissionPolicy):
         return {c: "abstain" for c in task.candidate_ids}
     def next_action(self, task, revealed):
         return "launch everything"
-'''
+"""
 
 
 @dataclass
 class Case:
     name: str
-    cli: list[str]                   # arguments after `rlvrambench`; {W} is the work folder, {S} the snapshot
-    api: str                         # Python statement(s) for the API face
-    error: type | str                # documented exception class name
-    message: str                     # text the one-line message must contain
+    cli: list[str]  # arguments after `rlvrambench`; {W} is the work folder, {S} the snapshot
+    api: str  # Python statement(s) for the API face
+    error: type | str  # documented exception class name
+    message: str  # text the one-line message must contain
     setup: Callable[[Path], None] | None = None
     output: str | None = "{W}/out.json"  # a path that must not appear
     env: dict = field(default_factory=dict)
     hub: bool = False
 
 
-def predictions(rows: list[str], header: str = "query_id,predicted_state", encoding: str = "utf-8",
-                newline: str = "\n") -> Callable[[Path], None]:
+def predictions(
+    rows: list[str], header: str = "query_id,predicted_state", encoding: str = "utf-8", newline: str = "\n"
+) -> Callable[[Path], None]:
     def make(work: Path) -> None:
         (work / "p.csv").write_bytes(newline.join([header, *rows]).encode(encoding) + newline.encode())
+
     return make
 
 
@@ -74,14 +76,18 @@ def baseline_rows() -> list[str]:
 
     tables = load_transfer_tables(SNAPSHOT)
     table = reference_predictions(tables["queries"], tables["outcomes"], "source_label")
-    return [f"{q},{s}" for q, s in zip(table.column("query_id").to_pylist(), table.column("predicted_state").to_pylist())]
+    return [
+        f"{q},{s}" for q, s in zip(table.column("query_id").to_pylist(), table.column("predicted_state").to_pylist())
+    ]
 
 
 ROWS = baseline_rows()
 EVAL = ["--source", "{S}", "evaluate", "--predictions", "{W}/p.csv", "--output", "{W}/out.json"]
-EVAL_API = ("from rlvrambench_hf.transfer import read_predictions, score_lists\n"
-            "ids, states = read_predictions('{W}/p.csv')\n"
-            "score_lists(ids, states, source='{S}')")
+EVAL_API = (
+    "from rlvrambench_hf.transfer import read_predictions, score_lists\n"
+    "ids, states = read_predictions('{W}/p.csv')\n"
+    "score_lists(ids, states, source='{S}')"
+)
 
 
 def copy_release(work: Path) -> Path:
@@ -98,6 +104,7 @@ def edit_release(relpath: str, change: Callable[[str], str], drop_manifest: bool
         target.write_text(change(target.read_text()))
         if drop_manifest:  # so that the reader, not the digest check, meets the damage
             (root / "benchmark" / "manifest.json").write_text('{"files": {}}')
+
     return make
 
 
@@ -107,6 +114,7 @@ def manifest_entry(name: str):
         data = json.loads(manifest.read_text())
         data["files"][name] = {"sha256": "0" * 64, "size_bytes": 1}
         manifest.write_text(json.dumps(data))
+
     return make
 
 
@@ -166,126 +174,312 @@ CASES = [
     Case("missing ids", EVAL, EVAL_API, "InputError", "missing", predictions(ROWS[:-3])),
     Case("duplicate ids", EVAL, EVAL_API, "InputError", "duplicate", predictions(ROWS + ROWS[:2])),
     Case("unknown ids", EVAL, EVAL_API, "InputError", "unexpected", predictions(ROWS + ["query-nope,within_margin"])),
-    Case("bad label", EVAL, EVAL_API, "InputError", "fits",
-         predictions(ROWS[:-1] + [ROWS[-1].split(",")[0] + ",fits"])),
-    Case("wrong letter case", EVAL, EVAL_API, "InputError", "Within_Margin",
-         predictions(ROWS[:-1] + [ROWS[-1].split(",")[0] + ",Within_Margin"])),
-    Case("latin-1 bytes", EVAL, EVAL_API, "InputError", "UTF-8",
-         predictions(ROWS[:-1] + [ROWS[-1] + "é"], encoding="latin-1")),
+    Case(
+        "bad label", EVAL, EVAL_API, "InputError", "fits", predictions(ROWS[:-1] + [ROWS[-1].split(",")[0] + ",fits"])
+    ),
+    Case(
+        "wrong letter case",
+        EVAL,
+        EVAL_API,
+        "InputError",
+        "Within_Margin",
+        predictions(ROWS[:-1] + [ROWS[-1].split(",")[0] + ",Within_Margin"]),
+    ),
+    Case(
+        "latin-1 bytes",
+        EVAL,
+        EVAL_API,
+        "InputError",
+        "UTF-8",
+        predictions(ROWS[:-1] + [ROWS[-1] + "é"], encoding="latin-1"),
+    ),
     Case("empty file", EVAL, EVAL_API, "InputError", "empty", predictions([], header="")),
     Case("header only", EVAL, EVAL_API, "InputError", "no prediction rows", predictions([])),
-    Case("missing column", EVAL, EVAL_API, "InputError", "predicted_state",
-         predictions([r.split(",")[0] for r in ROWS], header="query_id")),
-    Case("extra column", EVAL, EVAL_API, "InputError", "query_id,predicted_state",
-         predictions([r + ",x" for r in ROWS], header="query_id,predicted_state,confidence")),
+    Case(
+        "missing column",
+        EVAL,
+        EVAL_API,
+        "InputError",
+        "predicted_state",
+        predictions([r.split(",")[0] for r in ROWS], header="query_id"),
+    ),
+    Case(
+        "extra column",
+        EVAL,
+        EVAL_API,
+        "InputError",
+        "query_id,predicted_state",
+        predictions([r + ",x" for r in ROWS], header="query_id,predicted_state,confidence"),
+    ),
     Case("2 GB file", EVAL, EVAL_API, "InputError", "p.csv", sparse_2gb),
-    Case("directory instead of file", ["--source", "{S}", "evaluate", "--predictions", "{W}", "--output",
-                                       "{W}/out.json"],
-         "from rlvrambench_hf.transfer import read_predictions\nread_predictions('{W}')", "InputError", "directory"),
-    Case("unreadable file", EVAL, EVAL_API, "InputError", "cannot read predictions file",
-         lambda w: (w / "p.csv").symlink_to("/proc/self/mem")),  # opens, then every read fails (EIO)
+    Case(
+        "directory instead of file",
+        ["--source", "{S}", "evaluate", "--predictions", "{W}", "--output", "{W}/out.json"],
+        "from rlvrambench_hf.transfer import read_predictions\nread_predictions('{W}')",
+        "InputError",
+        "directory",
+    ),
+    Case(
+        "unreadable file",
+        EVAL,
+        EVAL_API,
+        "InputError",
+        "cannot read predictions file",
+        lambda w: (w / "p.csv").symlink_to("/proc/self/mem"),
+    ),  # opens, then every read fails (EIO)
     # names
-    Case("unknown config", ["--source", "{S}", "show", "runs"], LOAD_API.format(args="'runs', source='{S}'"),
-         "UnknownConfigError", "unknown config 'runs'", output=None),
-    Case("unknown split", ["--source", "{S}", "export", "eligible_runs", "--split", "train", "--format", "csv",
-                           "--output", "{W}/out.json"], LOAD_API.format(args="'eligible_runs', 'train', source='{S}'"),
-         "UnknownConfigError", "split", output=None),
-    Case("unknown track", EVAL[:-2] + ["--track", "speed_transfer"] + EVAL[-2:],
-         "from rlvrambench_hf.transfer import score_lists\nscore_lists([], [], track='speed_transfer', source='{S}')",
-         "UnknownConfigError", "speed_transfer", predictions(ROWS)),
-    Case("unknown rule", ["--source", "{S}", "baseline", "--rule", "coin_flip", "--output", "{W}/out.json"],
-         "from rlvrambench_hf.transfer import reference_scores\nreference_scores('coin_flip', source='{S}')",
-         "UnknownConfigError", "coin_flip"),
+    Case(
+        "unknown config",
+        ["--source", "{S}", "show", "runs"],
+        LOAD_API.format(args="'runs', source='{S}'"),
+        "UnknownConfigError",
+        "unknown config 'runs'",
+        output=None,
+    ),
+    Case(
+        "unknown split",
+        [
+            "--source",
+            "{S}",
+            "export",
+            "eligible_runs",
+            "--split",
+            "train",
+            "--format",
+            "csv",
+            "--output",
+            "{W}/out.json",
+        ],
+        LOAD_API.format(args="'eligible_runs', 'train', source='{S}'"),
+        "UnknownConfigError",
+        "split",
+        output=None,
+    ),
+    Case(
+        "unknown track",
+        EVAL[:-2] + ["--track", "speed_transfer"] + EVAL[-2:],
+        "from rlvrambench_hf.transfer import score_lists\nscore_lists([], [], track='speed_transfer', source='{S}')",
+        "UnknownConfigError",
+        "speed_transfer",
+        predictions(ROWS),
+    ),
+    Case(
+        "unknown rule",
+        ["--source", "{S}", "baseline", "--rule", "coin_flip", "--output", "{W}/out.json"],
+        "from rlvrambench_hf.transfer import reference_scores\nreference_scores('coin_flip', source='{S}')",
+        "UnknownConfigError",
+        "coin_flip",
+    ),
     # sources and release files
-    Case("source directory missing", ["--source", "{W}/nowhere", "configs"],
-         "from rlvrambench_hf import load_table\nload_table('eligible_runs', '{W}/nowhere')",
-         "SourceError", "does not exist", output=None),
-    Case("source lacks the card", ["--source", "{W}", "configs"],
-         "from rlvrambench_hf import load_table\nload_table('eligible_runs', '{W}')", "SourceError",
-         "no dataset card", output=None),
-    Case("malformed card YAML", ["--source", "{W}/release", "show", "eligible_runs"],
-         "from rlvrambench_hf import load_table\nload_table('eligible_runs', '{W}/release')", "SourceError",
-         "malformed YAML", malformed_card, output=None),
-    Case("schema drift: extra column", ["--source", "{W}/release", "show", "transfer_queries"],
-         "from rlvrambench_hf import load_table\nload_table('transfer_queries', '{W}/release')", "SchemaError",
-         "unexpected column(s) note",
-         edit_release("benchmark/queries.csv", lambda t: "\n".join(
-             line + (",note" if i == 0 else ",x") for i, line in enumerate(t.splitlines())) + "\n"), output=None),
-    Case("schema drift: missing column", ["--source", "{W}/release", "show", "transfer_queries"],
-         "from rlvrambench_hf import load_table\nload_table('transfer_queries', '{W}/release')", "SchemaError",
-         "missing column(s) target_case_id",
-         edit_release("benchmark/queries.csv", lambda t: "\n".join(
-             line.rsplit(",", 1)[0] for line in t.splitlines()) + "\n"), output=None),
-    Case("value outside its type", ["--source", "{W}/release", "show", "eligible_runs"],
-         "from rlvrambench_hf import load_table\nload_table('eligible_runs', '{W}/release')", "SchemaError",
-         "is not a valid float64",
-         edit_release("benchmark/runs.csv", lambda t: t.replace(",35730.0,", ",35.7 GB,", 1)), output=None),
-    Case("truncated last line", ["--source", "{W}/release", "show", "transfer_queries"],
-         "from rlvrambench_hf import load_table\nload_table('transfer_queries', '{W}/release')", "SchemaError",
-         "queries.csv: cannot be read as CSV",
-         edit_release("benchmark/queries.csv", lambda t: t[: t.rstrip().rindex(",")]), output=None),
-    Case("manifest digest mismatch", ["--source", "{W}/release", "show", "eligible_runs"],
-         "from rlvrambench_hf import load_table\nload_table('eligible_runs', '{W}/release')", "IntegrityError",
-         "benchmark/runs.csv does not match", flip_runs_byte, output=None),
-    Case("absolute manifest path", ["--source", "{W}/release", "show", "eligible_runs"],
-         "from rlvrambench_hf import load_table\nload_table('eligible_runs', '{W}/release')", "IntegrityError",
-         "unsafe path '/etc/passwd'", manifest_entry("/etc/passwd"), output=None),
-    Case("manifest path with ..", ["--source", "{W}/release", "show", "eligible_runs"],
-         "from rlvrambench_hf import load_table\nload_table('eligible_runs', '{W}/release')", "IntegrityError",
-         "unsafe path '../secret.csv'", manifest_entry("../secret.csv"), output=None),
+    Case(
+        "source directory missing",
+        ["--source", "{W}/nowhere", "configs"],
+        "from rlvrambench_hf import load_table\nload_table('eligible_runs', '{W}/nowhere')",
+        "SourceError",
+        "does not exist",
+        output=None,
+    ),
+    Case(
+        "source lacks the card",
+        ["--source", "{W}", "configs"],
+        "from rlvrambench_hf import load_table\nload_table('eligible_runs', '{W}')",
+        "SourceError",
+        "no dataset card",
+        output=None,
+    ),
+    Case(
+        "malformed card YAML",
+        ["--source", "{W}/release", "show", "eligible_runs"],
+        "from rlvrambench_hf import load_table\nload_table('eligible_runs', '{W}/release')",
+        "SourceError",
+        "malformed YAML",
+        malformed_card,
+        output=None,
+    ),
+    Case(
+        "schema drift: extra column",
+        ["--source", "{W}/release", "show", "transfer_queries"],
+        "from rlvrambench_hf import load_table\nload_table('transfer_queries', '{W}/release')",
+        "SchemaError",
+        "unexpected column(s) note",
+        edit_release(
+            "benchmark/queries.csv",
+            lambda t: "\n".join(line + (",note" if i == 0 else ",x") for i, line in enumerate(t.splitlines())) + "\n",
+        ),
+        output=None,
+    ),
+    Case(
+        "schema drift: missing column",
+        ["--source", "{W}/release", "show", "transfer_queries"],
+        "from rlvrambench_hf import load_table\nload_table('transfer_queries', '{W}/release')",
+        "SchemaError",
+        "missing column(s) target_case_id",
+        edit_release(
+            "benchmark/queries.csv", lambda t: "\n".join(line.rsplit(",", 1)[0] for line in t.splitlines()) + "\n"
+        ),
+        output=None,
+    ),
+    Case(
+        "value outside its type",
+        ["--source", "{W}/release", "show", "eligible_runs"],
+        "from rlvrambench_hf import load_table\nload_table('eligible_runs', '{W}/release')",
+        "SchemaError",
+        "is not a valid float64",
+        edit_release("benchmark/runs.csv", lambda t: t.replace(",35730.0,", ",35.7 GB,", 1)),
+        output=None,
+    ),
+    Case(
+        "truncated last line",
+        ["--source", "{W}/release", "show", "transfer_queries"],
+        "from rlvrambench_hf import load_table\nload_table('transfer_queries', '{W}/release')",
+        "SchemaError",
+        "queries.csv: cannot be read as CSV",
+        edit_release("benchmark/queries.csv", lambda t: t[: t.rstrip().rindex(",")]),
+        output=None,
+    ),
+    Case(
+        "manifest digest mismatch",
+        ["--source", "{W}/release", "show", "eligible_runs"],
+        "from rlvrambench_hf import load_table\nload_table('eligible_runs', '{W}/release')",
+        "IntegrityError",
+        "benchmark/runs.csv does not match",
+        flip_runs_byte,
+        output=None,
+    ),
+    Case(
+        "absolute manifest path",
+        ["--source", "{W}/release", "show", "eligible_runs"],
+        "from rlvrambench_hf import load_table\nload_table('eligible_runs', '{W}/release')",
+        "IntegrityError",
+        "unsafe path '/etc/passwd'",
+        manifest_entry("/etc/passwd"),
+        output=None,
+    ),
+    Case(
+        "manifest path with ..",
+        ["--source", "{W}/release", "show", "eligible_runs"],
+        "from rlvrambench_hf import load_table\nload_table('eligible_runs', '{W}/release')",
+        "IntegrityError",
+        "unsafe path '../secret.csv'",
+        manifest_entry("../secret.csv"),
+        output=None,
+    ),
     # the Hub
-    Case("revision that does not exist", ["--revision", "v9.9.9", "show", "eligible_runs"],
-         f"from rlvrambench_hf import load_table\nload_table('eligible_runs', '{REPO_ID}', 'v9.9.9')",
-         "SourceError", "revision 'v9.9.9' does not exist", output=None, hub=True),
-    Case("offline with nothing cached", ["--revision", "main", "show", "eligible_runs"],
-         f"from rlvrambench_hf import load_table\nload_table('eligible_runs', '{REPO_ID}', 'main')",
-         "SourceError", "not cached and HF_HUB_OFFLINE is set", output=None, env={"HF_HUB_OFFLINE": "1"}, hub=True),
+    Case(
+        "revision that does not exist",
+        ["--revision", "v9.9.9", "show", "eligible_runs"],
+        f"from rlvrambench_hf import load_table\nload_table('eligible_runs', '{REPO_ID}', 'v9.9.9')",
+        "SourceError",
+        "revision 'v9.9.9' does not exist",
+        output=None,
+        hub=True,
+    ),
+    Case(
+        "offline with nothing cached",
+        ["--revision", "main", "show", "eligible_runs"],
+        f"from rlvrambench_hf import load_table\nload_table('eligible_runs', '{REPO_ID}', 'main')",
+        "SourceError",
+        "not cached and HF_HUB_OFFLINE is set",
+        output=None,
+        env={"HF_HUB_OFFLINE": "1"},
+        hub=True,
+    ),
     # admission
-    Case("policy module missing", ["--source", "{S}", "replay", "--policy", "no_such_module:Policy", "--output",
-                                   "{W}/out.json"],
-         "from rlvrambench_hf.admission import load_policy\nload_policy('no_such_module:Policy')", "InputError",
-         "no_such_module"),
-    Case("policy attribute missing", ["--source", "{S}", "replay", "--policy", "bad_policies:Nope", "--output",
-                                      "{W}/out.json"],
-         "from rlvrambench_hf.admission import load_policy\nload_policy('bad_policies:Nope')", "InputError", "Nope",
-         policy_module),
-    Case("policy raises", ["--source", "{S}", "replay", "--policy", "bad_policies:Raises", "--output",
-                           "{W}/out.json"],
-         "from rlvrambench_hf.admission import replay_report\nreplay_report('{S}', rules=(), policy='bad_policies:Raises')",
-         "InputError", "policy exploded", policy_module),
-    Case("policy returns an invalid action", ["--source", "{S}", "replay", "--policy", "bad_policies:Invalid",
-                                              "--output", "{W}/out.json"],
-         "from rlvrambench_hf.admission import replay_report\n"
-         "replay_report('{S}', rules=(), policy='bad_policies:Invalid')",
-         "InputError", "launch everything", policy_module),
-    Case("attempts with a forbidden retry", ["--source", "{S}", "replay", "--attempts", "{W}/attempts.json",
-                                             "--output", "{W}/out.json"],
-         "from rlvrambench_hf.admission import replay_report\nreplay_report('{S}', attempts_path='{W}/attempts.json')",
-         "InputError", "-retry", forbidden_retry),
+    Case(
+        "policy module missing",
+        ["--source", "{S}", "replay", "--policy", "no_such_module:Policy", "--output", "{W}/out.json"],
+        "from rlvrambench_hf.admission import load_policy\nload_policy('no_such_module:Policy')",
+        "InputError",
+        "no_such_module",
+    ),
+    Case(
+        "policy attribute missing",
+        ["--source", "{S}", "replay", "--policy", "bad_policies:Nope", "--output", "{W}/out.json"],
+        "from rlvrambench_hf.admission import load_policy\nload_policy('bad_policies:Nope')",
+        "InputError",
+        "Nope",
+        policy_module,
+    ),
+    Case(
+        "policy raises",
+        ["--source", "{S}", "replay", "--policy", "bad_policies:Raises", "--output", "{W}/out.json"],
+        "from rlvrambench_hf.admission import replay_report\n"
+        "replay_report('{S}', rules=(), policy='bad_policies:Raises')",
+        "InputError",
+        "policy exploded",
+        policy_module,
+    ),
+    Case(
+        "policy returns an invalid action",
+        ["--source", "{S}", "replay", "--policy", "bad_policies:Invalid", "--output", "{W}/out.json"],
+        "from rlvrambench_hf.admission import replay_report\n"
+        "replay_report('{S}', rules=(), policy='bad_policies:Invalid')",
+        "InputError",
+        "launch everything",
+        policy_module,
+    ),
+    Case(
+        "attempts with a forbidden retry",
+        ["--source", "{S}", "replay", "--attempts", "{W}/attempts.json", "--output", "{W}/out.json"],
+        "from rlvrambench_hf.admission import replay_report\nreplay_report('{S}', attempts_path='{W}/attempts.json')",
+        "InputError",
+        "-retry",
+        forbidden_retry,
+    ),
     # follow-up predictions
-    Case("follow-up unknown id", ["--source", "{S}", "followup", "score", "--study", "larger_model",
-                                  "--predictions", "{W}/p.csv", "--output", "{W}/out.json"],
-         "from rlvrambench_hf.followup import score_study\n"
-         "score_study('larger_model', '{S}', predictions='{W}/p.csv')", "InputError", "cfg-unknown",
-         predictions(["cfg-unknown,within_margin"], header="configuration_id,predicted_state")),
+    Case(
+        "follow-up unknown id",
+        [
+            "--source",
+            "{S}",
+            "followup",
+            "score",
+            "--study",
+            "larger_model",
+            "--predictions",
+            "{W}/p.csv",
+            "--output",
+            "{W}/out.json",
+        ],
+        "from rlvrambench_hf.followup import score_study\nscore_study('larger_model', '{S}', predictions='{W}/p.csv')",
+        "InputError",
+        "cfg-unknown",
+        predictions(["cfg-unknown,within_margin"], header="configuration_id,predicted_state"),
+    ),
     # releases
-    Case("release verify with one byte changed", ["release", "verify", "{W}/rel"],
-         "from rlvrambench_hf.release.verify import check_release\ncheck_release('{W}/rel')", "IntegrityError",
-         "evaluation-00000-of-00001.parquet", built_release_with_a_changed_byte, output=None),
-    Case("push without a token", ["release", "push", "{W}/rel", "--repo-id", "someone/RLVRAMBench"],
-         "from rlvrambench_hf.release.push import push_release\npush_release('{W}/rel', 'someone/RLVRAMBench')",
-         "InputError", "no Hugging Face token", built_release, output=None),
+    Case(
+        "release verify with one byte changed",
+        ["release", "verify", "{W}/rel"],
+        "from rlvrambench_hf.release.verify import check_release\ncheck_release('{W}/rel')",
+        "IntegrityError",
+        "evaluation-00000-of-00001.parquet",
+        built_release_with_a_changed_byte,
+        output=None,
+    ),
+    Case(
+        "push without a token",
+        ["release", "push", "{W}/rel", "--repo-id", "someone/RLVRAMBench"],
+        "from rlvrambench_hf.release.push import push_release\npush_release('{W}/rel', 'someone/RLVRAMBench')",
+        "InputError",
+        "no Hugging Face token",
+        built_release,
+        output=None,
+    ),
 ]
 
 
 def snapshot_of(folder: Path) -> dict[str, tuple[int, int]]:
-    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
-            for p in folder.rglob("*") if p.is_file()} if folder.exists() else {}
+    return (
+        {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*") if p.is_file()}
+        if folder.exists()
+        else {}
+    )
 
 
 def run(args: list[str], work: Path, case: Case, hf_home: Path) -> subprocess.CompletedProcess:
-    env = cli_env(HF_HOME=str(hf_home), HF_TOKEN=None, HF_HUB_DISABLE_IMPLICIT_TOKEN="1",
-                  PYTHONPATH=str(work), **case.env)
+    env = cli_env(
+        HF_HOME=str(hf_home), HF_TOKEN=None, HF_HUB_DISABLE_IMPLICIT_TOKEN="1", PYTHONPATH=str(work), **case.env
+    )
     return subprocess.run(args, capture_output=True, text=True, env=env, cwd=work, timeout=300)
 
 
@@ -342,8 +536,9 @@ def test_tolerated_variants_score_like_the_clean_file(tmp_path):
     variants = {
         "bom.csv": ("\ufeffquery_id,predicted_state\n" + "\n".join(ROWS) + "\n").encode("utf-8"),
         "crlf.csv": ("query_id,predicted_state\r\n" + "\r\n".join(ROWS) + "\r\n").encode(),
-        "spaces.csv": ("query_id , predicted_state\n" + "\n".join(" " + r.replace(",", " ,\t") for r in ROWS)
-                       + "\n").encode(),
+        "spaces.csv": (
+            "query_id , predicted_state\n" + "\n".join(" " + r.replace(",", " ,\t") for r in ROWS) + "\n"
+        ).encode(),
     }
     for name, data in variants.items():
         (tmp_path / name).write_bytes(data)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -10,9 +11,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conftest import REPO_ID, cli_env, run_cli
+from conftest import REPO_ID, SNAPSHOT, cli_env, run_cli
 from faultproxy import CuttingProxy
 
+RUNS_SHA256 = json.loads((SNAPSHOT / "benchmark/manifest.json").read_text())["files"]["runs.csv"]["sha256"]
 LOAD_SCRIPT = """
 import hashlib, json, sys
 from rlvrambench_hf import load_dataset
@@ -36,12 +38,14 @@ def test_cut_download_fails_clearly_and_a_healthy_retry_succeeds(hub, proxy, hf_
     assert cut.returncode == 2 and proxy.cuts >= 1
     assert cut.stderr.strip().splitlines() == [cut.stderr.strip()]  # one line
     assert "cannot fetch benchmark/runs.csv" in cut.stderr and "Traceback" not in cut.stderr
-    blobs = [p for p in hf_home.rglob("*") if p.is_file() and "blobs" in p.parts and p.stat().st_size == 517086]
     assert not [p for p in hf_home.rglob("runs.csv")]  # no truncated file is served from the snapshot
     healthy = run_cli("--revision", "main", "show", "eligible_runs", env=cli_env(HF_HOME=str(hf_home)))
     assert healthy.returncode == 0, healthy.stderr
     assert "612 rows" in healthy.stdout
-    assert not blobs
+    (served,) = hf_home.rglob("runs.csv")  # after the retry: one snapshot entry, pointing at one complete blob
+    blobs = [p for p in hf_home.rglob("*") if p.is_file() and "blobs" in p.parts and p.suffix != ".incomplete"]
+    assert served.resolve() in blobs
+    assert hashlib.sha256(served.read_bytes()).hexdigest() == RUNS_SHA256
 
 
 def test_closed_port_fails_within_a_bounded_time(hf_home):
@@ -61,16 +65,18 @@ def test_eight_processes_share_one_cold_cache(hub, hf_home):
     env = cli_env(HF_HOME=str(hf_home))
 
     def load(_: int) -> dict:
-        out = subprocess.run([sys.executable, "-c", LOAD_SCRIPT, REPO_ID], env=env, capture_output=True, text=True,
-                             timeout=300)
+        out = subprocess.run(
+            [sys.executable, "-c", LOAD_SCRIPT, REPO_ID], env=env, capture_output=True, text=True, timeout=300
+        )
         assert out.returncode == 0, out.stderr
         return json.loads(out.stdout.strip().splitlines()[-1])
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         results = list(pool.map(load, range(8)))
     assert all(r == results[0] for r in results) and results[0]["rows"] == 612
-    runs_blobs = [p for p in (hf_home / "hub").rglob("*") if p.is_file() and "blobs" in p.parts
-                  and p.stat().st_size == 517086]
+    runs_blobs = [
+        p for p in (hf_home / "hub").rglob("*") if p.is_file() and "blobs" in p.parts and p.stat().st_size == 517086
+    ]
     assert len(runs_blobs) == 1
     prepared = [p for p in (hf_home / "datasets").rglob("*.arrow")]
     assert len({p.parent for p in prepared}) == 1
@@ -93,14 +99,23 @@ print(json.dumps(scores, sort_keys=True))
 
 def test_metric_from_two_processes_at_once_through_the_hub(hub, hf_home, snapshot, tmp_path):
     """Two independent training jobs evaluating at the same moment, one empty shared cache."""
-    from conftest import REPO_ROOT
     from rlvrambench_hf import transfer
+
+    from conftest import REPO_ROOT
 
     env = cli_env(HF_HOME=str(hf_home), RLVRAMBENCH_SOURCE=REPO_ID, RLVRAMBENCH_REVISION="main")
     metric = str(REPO_ROOT / "metrics" / "rlvrambench")
     rules = ["source_label", "always_approve"]
-    workers = [subprocess.Popen([sys.executable, "-c", METRIC_SCRIPT, rule, metric], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=env) for rule in rules]
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", METRIC_SCRIPT, rule, metric],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for rule in rules
+    ]
     outputs = [w.communicate(timeout=300) for w in workers]
     for rule, worker, (out, err) in zip(rules, workers, outputs):
         assert worker.returncode == 0, err

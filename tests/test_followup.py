@@ -7,22 +7,55 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, run_cli
 from rlvrambench_hf.errors import InputError
-from rlvrambench_hf.followup import (FROZEN_METHODS, MethodPredictions, USER_METHOD, peak_metrics, read_predictions,
-                                     score_panel, score_study, study_rows)
+from rlvrambench_hf.followup import (
+    FROZEN_METHODS,
+    USER_METHOD,
+    MethodPredictions,
+    peak_metrics,
+    read_predictions,
+    score_panel,
+    score_study,
+    study_rows,
+)
 from rlvrambench_hf.transfer import label_metrics
 
-TOP_LEVEL = ["planned_configurations", "resolved_configurations", "unresolved_configurations", "resolved_ids",
-             "unresolved_ids", "full_panel_coverage", "metric_scope", "approvals", "resolved_subset_metrics"]
-APPROVAL_KEYS = {"full_panel_approved_configurations", "full_panel_approved_ids", "scored_approved_configurations",
-                 "unscored_approved_configurations", "unscored_approved_ids", "unscored_approvals_with_known_failure",
-                 "unscored_approvals_with_known_margin_exceedance"}
-PEAK_KEYS = {"completed_peak_prediction_coverage", "completed_peak_mae_mib", "completed_peak_mean_signed_error_mib",
-             "completed_peak_worst_underestimate_mib"}
-LARGER_UNRESOLVED = ["est-qwen25-7b-code_heavy_tail-c2-4gpu", "est-qwen25-7b-gsm8k-c2-4gpu",
-                     "est-qwen25-7b-math-c2-2gpu", "est-qwen25-7b-math-c2-4gpu", "est-qwen25-7b-math-c3-2gpu",
-                     "est-qwen25-7b-math-c3-4gpu"]
+from conftest import cli_env, run_cli
+
+TOP_LEVEL = [
+    "planned_configurations",
+    "resolved_configurations",
+    "unresolved_configurations",
+    "resolved_ids",
+    "unresolved_ids",
+    "full_panel_coverage",
+    "metric_scope",
+    "approvals",
+    "resolved_subset_metrics",
+]
+APPROVAL_KEYS = {
+    "full_panel_approved_configurations",
+    "full_panel_approved_ids",
+    "scored_approved_configurations",
+    "unscored_approved_configurations",
+    "unscored_approved_ids",
+    "unscored_approvals_with_known_failure",
+    "unscored_approvals_with_known_margin_exceedance",
+}
+PEAK_KEYS = {
+    "completed_peak_prediction_coverage",
+    "completed_peak_mae_mib",
+    "completed_peak_mean_signed_error_mib",
+    "completed_peak_worst_underestimate_mib",
+}
+LARGER_UNRESOLVED = [
+    "est-qwen25-7b-code_heavy_tail-c2-4gpu",
+    "est-qwen25-7b-gsm8k-c2-4gpu",
+    "est-qwen25-7b-math-c2-2gpu",
+    "est-qwen25-7b-math-c2-4gpu",
+    "est-qwen25-7b-math-c3-2gpu",
+    "est-qwen25-7b-math-c3-4gpu",
+]
 FOUR_GPU_C2 = ["code_heavy_tail-c2-4gpu", "gsm8k-c2-4gpu", "math-c2-4gpu"]
 
 
@@ -37,7 +70,7 @@ def expanded(snapshot: Path) -> dict:
 
 
 def check_larger_model_figures(scores: dict) -> None:
-    assert list(scores)[:len(TOP_LEVEL)] == TOP_LEVEL
+    assert list(scores)[: len(TOP_LEVEL)] == TOP_LEVEL
     assert scores["planned_configurations"] == 12
     assert scores["resolved_configurations"] == 6 and scores["unresolved_configurations"] == 6
     assert scores["full_panel_coverage"] == 0.5
@@ -98,8 +131,11 @@ def test_expanded_host_figures(expanded: dict) -> None:
     assert expanded["resolved_ids"] == [f"host-qwen25-7b-{w}-c2-2gpu" for w in ("code_heavy_tail", "gsm8k", "math")]
     assert expanded["unresolved_ids"] == [f"host-qwen25-7b-{s}" for s in FOUR_GPU_C2]
     donor, regression, logistic = (expanded["approvals"][m] for m in FROZEN_METHODS)
-    assert (donor["full_panel_approved_configurations"], donor["scored_approved_configurations"],
-            donor["unscored_approved_configurations"]) == (6, 3, 3)
+    assert (
+        donor["full_panel_approved_configurations"],
+        donor["scored_approved_configurations"],
+        donor["unscored_approved_configurations"],
+    ) == (6, 3, 3)
     assert donor["unscored_approvals_with_known_failure"] == 0
     assert (regression["scored_approved_configurations"], regression["unscored_approved_configurations"]) == (0, 3)
     assert logistic["full_panel_approved_configurations"] == 0
@@ -115,8 +151,7 @@ def test_expanded_host_figures(expanded: dict) -> None:
 
 def test_cli_reproduces_the_larger_model_figures(snapshot: Path, tmp_path: Path, larger: dict) -> None:
     output = tmp_path / "scores.json"
-    result = run_cli("--source", str(snapshot), "followup", "score", "--study", "larger_model",
-                     "--output", str(output))
+    result = run_cli("--source", str(snapshot), "followup", "score", "--study", "larger_model", "--output", str(output))
     assert result.returncode == 0, result.stderr
     written = json.loads(output.read_text())
     check_larger_model_figures(written)
@@ -139,8 +174,10 @@ def larger_ids(snapshot: Path) -> list[str]:
 def test_user_predictions_are_scored_beside_the_frozen_methods(snapshot: Path, tmp_path: Path) -> None:
     ids = larger_ids(snapshot)
     lines = ["\ufeffconfiguration_id , predicted_state,predicted_peak_mib"]
-    lines += [f" {cid}\t,{'within_margin' if '4gpu' in cid else 'memory_failure'},{'' if i % 2 else 40000}"
-              for i, cid in enumerate(ids)]
+    lines += [
+        f" {cid}\t,{'within_margin' if '4gpu' in cid else 'memory_failure'},{'' if i % 2 else 40000}"
+        for i, cid in enumerate(ids)
+    ]
     path = write(tmp_path, "\n".join(lines) + "\n\n")
     scores = score_study("larger_model", snapshot, predictions=path)
     user = scores["approvals"][USER_METHOD]
@@ -156,8 +193,9 @@ def test_user_predictions_are_scored_beside_the_frozen_methods(snapshot: Path, t
 def test_cli_user_predictions(snapshot: Path, tmp_path: Path) -> None:
     ids = larger_ids(snapshot)
     path = write(tmp_path, "configuration_id,predicted_state\n" + "".join(f"{c},within_margin\n" for c in ids))
-    result = run_cli("--source", str(snapshot), "followup", "score", "--study", "larger_model",
-                     "--predictions", str(path))
+    result = run_cli(
+        "--source", str(snapshot), "followup", "score", "--study", "larger_model", "--predictions", str(path)
+    )
     assert result.returncode == 0, result.stderr
     user_line = next(line for line in result.stdout.splitlines() if line.startswith("user "))
     assert user_line.split()[1:5] == ["12", "6", "6", "3"]
@@ -170,17 +208,23 @@ def _bad_cases(ids: list[str]) -> dict[str, tuple[str, str]]:
         "empty": ("", "empty"),
         "header only": (header, "has a header but no prediction rows"),
         "missing column": ("configuration_id\n" + "".join(f"{c}\n" for c in ids), "; missing predicted_state"),
-        "extra column": ("configuration_id,predicted_state,confidence\n",
-                         "must have exactly the columns configuration_id,predicted_state[,predicted_peak_mib]"),
+        "extra column": (
+            "configuration_id,predicted_state,confidence\n",
+            "must have exactly the columns configuration_id,predicted_state[,predicted_peak_mib]",
+        ),
         "missing ids": (header + "".join(rows[:-2]), "2 missing configuration id(s), e.g."),
-        "unknown id": (header + "".join(rows) + "est-nope,memory_failure\n",
-                       "1 unknown configuration id(s), e.g. est-nope"),
+        "unknown id": (
+            header + "".join(rows) + "est-nope,memory_failure\n",
+            "1 unknown configuration id(s), e.g. est-nope",
+        ),
         "duplicate": (header + "".join(rows) + rows[0], f"1 duplicate configuration id(s), e.g. {ids[0]}"),
         "bad label": (header + "".join(rows[:-1]) + f"{ids[-1]},Within_Margin\n", "1 invalid predicted_state"),
         "unresolved label": (header + "".join(rows[:-1]) + f"{ids[-1]},unresolved\n", "1 invalid predicted_state"),
-        "bad peak": ("configuration_id,predicted_state,predicted_peak_mib\n"
-                     + "".join(f"{c},memory_failure,{'-5' if i == 0 else '1e3'}\n" for i, c in enumerate(ids)),
-                     "1 invalid predicted_peak_mib"),
+        "bad peak": (
+            "configuration_id,predicted_state,predicted_peak_mib\n"
+            + "".join(f"{c},memory_failure,{'-5' if i == 0 else '1e3'}\n" for i, c in enumerate(ids)),
+            "1 invalid predicted_peak_mib",
+        ),
         "short row": (header + "".join(rows[:-1]) + f"{ids[-1]}\n", "Expected 2 columns, got 1"),
         "empty id": (header + "".join(rows) + ",memory_failure\n", "1 row(s) have an empty configuration_id"),
     }
@@ -199,8 +243,18 @@ def test_cli_bad_predictions_exit_2_without_output(snapshot: Path, tmp_path: Pat
     ids = larger_ids(snapshot)
     path = write(tmp_path, "configuration_id,predicted_state\n" + "".join(f"{c},memory_failure\n" for c in ids[:5]))
     output = tmp_path / "scores.json"
-    result = run_cli("--source", str(snapshot), "followup", "score", "--study", "larger_model",
-                     "--predictions", str(path), "--output", str(output))
+    result = run_cli(
+        "--source",
+        str(snapshot),
+        "followup",
+        "score",
+        "--study",
+        "larger_model",
+        "--predictions",
+        str(path),
+        "--output",
+        str(output),
+    )
     assert result.returncode == 2
     assert "7 missing configuration id(s)" in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not output.exists() and list(tmp_path.iterdir()) == [path]
@@ -231,8 +285,15 @@ def test_peak_metrics_on_completed_targets() -> None:
 
 
 def test_score_panel_requires_exact_method_coverage() -> None:
-    rows = [{"configuration_id": "a", "observed_state": "within_margin", "known_memory_failure": False,
-             "known_margin_exceedance": False, "completed_peak_mib": 30000.0}]
+    rows = [
+        {
+            "configuration_id": "a",
+            "observed_state": "within_margin",
+            "known_memory_failure": False,
+            "known_margin_exceedance": False,
+            "completed_peak_mib": 30000.0,
+        }
+    ]
     with pytest.raises(InputError, match="1 missing configuration id"):
         score_panel(rows, {"m": MethodPredictions(states={})})
     scores = score_panel(rows, {"m": MethodPredictions(states={"a": "within_margin"}, peaks_mib={"a": 29000.0})})
@@ -242,7 +303,18 @@ def test_score_panel_requires_exact_method_coverage() -> None:
 
 def test_followup_score_through_the_hub(hub, tmp_path: Path, larger: dict) -> None:
     output = tmp_path / "scores.json"
-    result = run_cli("--source", "kobzaond/RLVRAMBench", "--revision", hub.first_commit, "followup", "score",
-                     "--study", "larger_model", "--output", str(output), env=cli_env(HF_HOME=str(tmp_path / "hf")))
+    result = run_cli(
+        "--source",
+        "kobzaond/RLVRAMBench",
+        "--revision",
+        hub.first_commit,
+        "followup",
+        "score",
+        "--study",
+        "larger_model",
+        "--output",
+        str(output),
+        env=cli_env(HF_HOME=str(tmp_path / "hf")),
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(output.read_text()) == json.loads(json.dumps(larger))

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 from datasets.distributed import split_dataset_by_node
 
-from conftest import REPO_ID, cli_env, run_cli
 from rlvrambench_hf import load_dataset
+from rlvrambench_hf.data.registry import REGISTRY
+from rlvrambench_hf.data.tables import load_table
 from rlvrambench_hf.errors import IntegrityError, MissingFileError, SourceError
-from rlvrambench_hf.registry import REGISTRY
-from rlvrambench_hf.tables import load_table
+
+from conftest import REPO_ID, cli_env, run_cli
 from test_registry import ROWS
 
 CARD_AVAILABLE = [n for n in ROWS if REGISTRY[n].card]
@@ -79,10 +80,12 @@ def test_second_commit_and_tag_are_seen_only_when_asked(revisions, tmp_path):
     assert last_state(load_table("expanded_host_configurations", repo_id, "v1", decode=True)) == "unresolved"
     assert last_state(load_table("expanded_host_configurations", repo_id, "v2", decode=True)) == "memory_failure"
     assert last_state(load_table("expanded_host_configurations", repo_id, "main", decode=True)) == "memory_failure"
-    old = load_dataset("expanded_host_configurations", "measured", source=repo_id, revision="v1",
-                       cache_dir=str(tmp_path))
-    new = load_dataset("expanded_host_configurations", "measured", source=repo_id, revision="v2",
-                       cache_dir=str(tmp_path))
+    old = load_dataset(
+        "expanded_host_configurations", "measured", source=repo_id, revision="v1", cache_dir=str(tmp_path)
+    )
+    new = load_dataset(
+        "expanded_host_configurations", "measured", source=repo_id, revision="v2", cache_dir=str(tmp_path)
+    )
     names = REGISTRY["expanded_host_configurations"].features["observed_state"].names
     assert names[old[-1]["observed_state"]] == "unresolved" and names[new[-1]["observed_state"]] == "memory_failure"
     with pytest.raises(SourceError, match="revision 'v3' does not exist"):
@@ -105,8 +108,9 @@ except RLVRAMBenchError as exc:
 
 def run_offline_script(repo_id: str, revision: str, hf_home: Path, offline: bool) -> dict:
     env = cli_env(HF_HOME=str(hf_home), HF_HUB_OFFLINE="1" if offline else None)
-    out = subprocess.run([sys.executable, "-c", OFFLINE_SCRIPT, repo_id, revision], env=env, capture_output=True,
-                         text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", OFFLINE_SCRIPT, repo_id, revision], env=env, capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -124,8 +128,9 @@ def test_offline_reuse_keeps_the_pinned_revision(revisions, hf_home):
 
 
 def test_offline_with_nothing_cached_fails_clearly(hub, hf_home):
-    result = run_cli("--revision", "main", "show", "eligible_runs",
-                     env=cli_env(HF_HOME=str(hf_home), HF_HUB_OFFLINE="1"))
+    result = run_cli(
+        "--revision", "main", "show", "eligible_runs", env=cli_env(HF_HOME=str(hf_home), HF_HUB_OFFLINE="1")
+    )
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "not cached and HF_HUB_OFFLINE is set" in result.stderr
 
@@ -187,8 +192,13 @@ def test_plain_datasets_offline_ignores_the_pinned_revision(hub, snapshot, hf_ho
 
     def plain(revision: str, offline: bool) -> str:
         env = cli_env(HF_HOME=str(hf_home), HF_HUB_OFFLINE="1" if offline else None)
-        out = subprocess.run([sys.executable, "-c", PLAIN_SCRIPT, repo_id, revision], env=env,
-                             capture_output=True, text=True, timeout=300)
+        out = subprocess.run(
+            [sys.executable, "-c", PLAIN_SCRIPT, repo_id, revision],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert out.returncode == 0, out.stderr[-2000:]
         return json.loads(out.stdout.strip().splitlines()[-1])["last"]
 

@@ -10,11 +10,12 @@ import pyarrow.parquet as pq
 import pytest
 
 import rlvrambench_hf
-from conftest import run_cli
 from rlvrambench_hf import load_dataset
+from rlvrambench_hf.data.registry import REGISTRY, card_configs
+from rlvrambench_hf.data.tables import load_table
 from rlvrambench_hf.errors import IntegrityError, MissingFileError, SchemaError, SourceError, UnknownConfigError
-from rlvrambench_hf.registry import REGISTRY, card_configs
-from rlvrambench_hf.tables import load_table
+
+from conftest import run_cli
 from test_registry import ROWS
 
 
@@ -56,8 +57,11 @@ def test_unknown_config_and_split_are_refused(snapshot):
 
 
 def test_missing_config_file_names_the_file_and_revision(snapshot):
-    with pytest.raises(MissingFileError, match=r"configuration_feasibility: tables/three-model-configurations.csv "
-                                               r"is not in this revision"):
+    with pytest.raises(
+        MissingFileError,
+        match=r"configuration_feasibility: tables/three-model-configurations.csv "
+        r"is not in this revision",
+    ):
         load_dataset("configuration_feasibility", source=snapshot)
     result = run_cli("--source", str(snapshot), "show", "configuration_feasibility")
     assert result.returncode == 2 and result.stdout == ""
@@ -147,15 +151,27 @@ def test_cli_show_and_export(snapshot, tmp_path):
     assert from_parquet.features == REGISTRY["eligible_runs"].features
     assert pq.read_table(out).num_rows == 612
     csv_out = tmp_path / "runs.csv"
-    assert run_cli("--source", str(snapshot), "export", "eligible_runs", "--format", "csv",
-                   "--output", str(csv_out)).returncode == 0
+    assert (
+        run_cli(
+            "--source", str(snapshot), "export", "eligible_runs", "--format", "csv", "--output", str(csv_out)
+        ).returncode
+        == 0
+    )
     copy = tmp_path / "copy"
     shutil.copytree(snapshot, copy)
     shutil.copy(csv_out, copy / "benchmark" / "runs.csv")
     (copy / "benchmark" / "manifest.json").write_text('{"files": {}}')
     assert load_table("eligible_runs", copy).equals(load_table("eligible_runs", snapshot))
-    bad = run_cli("--source", str(snapshot), "export", "eligible_runs", "--format", "csv",
-                  "--output", str(tmp_path / "no" / "such" / "dir.csv"))
+    bad = run_cli(
+        "--source",
+        str(snapshot),
+        "export",
+        "eligible_runs",
+        "--format",
+        "csv",
+        "--output",
+        str(tmp_path / "no" / "such" / "dir.csv"),
+    )
     assert bad.returncode == 2 and "does not exist" in bad.stderr and "Traceback" not in bad.stderr
     assert not (tmp_path / "no").exists()
 
@@ -165,13 +181,9 @@ def test_package_exports_the_loader():
 
 
 def test_demo_runs_the_main_job_on_the_real_data(snapshot):
-    import subprocess
-    import sys
+    from conftest import run_cli
 
-    from conftest import cli_env
-
-    out = subprocess.run([sys.executable, "-m", "rlvrambench_hf.demo", "--source", str(snapshot)],
-                         capture_output=True, text=True, env=cli_env(), timeout=300)
+    out = run_cli("--source", str(snapshot), "demo")
     assert out.returncode == 0, out.stderr
     for config in ROWS:
         if REGISTRY[config].card:

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from rlvrambench_hf import transfer
+from rlvrambench_hf.errors import InputError
+
 from conftest import REPO_ID, cli_env, run_cli
 from hubserver import REPO_ROOT
-from rlvrambench_hf import transfer
 
 METRIC = str(REPO_ROOT / "metrics" / "rlvrambench")
 
@@ -72,7 +74,7 @@ def test_metric_reuses_hub_cache_offline(hub, rows, cli_scores, tmp_path):
     (tmp_path / "rows.json").write_text(json.dumps([ids, states]))
     code = textwrap.dedent(f"""
         import json, evaluate
-        ids, states = json.load(open({str(tmp_path / 'rows.json')!r}))
+        ids, states = json.load(open({str(tmp_path / "rows.json")!r}))
         metric = evaluate.load({METRIC!r})
         print(json.dumps(metric.compute(predictions=states, query_ids=ids)))
     """)
@@ -88,7 +90,7 @@ def test_metric_source_argument_and_add_batch(snapshot, rows, cli_scores):
     metric = evaluate.load(METRIC, keep_in_memory=True)
     ids, states = rows["always_approve"]
     for start in range(0, len(ids), 128):
-        metric.add_batch(predictions=states[start:start + 128], query_ids=ids[start:start + 128])
+        metric.add_batch(predictions=states[start : start + 128], query_ids=ids[start : start + 128])
     assert metric.compute(source=str(snapshot)) == cli_scores["always_approve"]
 
 
@@ -97,18 +99,19 @@ def test_metric_track(local_source, rows, cli_scores):
     queries = transfer.load_transfer_tables()["queries"].to_pylist()
     gpu = {q["query_id"] for q in queries if q["track"] == "gpu_count_transfer"}
     pairs = [(q, s) for q, s in zip(ids, states) if q in gpu]
-    scores = evaluate.load(METRIC).compute(predictions=[s for _, s in pairs], query_ids=[q for q, _ in pairs],
-                                           track="gpu_count_transfer")
+    scores = evaluate.load(METRIC).compute(
+        predictions=[s for _, s in pairs], query_ids=[q for q, _ in pairs], track="gpu_count_transfer"
+    )
     assert scores["per_track"] == {"gpu_count_transfer": cli_scores["source_label"]["per_track"]["gpu_count_transfer"]}
-    with pytest.raises(transfer.InputError, match="364 missing"):
+    with pytest.raises(InputError, match="364 missing"):
         evaluate.load(METRIC).compute(predictions=[s for _, s in pairs], query_ids=[q for q, _ in pairs])
 
 
 def test_metric_rejects_bad_predictions(local_source, rows):
     ids, states = rows["source_label"]
-    with pytest.raises(transfer.InputError, match="1 duplicated"):
+    with pytest.raises(InputError, match="1 duplicated"):
         evaluate.load(METRIC).compute(predictions=states + states[:1], query_ids=ids + ids[:1])
-    with pytest.raises(transfer.InputError, match="outside"):
+    with pytest.raises(InputError, match="outside"):
         evaluate.load(METRIC).compute(predictions=["approve"] * len(ids), query_ids=ids)
 
 
@@ -116,13 +119,14 @@ def test_metric_two_processes(snapshot, rows, cli_scores, tmp_path):
     ids, states = rows["source_label"]
     (tmp_path / "rows.json").write_text(json.dumps([ids, states]))
     script = tmp_path / "worker.py"
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(
+        textwrap.dedent(f"""
         import json, sys
         import evaluate
         process_id = int(sys.argv[1])
-        ids, states = json.load(open({str(tmp_path / 'rows.json')!r}))
+        ids, states = json.load(open({str(tmp_path / "rows.json")!r}))
         metric = evaluate.load({METRIC!r}, num_process=2, process_id=process_id, experiment_id="two-processes",
-                               cache_dir={str(tmp_path / 'cache')!r}, timeout=60)
+                               cache_dir={str(tmp_path / "cache")!r}, timeout=60)
         share = slice(process_id, None, 2)  # each process adds every other prediction, in two batches
         mine_ids, mine_states = ids[share], states[share]
         half = len(mine_ids) // 2
@@ -130,10 +134,15 @@ def test_metric_two_processes(snapshot, rows, cli_scores, tmp_path):
         metric.add_batch(predictions=mine_states[half:], query_ids=mine_ids[half:])
         result = metric.compute(track="all")
         print(json.dumps(result))
-    """))
+    """)
+    )
     env = cli_env(RLVRAMBENCH_SOURCE=str(snapshot), RLVRAMBENCH_REVISION=None)
-    workers = [subprocess.Popen([sys.executable, str(script), str(i)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, env=env) for i in (0, 1)]
+    workers = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(i)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        for i in (0, 1)
+    ]
     outputs = [w.communicate(timeout=180) for w in workers]
     for w, (_, err) in zip(workers, outputs):
         assert w.returncode == 0, err
@@ -143,7 +152,7 @@ def test_metric_two_processes(snapshot, rows, cli_scores, tmp_path):
 
 def test_metric_admission_config(local_source, snapshot):
     from rlvrambench_hf.admission import score_decisions
-    from rlvrambench_hf.tables import load_table
+    from rlvrambench_hf.data.tables import load_table
 
     candidates = load_table("admission_candidates", snapshot).column("candidate_id").to_pylist()
     decisions = ["approve"] * len(candidates)

@@ -10,13 +10,24 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, run_cli
+from rlvrambench_hf.data.tables import load_table
 from rlvrambench_hf.errors import InputError
-from rlvrambench_hf.plots import (BOUNDARY_LEVELS, COVERAGE_STYLES, CurvePoint, admission_curve, admission_figure,
-                                  feasibility_figure, feasibility_matrix, plot_admission, stage_table, stages_figure)
-from rlvrambench_hf.tables import load_table
+from rlvrambench_hf.reporting.plots import (
+    BOUNDARY_LEVELS,
+    COVERAGE_STYLES,
+    CurvePoint,
+    admission_curve,
+    admission_figure,
+    feasibility_figure,
+    feasibility_matrix,
+    plot_admission,
+    stage_table,
+    stages_figure,
+)
 
-APPROVE_ALL_POLICY = '''
+from conftest import cli_env, run_cli
+
+APPROVE_ALL_POLICY = """
 class ApproveAll:
     name = "approve_all_test"
     uses_donors = False
@@ -26,7 +37,7 @@ class ApproveAll:
 
     def next_action(self, task, revealed):
         return "stop"
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -47,11 +58,13 @@ def png_size(path: Path) -> tuple[int, int]:
 
 # --------------------------------------------------------------------------- feasibility heatmap
 
+
 def test_heatmap_matrix_gives_every_boundary_label(configurations) -> None:
     matrix = feasibility_matrix(configurations)
     assert len(matrix.rows) == 12 and matrix.levels == BOUNDARY_LEVELS
-    truth = {r["configuration_id"]: r for r in configurations.to_pylist()
-             if r["study"] == "boundary" and r["gpu_count"] == 2}
+    truth = {
+        r["configuration_id"]: r for r in configurations.to_pylist() if r["study"] == "boundary" and r["gpu_count"] == 2
+    }
     assert len(truth) == 72
     seen = {}
     for i, (model, workload) in enumerate(matrix.rows):
@@ -75,8 +88,12 @@ def test_heatmap_annotates_peaks_in_gib_blank_for_failures(configurations) -> No
     fig = feasibility_figure(matrix)
     ax = fig.axes[0]
     texts = [t.get_text() for t in ax.texts]
-    expected = [f"{p / 1024:.1f}" for states, peaks in zip(matrix.states, matrix.peaks_mib)
-                for s, p in zip(states, peaks) if s != "memory_failure"]
+    expected = [
+        f"{p / 1024:.1f}"
+        for states, peaks in zip(matrix.states, matrix.peaks_mib)
+        for s, p in zip(states, peaks)
+        if s != "memory_failure"
+    ]
     assert sorted(texts) == sorted(expected) and len(texts) == 52
     assert all(float(t) > 0 for t in texts)
     assert "39.4" in texts  # Granite GSM8K c4: 40,382 MiB, above the limit
@@ -87,12 +104,22 @@ def test_heatmap_annotates_peaks_in_gib_blank_for_failures(configurations) -> No
 
 # --------------------------------------------------------------------------- stage peaks
 
+
 def test_stage_table_filters_and_orders(stages, configurations) -> None:
     everything = stage_table(stages, configurations)
     assert everything.num_rows == 3434
     order = list(dict.fromkeys(everything.column("stage").to_pylist()))
-    assert order == ["initializing", "rollout", "reference_logprob", "actor_update", "weight_sync", "validation",
-                     "checkpoint", "idle", "unknown"]
+    assert order == [
+        "initializing",
+        "rollout",
+        "reference_logprob",
+        "actor_update",
+        "weight_sync",
+        "validation",
+        "checkpoint",
+        "idle",
+        "unknown",
+    ]
     boundary = stage_table(stages, configurations, study="boundary")
     boundary_ids = {r["configuration_id"] for r in configurations.to_pylist() if r["study"] == "boundary"}
     expected = sum(1 for c in stages.column("configuration_id").to_pylist() if c in boundary_ids)
@@ -103,14 +130,20 @@ def test_stage_table_filters_and_orders(stages, configurations) -> None:
     assert set(one.column("configuration_id").to_pylist()) == {cid}
     assert one.num_rows == stages.column("configuration_id").to_pylist().count(cid)
     assert Counter(everything.column("coverage").to_pylist()) == {
-        "completed_run": 3298, "terminal_stage_partial": 84, "stage_completion_not_certified": 52}
+        "completed_run": 3298,
+        "terminal_stage_partial": 84,
+        "stage_completion_not_certified": 52,
+    }
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"configuration_id": "cfg-nope"}, "unknown configuration id 'cfg-nope'"),
-    ({"study": "nope"}, "unknown study 'nope'; studies: "),
-    ({"configuration_id": "x", "study": "boundary"}, "either a configuration id or a study"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"configuration_id": "cfg-nope"}, "unknown configuration id 'cfg-nope'"),
+        ({"study": "nope"}, "unknown study 'nope'; studies: "),
+        ({"configuration_id": "x", "study": "boundary"}, "either a configuration id or a study"),
+    ],
+)
 def test_stage_table_rejects_bad_filters(stages, configurations, kwargs, message) -> None:
     with pytest.raises(InputError, match=message):
         stage_table(stages, configurations, **kwargs)
@@ -129,6 +162,7 @@ def test_stage_figure_draws_partial_records_distinctly(stages, configurations) -
 
 
 # --------------------------------------------------------------------------- admission curves
+
 
 def test_admission_curve_points_match_the_published_recall(snapshot: Path) -> None:
     from rlvrambench_hf.admission import replay_report
@@ -166,6 +200,7 @@ def test_admission_figure_keeps_undefined_recall_off_the_plot() -> None:
 
 # --------------------------------------------------------------------------- command line
 
+
 @pytest.mark.parametrize("args", [["feasibility"], ["stages"], ["stages", "--study", "boundary"], ["admission"]])
 def test_plot_commands_write_pngs(snapshot: Path, tmp_path: Path, args: list[str]) -> None:
     output = tmp_path / "figure.png"
@@ -184,8 +219,7 @@ def test_plot_stages_bad_config_id_exits_2_without_output(snapshot: Path, tmp_pa
 
 
 def test_command_line_parsing_does_not_import_matplotlib() -> None:
-    code = ("import sys; from rlvrambench_hf.cli import build_parser; build_parser(); "
-            "print('matplotlib' in sys.modules)")
+    code = "import sys; from rlvrambench_hf.cli import build_parser; build_parser(); print('matplotlib' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=cli_env())
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"

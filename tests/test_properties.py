@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rlvrambench_hf.data.registry import OUTCOME_LABELS
+from rlvrambench_hf.data.tables import load_table
 from rlvrambench_hf.errors import InputError
-from rlvrambench_hf.registry import OUTCOME_LABELS
-from rlvrambench_hf.tables import load_table
 from rlvrambench_hf.transfer import read_predictions, score_lists
 
 WM, AM, MF = OUTCOME_LABELS
@@ -105,18 +105,25 @@ def test_each_track_is_scored_like_the_reference_and_macro_is_exact(snapshot, tr
     block = scores["per_track"][track]
     expected = reference(predicted, truth)
     assert block["correct_three_state"] == expected["correct_three_state"]
-    assert block["confusion_matrix_predicted_rows_observed_columns"] == expected[
-        "confusion_matrix_predicted_rows_observed_columns"]
+    assert (
+        block["confusion_matrix_predicted_rows_observed_columns"]
+        == expected["confusion_matrix_predicted_rows_observed_columns"]
+    )
     tasks = sorted({task_of[q] for q in selected})
-    accuracies = [Fraction(sum(predicted[q] == truth[q] for q in selected if task_of[q] == t),
-                           sum(task_of[q] == t for q in selected)) for t in tasks]
+    accuracies = [
+        Fraction(
+            sum(predicted[q] == truth[q] for q in selected if task_of[q] == t), sum(task_of[q] == t for q in selected)
+        )
+        for t in tasks
+    ]
     assert block["macro_task_three_state_accuracy"] == float(sum(accuracies) / len(accuracies))
 
 
 csv_text = st.one_of(
     st.text(max_size=200),
     st.lists(st.tuples(st.text(max_size=30), st.text(max_size=20)), max_size=5).map(
-        lambda rows: "query_id,predicted_state\n" + "\n".join(f"{a},{b}" for a, b in rows)),
+        lambda rows: "query_id,predicted_state\n" + "\n".join(f"{a},{b}" for a, b in rows)
+    ),
 )
 
 

@@ -13,13 +13,24 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rlvrambench_hf.registry import DEFAULT_CONFIG, OUTCOME_LABELS, REGISTRY, UNRESOLVED, card_configs
-from rlvrambench_hf.tables import load_table
+from rlvrambench_hf.data.registry import DEFAULT_CONFIG, OUTCOME_LABELS, REGISTRY, UNRESOLVED, card_configs
+from rlvrambench_hf.data.tables import load_table
 
-ROWS = {"transfer_configurations": 98, "all_configurations": 212, "eligible_runs": 612, "recorded_attempts": 683,
-        "stage_measurements": 3434, "transfer_queries": 400, "admission_candidates": 12,
-        "larger_model_configurations": 12, "expanded_host_configurations": 6, "admission_attempts": 48,
-        "configurations": 212, "outcomes": 212, "not_started_conditions": 6}
+ROWS = {
+    "transfer_configurations": 98,
+    "all_configurations": 212,
+    "eligible_runs": 612,
+    "recorded_attempts": 683,
+    "stage_measurements": 3434,
+    "transfer_queries": 400,
+    "admission_candidates": 12,
+    "larger_model_configurations": 12,
+    "expanded_host_configurations": 6,
+    "admission_attempts": 48,
+    "configurations": 212,
+    "outcomes": 212,
+    "not_started_conditions": 6,
+}
 # Label names the protocol defines although this release holds no such value.
 DEFINED_NOT_OBSERVED = {("admission_attempts", "state"): {UNRESOLVED}}
 

@@ -6,31 +6,41 @@ import json
 import shutil
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from conftest import cli_env, run_cli
+from rlvrambench_hf.data.card import read_front_matter
+from rlvrambench_hf.data.registry import DEFAULT_CONFIG, card_configs, get_spec
+from rlvrambench_hf.data.sources import open_source, sha256_file
+from rlvrambench_hf.data.tables import load_table
 from rlvrambench_hf.errors import InputError, IntegrityError
-from rlvrambench_hf.registry import DEFAULT_CONFIG, card_configs, get_spec
 from rlvrambench_hf.release.build import build_release
-from rlvrambench_hf.release.card import read_front_matter
 from rlvrambench_hf.release.croissant import validate_croissant
 from rlvrambench_hf.release.diff import diff_releases, diff_tables, resolve_side
 from rlvrambench_hf.release.layout import digest_file, folder_files, parquet_path
 from rlvrambench_hf.release.mirror import publish_mirror
 from rlvrambench_hf.release.push import RemoteFile, commit_operations, plan_push, push_release
 from rlvrambench_hf.release.verify import verify_release
-from rlvrambench_hf.sources import open_source, sha256_file
-from rlvrambench_hf.tables import load_table
+
+from conftest import cli_env, run_cli
 
 RELEASE_REPO = "kobzaond/RLVRAMBench-release-test"
-ROWS = {"admission_candidates": 12, "transfer_configurations": 98, "all_configurations": 212,
-        "eligible_runs": 612, "recorded_attempts": 683, "stage_measurements": 3434, "transfer_queries": 400,
-        "admission_attempts": 48, "larger_model_configurations": 12, "expanded_host_configurations": 6}
+ROWS = {
+    "admission_candidates": 12,
+    "transfer_configurations": 98,
+    "all_configurations": 212,
+    "eligible_runs": 612,
+    "recorded_attempts": 683,
+    "stage_measurements": 3434,
+    "transfer_queries": 400,
+    "admission_attempts": 48,
+    "larger_model_configurations": 12,
+    "expanded_host_configurations": 6,
+}
 BUILT = [s for s in card_configs() if s.name in ROWS]
 ABSENT = "configuration_feasibility"
 
@@ -62,7 +72,7 @@ def _refresh_digest(folder: Path, rel: str) -> None:
 
 
 def test_build_is_deterministic_apart_from_build_time(release, snapshot, tmp_path):
-    later = datetime(2031, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    later = datetime(2031, 1, 2, 3, 4, 5, tzinfo=UTC)
     again = build_release(tmp_path / "again", "1.1.0", snapshot, built_at=later)
     files = folder_files(release)
     assert folder_files(again.folder) == files
@@ -147,8 +157,10 @@ def test_croissant_validates_and_reads_typed_records(release):
     first = records[0]
     assert isinstance(first["recorded_attempts/recorded_outcome"], int)
     assert isinstance(first["recorded_attempts/evidence_files"], list)
-    names = [r["recorded_attempts.recorded_outcome.labels/name"]
-             for r in dataset.records("recorded_attempts.recorded_outcome.labels")]
+    names = [
+        r["recorded_attempts.recorded_outcome.labels/name"]
+        for r in dataset.records("recorded_attempts.recorded_outcome.labels")
+    ]
     assert names == list(get_spec("recorded_attempts").column("recorded_outcome").labels)
     document = json.loads((release / "croissant.json").read_text())
     assert {rs["@id"] for rs in document["recordSet"]} >= set(ROWS)
@@ -162,8 +174,9 @@ def test_build_refuses_bad_arguments_without_output(snapshot, tmp_path):
     occupied = tmp_path / "occupied"
     occupied.mkdir()
     (occupied / "notes.txt").write_text("mine")
-    r = run_cli("--source", str(snapshot), "release", "build", "--version", "1.1.0", "--output", str(occupied),
-                "--overwrite")
+    r = run_cli(
+        "--source", str(snapshot), "release", "build", "--version", "1.1.0", "--output", str(occupied), "--overwrite"
+    )
     assert r.returncode == 2 and "not a previous release build" in r.stderr
     assert [p.name for p in occupied.iterdir()] == ["notes.txt"]
     assert [p.name for p in tmp_path.iterdir()] == ["occupied"]  # no temporary build folder left behind
@@ -184,8 +197,7 @@ def test_build_refuses_a_source_file_that_fails_its_digest(snapshot, tmp_path):
     shutil.copytree(snapshot, corrupted)
     path = corrupted / "benchmark" / "runs.csv"
     path.write_bytes(path.read_bytes().replace(b"within_margin", b"above_margin", 1))
-    r = run_cli("--source", str(corrupted), "release", "build", "--version", "1.1.0", "--output",
-                str(tmp_path / "out"))
+    r = run_cli("--source", str(corrupted), "release", "build", "--version", "1.1.0", "--output", str(tmp_path / "out"))
     assert r.returncode == 2 and "runs.csv" in r.stderr and "digest" in r.stderr
     assert not (tmp_path / "out").exists()
 
@@ -205,8 +217,10 @@ def test_verify_tells_absent_from_corrupted(release, tmp_path):
     with open(folder / "LICENSE", "ab") as handle:
         handle.write(b"\n")
     problems = verify_release(folder).problems
-    assert problems == ["BENCHMARK.md: listed in release.json but absent",
-                        "LICENSE: present but corrupted (SHA-256 or size differs from release.json)"]
+    assert problems == [
+        "BENCHMARK.md: listed in release.json but absent",
+        "LICENSE: present but corrupted (SHA-256 or size differs from release.json)",
+    ]
     r = run_cli("release", "verify", str(folder))
     assert r.returncode == 2
     assert r.stderr.splitlines()[-1].startswith("rlvrambench: error: release ")
@@ -221,7 +235,8 @@ def test_verify_checks_card_row_counts(release, tmp_path):
     card.write_text(text.replace("num_examples: 612", "num_examples: 611"))
     _refresh_digest(folder, "README.md")
     assert verify_release(folder, croissant=False).problems == [
-        "card: eligible_runs/measured states 611 rows, the Parquet file has 612"]
+        "card: eligible_runs/measured states 611 rows, the Parquet file has 612"
+    ]
 
 
 def test_verify_checks_card_features(release, tmp_path):
@@ -235,7 +250,8 @@ def test_verify_checks_card_features(release, tmp_path):
     card.write_text("---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n" + body)
     _refresh_digest(folder, "README.md")
     assert verify_release(folder, croissant=False).problems == [
-        "card: dataset_info features of eligible_runs differ from the registry: column(s) training_seed"]
+        "card: dataset_info features of eligible_runs differ from the registry: column(s) training_seed"
+    ]
 
 
 def test_verify_checks_parquet_features_and_rows(release, tmp_path):
@@ -264,7 +280,8 @@ def test_verify_checks_croissant(release, tmp_path):
     path.write_text(json.dumps(document))
     _refresh_digest(folder, "croissant.json")
     assert verify_release(folder, croissant=False).problems == [
-        "croissant.json: differs from what the registry and Parquet files give"]
+        "croissant.json: differs from what the registry and Parquet files give"
+    ]
     del document["recordSet"][0]["field"]  # invalid for mlcroissant too
     path.write_text(json.dumps(document))
     _refresh_digest(folder, "croissant.json")
@@ -315,13 +332,22 @@ def test_diff_reports_exactly_one_label_change(snapshot, tmp_path):
     changed = [c for c in report["configs"] if c["status"] != "unchanged"]
     assert [(c["config"], c["status"]) for c in changed] == [("all_configurations", "changed"), (ABSENT, "absent")]
     (config,) = [c for c in changed if c["status"] == "changed"]
-    assert config["changes"] == config["label_changes"] == [
-        {"key": {"configuration_id": configuration}, "column": "observed_state",
-         "old": "within_margin", "new": "memory_failure"}]
+    assert (
+        config["changes"]
+        == config["label_changes"]
+        == [
+            {
+                "key": {"configuration_id": configuration},
+                "column": "observed_state",
+                "old": "within_margin",
+                "new": "memory_failure",
+            }
+        ]
+    )
     assert config["added"] == config["removed"] == [] and config["changed_rows"] == 1
     text = run_cli("release", "diff", str(snapshot), str(build.folder)).stdout
     assert "label changes" in text
-    (line,) = [l for l in text.splitlines() if configuration in l]
+    (line,) = [row for row in text.splitlines() if configuration in row]
     assert line.split() == ["all_configurations", configuration, "observed_state", "within_margin", "memory_failure"]
 
 
@@ -345,8 +371,9 @@ def test_diff_tables_counts_added_removed_and_changed_rows(snapshot):
     import pyarrow as pa
 
     new = new.set_column(screen, "screen_state", pa.array(states))
-    extra = table.slice(0, 1).set_column(table.column_names.index("candidate_id"), "candidate_id",
-                                         pa.array(["new-candidate"]))
+    extra = table.slice(0, 1).set_column(
+        table.column_names.index("candidate_id"), "candidate_id", pa.array(["new-candidate"])
+    )
     new = pa.concat_tables([new, extra])
     result = diff_tables(spec, table, new)
     assert result.status == "changed"
@@ -377,8 +404,9 @@ def test_plan_compares_by_content(release):
     remote = {
         "LICENSE": blob("LICENSE"),
         "README.md": RemoteFile("README.md", 10, "0" * 40),
-        rel_parquet: RemoteFile(rel_parquet, (release / rel_parquet).stat().st_size, "f" * 40,
-                                sha256_file(release / rel_parquet)),  # an LFS file: compared by SHA-256
+        rel_parquet: RemoteFile(
+            rel_parquet, (release / rel_parquet).stat().st_size, "f" * 40, sha256_file(release / rel_parquet)
+        ),  # an LFS file: compared by SHA-256
         "old/file.csv": RemoteFile("old/file.csv", 3, "1" * 40),
         ".gitattributes": RemoteFile(".gitattributes", 3, "2" * 40),
     }
@@ -392,8 +420,13 @@ def test_plan_compares_by_content(release):
 def test_commit_operations_carry_out_the_plan(release):
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
-    plan = plan_push(release, {"gone.txt": RemoteFile("gone.txt", 1, "1" * 40)}, repo_id="org/name",
-                     revision="main", remote_commit=None)
+    plan = plan_push(
+        release,
+        {"gone.txt": RemoteFile("gone.txt", 1, "1" * 40)},
+        repo_id="org/name",
+        revision="main",
+        remote_commit=None,
+    )
     ops = commit_operations(plan, release)
     adds = [op for op in ops if isinstance(op, CommitOperationAdd)]
     deletes = [op for op in ops if isinstance(op, CommitOperationDelete)]
@@ -404,8 +437,14 @@ def test_commit_operations_carry_out_the_plan(release):
 
 
 def test_push_without_token_fails_with_one_line(release, hf_home):
-    r = run_cli("release", "push", str(release), "--repo-id", RELEASE_REPO,
-                env=cli_env(HF_HOME=str(hf_home), HF_TOKEN=None, HF_TOKEN_PATH=None))
+    r = run_cli(
+        "release",
+        "push",
+        str(release),
+        "--repo-id",
+        RELEASE_REPO,
+        env=cli_env(HF_HOME=str(hf_home), HF_TOKEN=None, HF_TOKEN_PATH=None),
+    )
     assert r.returncode == 2
     assert r.stderr.count("\n") == 1 and "no Hugging Face token found" in r.stderr
 
@@ -424,8 +463,9 @@ def test_push_refuses_a_release_that_fails_verification(release, tmp_path):
 def mirror(hub, snapshot, release):
     """A second mirror repository: the snapshot as its first commit, then release 1.1.0 published and tagged."""
     first = hub.add_repo(RELEASE_REPO, snapshot)
-    r = run_cli("release", "publish-mirror", str(release), "--mirror", str(hub.repo_path(RELEASE_REPO)),
-                "--tag", "v1.1.0")
+    r = run_cli(
+        "release", "publish-mirror", str(release), "--mirror", str(hub.repo_path(RELEASE_REPO)), "--tag", "v1.1.0"
+    )
     assert r.returncode == 0, r.stderr
     assert "new commit" in r.stdout
     return first
@@ -501,8 +541,7 @@ class RangeProxy:
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in skip}
                 length = int(self.headers.get("Content-Length") or 0)
                 data = self.rfile.read(length) if length else None
-                request = urllib.request.Request(upstream + self.path, data=data, headers=headers,
-                                                 method=self.command)
+                request = urllib.request.Request(upstream + self.path, data=data, headers=headers, method=self.command)
                 try:
                     response = opener.open(request, timeout=60)
                 except urllib.error.HTTPError as exc:
@@ -515,7 +554,7 @@ class RangeProxy:
                     size = len(body)
                     start = size - int(last) if first == "" else int(first)
                     end = size - 1 if first == "" or last == "" else min(int(last), size - 1)
-                    body, status = body[start:end + 1], 206
+                    body, status = body[start : end + 1], 206
                     extra["Content-Range"] = f"bytes {start}-{end}/{size}"
                 self.send_response(status)
                 drop = {"transfer-encoding", "connection", "content-length", "content-range"}
@@ -545,8 +584,8 @@ class RangeProxy:
 STREAM_SCRIPT = """
 import json, sys
 import datasets
-from rlvrambench_hf.registry import get_spec
-from rlvrambench_hf.tables import load_table
+from rlvrambench_hf.data.registry import get_spec
+from rlvrambench_hf.data.tables import load_table
 out = {}
 for name in sys.argv[3:]:
     spec = get_spec(name)
@@ -561,8 +600,12 @@ def test_streaming_through_the_hub_at_the_tag(mirror, hub, snapshot, hf_home):
     proxy = RangeProxy(hub.endpoint)
     try:
         done = subprocess.run(
-            [sys.executable, "-c", STREAM_SCRIPT, RELEASE_REPO, str(snapshot), *ROWS], capture_output=True,
-            text=True, timeout=600, env=cli_env(HF_ENDPOINT=proxy.endpoint, HF_HOME=str(hf_home)))
+            [sys.executable, "-c", STREAM_SCRIPT, RELEASE_REPO, str(snapshot), *ROWS],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=cli_env(HF_ENDPOINT=proxy.endpoint, HF_HOME=str(hf_home)),
+        )
     finally:
         proxy.close()
     assert done.returncode == 0, done.stderr[-3000:]
@@ -584,8 +627,9 @@ def test_previous_revision_is_still_readable_as_it_was(mirror, snapshot):
 
 def test_metric_reads_the_tag(mirror, snapshot):
     evaluate = pytest.importorskip("evaluate")
-    from hubserver import REPO_ROOT
     from rlvrambench_hf import transfer
+
+    from hubserver import REPO_ROOT
 
     tables = transfer.load_transfer_tables(snapshot)
     predictions = transfer.reference_predictions(tables["queries"], tables["outcomes"], "source_label")
@@ -599,8 +643,18 @@ def test_metric_reads_the_tag(mirror, snapshot):
 def test_push_dry_run_plans_against_the_mirror_and_changes_nothing(hub, mirror, release, hf_home):
     repo = hub.repo_path(RELEASE_REPO)
     refs = _git(repo, "show-ref")
-    r = run_cli("release", "push", str(release), "--repo-id", RELEASE_REPO, "--revision", mirror, "--dry-run",
-                "--json", env=cli_env(HF_HOME=str(hf_home), HF_TOKEN=None))
+    r = run_cli(
+        "release",
+        "push",
+        str(release),
+        "--repo-id",
+        RELEASE_REPO,
+        "--revision",
+        mirror,
+        "--dry-run",
+        "--json",
+        env=cli_env(HF_HOME=str(hf_home), HF_TOKEN=None),
+    )
     assert r.returncode == 0, r.stderr
     plan = json.loads(r.stdout[: r.stdout.rindex("}") + 1])
     assert plan["remote_commit"] == mirror
@@ -610,8 +664,17 @@ def test_push_dry_run_plans_against_the_mirror_and_changes_nothing(hub, mirror, 
     assert plan["delete"] == []
     assert set(plan["unchanged"]) == set(folder_files(release)) - generated - {"README.md", "release.json"}
     assert "dry run: nothing was changed" in r.stdout
-    r = run_cli("release", "push", str(release), "--repo-id", RELEASE_REPO, "--revision", "v1.1.0", "--dry-run",
-                env=cli_env(HF_HOME=str(hf_home), HF_TOKEN=None))
+    r = run_cli(
+        "release",
+        "push",
+        str(release),
+        "--repo-id",
+        RELEASE_REPO,
+        "--revision",
+        "v1.1.0",
+        "--dry-run",
+        env=cli_env(HF_HOME=str(hf_home), HF_TOKEN=None),
+    )
     assert r.returncode == 0, r.stderr
     assert "0 to add, 0 to replace, 0 to delete, 68 unchanged" in r.stdout
     assert _git(repo, "show-ref") == refs

@@ -24,10 +24,12 @@ import pytest
 from conftest import run_cli
 
 CHROMIUM = os.environ.get("CHROMIUM") or next(
-    (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
+    (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None
+)
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None or not os.access(CHROMIUM, os.X_OK) or shutil.which("bash") is None,
-    reason="headless Chromium (and bash) not found: apt-get install -y chromium, or set CHROMIUM to the binary")
+    reason="headless Chromium (and bash) not found: apt-get install -y chromium, or set CHROMIUM to the binary",
+)
 FIGURES = ("feasibility", "stages", "admission")
 
 
@@ -42,17 +44,30 @@ class Browser:
         to_browser_r, from_browser_w = (_above_nine(fd) for fd in (to_browser_r, from_browser_w))
         script = f'exec "$0" "$@" 3<&{to_browser_r} 4>&{from_browser_w} {to_browser_r}<&- {from_browser_w}>&-'
         self.process = subprocess.Popen(
-            ["bash", "-c", script, binary, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-             "--remote-debugging-pipe", f"--user-data-dir={profile}", "--window-size=1280,1600"],
-            pass_fds=(to_browser_r, from_browser_w), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                "bash",
+                "-c",
+                script,
+                binary,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--remote-debugging-pipe",
+                f"--user-data-dir={profile}",
+                "--window-size=1280,1600",
+            ],
+            pass_fds=(to_browser_r, from_browser_w),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         os.close(to_browser_r)
         os.close(from_browser_w)
         self._buffer = b""
         self._next_id = 0
         self.events: list[dict] = []
 
-    def send(self, method: str, params: dict | None = None, session: str | None = None,
-             timeout: float = 30) -> dict:
+    def send(self, method: str, params: dict | None = None, session: str | None = None, timeout: float = 30) -> dict:
         self._next_id += 1
         message = {"id": self._next_id, "method": method, "params": params or {}}
         if session:
@@ -119,10 +134,15 @@ def render(page: Path, screenshot: Path, profile: Path) -> dict:
             browser.send(f"{domain}.enable", session=session)
         browser.send("Page.navigate", {"url": page.resolve().as_uri()}, session=session)
         browser.wait_for("Page.loadEventFired")
-        probe = ("JSON.stringify({title: document.title, images: Array.from(document.images, i => "
-                 "({id: i.id, complete: i.complete, width: i.naturalWidth, height: i.naturalHeight}))})")
-        state = json.loads(browser.send("Runtime.evaluate", {"expression": probe, "returnByValue": True},
-                                        session=session)["result"]["value"])
+        probe = (
+            "JSON.stringify({title: document.title, images: Array.from(document.images, i => "
+            "({id: i.id, complete: i.complete, width: i.naturalWidth, height: i.naturalHeight}))})"
+        )
+        state = json.loads(
+            browser.send("Runtime.evaluate", {"expression": probe, "returnByValue": True}, session=session)["result"][
+                "value"
+            ]
+        )
         shot = browser.send("Page.captureScreenshot", {"format": "png"}, session=session)
         screenshot.write_bytes(base64.b64decode(shot["data"]))
         errors = []
@@ -150,8 +170,12 @@ def report_dir(snapshot: Path, tmp_path_factory) -> Path:
 
 
 def test_report_content(report_dir: Path) -> None:
-    assert sorted(p.name for p in report_dir.iterdir()) == ["admission.png", "feasibility.png", "index.html",
-                                                            "stages.png"]
+    assert sorted(p.name for p in report_dir.iterdir()) == [
+        "admission.png",
+        "feasibility.png",
+        "index.html",
+        "stages.png",
+    ]
     page = (report_dir / "index.html").read_text(encoding="utf-8")
     text = html.unescape(re.sub(r"<[^>]+>", " ", page))
     assert "<title>RLVRAMBench report</title>" in page
@@ -160,7 +184,7 @@ def test_report_content(report_dir: Path) -> None:
         match = re.search(rf'<img id="{name}" src="data:image/png;base64,([^"]+)"', page)
         assert match, name
         assert base64.b64decode(match.group(1)) == (report_dir / f"{name}.png").read_bytes()
-    assert "src=\"http" not in page and "<script" not in page
+    assert 'src="http' not in page and "<script" not in page
     # configs table, with the absent config reported, not hidden
     assert re.search(r"stage_measurements\s+measured\s+3,434", text)
     assert re.search(r"configuration_feasibility\s+configurations\s+not in this revision", text)
@@ -192,8 +216,10 @@ def test_report_renders_in_headless_chromium(report_dir: Path, tmp_path: Path) -
 @needs_chromium
 def test_render_check_detects_broken_images_and_console_errors(tmp_path: Path) -> None:
     page = tmp_path / "broken.html"
-    page.write_text('<!DOCTYPE html><html><head><title>broken</title></head><body>'
-                    '<img id="gone" src="missing.png"><script>console.error("boom")</script></body></html>')
+    page.write_text(
+        "<!DOCTYPE html><html><head><title>broken</title></head><body>"
+        '<img id="gone" src="missing.png"><script>console.error("boom")</script></body></html>'
+    )
     state = render(page, tmp_path / "broken.png", tmp_path / "profile")
     assert state["title"] == "broken"
     assert state["images"][0]["width"] == 0

@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from rlvrambench_hf import transfer
+from rlvrambench_hf.data.registry import OUTCOME_LABELS
+from rlvrambench_hf.errors import InputError, UnknownConfigError
+
 from conftest import REPO_ID, cli_env, run_cli
 from hubserver import REPO_ROOT
-from rlvrambench_hf import transfer
-from rlvrambench_hf.errors import InputError, UnknownConfigError
 
 
 @pytest.fixture(scope="module")
@@ -27,12 +29,14 @@ def scores(snapshot):
 
 
 def _baseline_csv(tables, rule: str, path: Path, track: str | None = None) -> Path:
-    path.write_text(transfer.predictions_csv(
-        transfer.reference_predictions(tables["queries"], tables["outcomes"], rule, track)))
+    path.write_text(
+        transfer.predictions_csv(transfer.reference_predictions(tables["queries"], tables["outcomes"], rule, track))
+    )
     return path
 
 
 # ----------------------------------------------------------------------------- figures of the published benchmark
+
 
 def test_queries_tasks_and_targets(scores):
     overall = scores["source_label"]["overall"]
@@ -41,8 +45,11 @@ def test_queries_tasks_and_targets(scores):
     assert overall["distinct_target_configurations"] == 94
     tracks = scores["source_label"]["per_track"]
     assert {t: (s["queries"], s["tasks"]) for t, s in tracks.items()} == {
-        "model_transfer": (144, 24), "workload_transfer": (216, 12), "gpu_count_transfer": (36, 12),
-        "horizon_transfer": (4, 4)}
+        "model_transfer": (144, 24),
+        "workload_transfer": (216, 12),
+        "gpu_count_transfer": (36, 12),
+        "horizon_transfer": (4, 4),
+    }
 
 
 def test_source_label_solves_workload_transfer(scores):
@@ -51,13 +58,15 @@ def test_source_label_solves_workload_transfer(scores):
     assert workload["distinct_target_configurations"] == 72
 
 
-@pytest.mark.parametrize("rule, correct, approved_within, approved_failure, approved_above, rejected_within", [
-    ("source_label", 20, 20, 2, 4, 6),
-    ("always_approve", 26, 26, 4, 6, 0),
-    ("always_reject", 4, 0, 0, 0, 26),
-])
-def test_gpu_count_track(scores, rule, correct, approved_within, approved_failure, approved_above,
-                         rejected_within):
+@pytest.mark.parametrize(
+    "rule, correct, approved_within, approved_failure, approved_above, rejected_within",
+    [
+        ("source_label", 20, 20, 2, 4, 6),
+        ("always_approve", 26, 26, 4, 6, 0),
+        ("always_reject", 4, 0, 0, 0, 26),
+    ],
+)
+def test_gpu_count_track(scores, rule, correct, approved_within, approved_failure, approved_above, rejected_within):
     gpu = scores[rule]["per_track"]["gpu_count_transfer"]
     assert gpu["queries"] == 36
     assert gpu["correct_three_state"] == correct
@@ -90,14 +99,23 @@ def test_source_costs(scores):
 
 def test_score_file_structure(scores):
     s = scores["source_label"]
-    assert list(s) == ["protocol_version", "selected_track", "rate_with_zero_denominator", "cost_scope",
-                       "cost_warning", "evaluation_warning", "overall", "per_track", "per_task"]
+    assert list(s) == [
+        "protocol_version",
+        "selected_track",
+        "rate_with_zero_denominator",
+        "cost_scope",
+        "cost_warning",
+        "evaluation_warning",
+        "overall",
+        "per_track",
+        "per_task",
+    ]
     assert s["protocol_version"] == "1.1" and s["selected_track"] == "all"
     assert s["rate_with_zero_denominator"] is None
     assert list(s["per_task"]) == sorted(s["per_task"])
     matrix = s["overall"]["confusion_matrix_predicted_rows_observed_columns"]
-    assert list(matrix) == list(transfer.OUTCOME_LABELS)
-    assert all(list(row) == list(transfer.OUTCOME_LABELS) for row in matrix.values())
+    assert list(matrix) == list(OUTCOME_LABELS)
+    assert all(list(row) == list(OUTCOME_LABELS) for row in matrix.values())
     assert sum(sum(row.values()) for row in matrix.values()) == 400
     assert matrix["within_margin"]["memory_failure"] == s["overall"]["approved_memory_failure"]
 
@@ -134,6 +152,7 @@ def test_unknown_track_and_rule(snapshot):
 
 # ----------------------------------------------------------------------------- task inputs
 
+
 def test_inputs_are_leak_free(tables):
     data = transfer.task_inputs(tables["queries"], tables["outcomes"], tables["configurations"])
     assert len(data["tasks"]) == 52
@@ -143,7 +162,7 @@ def test_inputs_are_leak_free(tables):
         source_cases = set(task["source_case_ids"])
         source_ids = {s["configuration_id"] for s in task["sources"]}
         for source in task["sources"]:
-            assert source["outcome"]["observed_state"] in transfer.OUTCOME_LABELS
+            assert source["outcome"]["observed_state"] in OUTCOME_LABELS
         for q in task["queries"]:
             target = q["target"]
             assert not (set(target) & outcome_columns), q["query_id"]
@@ -184,6 +203,7 @@ def test_inputs_cli_option_errors(snapshot, tmp_path):
 
 # ----------------------------------------------------------------------------- CLI: baseline and evaluate
 
+
 @pytest.mark.parametrize("rule", transfer.RULES)
 def test_cli_baseline_and_evaluate(snapshot, tmp_path, scores, rule):
     predictions = tmp_path / "p.csv"
@@ -191,7 +211,8 @@ def test_cli_baseline_and_evaluate(snapshot, tmp_path, scores, rule):
     assert r.returncode == 0, r.stderr
     lines = predictions.read_text().splitlines()
     assert lines[0] == "query_id,predicted_state" and len(lines) == 401
-    assert [l.split(",")[0] for l in lines[1:]] == sorted(l.split(",")[0] for l in lines[1:])
+    ids = [line.split(",")[0] for line in lines[1:]]
+    assert ids == sorted(ids)
     out = tmp_path / "s.json"
     r = run_cli("--source", str(snapshot), "evaluate", "--predictions", str(predictions), "--output", str(out))
     assert r.returncode == 0, r.stderr
@@ -204,16 +225,20 @@ def test_independent_reference_evaluator_agrees(snapshot, tables, tmp_path, scor
     """bench/reference_evaluate.py re-implements the scoring with the standard library only."""
     predictions = _baseline_csv(tables, rule, tmp_path / "p.csv")
     out = tmp_path / "ref.json"
-    subprocess.run([sys.executable, str(REPO_ROOT / "bench" / "reference_evaluate.py"), str(snapshot),
-                    str(predictions), str(out)], check=True)
+    subprocess.run(
+        [sys.executable, str(REPO_ROOT / "bench" / "reference_evaluate.py"), str(snapshot), str(predictions), str(out)],
+        check=True,
+    )
     assert json.loads(out.read_text()) == scores[rule]
 
 
 def test_evaluate_path_keeps_heavy_imports_away(snapshot, tables, tmp_path):
     predictions = _baseline_csv(tables, "source_label", tmp_path / "p.csv")
-    code = ("import sys; from rlvrambench_hf.cli import main; "
-            f"main(['--source', {str(snapshot)!r}, 'evaluate', '--predictions', {str(predictions)!r}]); "
-            "print([m for m in ('pandas', 'datasets', 'evaluate', 'matplotlib') if m in sys.modules])")
+    code = (
+        "import sys; from rlvrambench_hf.cli import main; "
+        f"main(['--source', {str(snapshot)!r}, 'evaluate', '--predictions', {str(predictions)!r}]); "
+        "print([m for m in ('pandas', 'datasets', 'evaluate', 'matplotlib') if m in sys.modules])"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=cli_env())
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1] == "[]"
@@ -222,12 +247,30 @@ def test_evaluate_path_keeps_heavy_imports_away(snapshot, tables, tmp_path):
 def test_cli_track_requires_exact_track_coverage(snapshot, tables, tmp_path):
     whole = _baseline_csv(tables, "source_label", tmp_path / "all.csv")
     out = tmp_path / "s.json"
-    r = run_cli("--source", str(snapshot), "evaluate", "--predictions", str(whole), "--track", "horizon_transfer",
-                "--output", str(out))
+    r = run_cli(
+        "--source",
+        str(snapshot),
+        "evaluate",
+        "--predictions",
+        str(whole),
+        "--track",
+        "horizon_transfer",
+        "--output",
+        str(out),
+    )
     assert r.returncode == 2 and "396 unexpected" in r.stderr and not out.exists()
     only = _baseline_csv(tables, "source_label", tmp_path / "h.csv", "horizon_transfer")
-    r = run_cli("--source", str(snapshot), "evaluate", "--predictions", str(only), "--track", "horizon_transfer",
-                "--output", str(out))
+    r = run_cli(
+        "--source",
+        str(snapshot),
+        "evaluate",
+        "--predictions",
+        str(only),
+        "--track",
+        "horizon_transfer",
+        "--output",
+        str(out),
+    )
     assert r.returncode == 0, r.stderr
     s = json.loads(out.read_text())
     assert s["selected_track"] == "horizon_transfer" and list(s["per_track"]) == ["horizon_transfer"]
@@ -241,13 +284,15 @@ def test_cli_through_hub(hub, tmp_path, scores):
     r = run_cli("--source", REPO_ID, "--revision", "main", "baseline", "--output", str(predictions))
     assert r.returncode == 0, r.stderr
     out = tmp_path / "s.json"
-    r = run_cli("--source", REPO_ID, "--revision", "main", "evaluate", "--predictions", str(predictions),
-                "--output", str(out))
+    r = run_cli(
+        "--source", REPO_ID, "--revision", "main", "evaluate", "--predictions", str(predictions), "--output", str(out)
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads(out.read_text()) == scores["source_label"]
 
 
 # ----------------------------------------------------------------------------- validation of prediction files
+
 
 @pytest.fixture(scope="module")
 def good_rows(tables):
@@ -264,12 +309,16 @@ BAD_CASES = {
     "blank": (lambda rows: "\n  \n", "is empty"),
     "header_only": (lambda rows: "query_id,predicted_state\n", "header but no prediction rows"),
     "missing_column": (lambda rows: "query_id\n" + "\n".join(q for q, _ in rows) + "\n", "missing predicted_state"),
-    "extra_column": (lambda rows: _csv([(q, f"{s},0.9") for q, s in rows], "query_id,predicted_state,p"),
-                     "exactly the columns"),
+    "extra_column": (
+        lambda rows: _csv([(q, f"{s},0.9") for q, s in rows], "query_id,predicted_state,p"),
+        "exactly the columns",
+    ),
     "missing_rows": (lambda rows: _csv(rows[5:]), "5 missing query id(s) (e.g. query-"),
     "duplicate_rows": (lambda rows: _csv(rows + rows[:2]), "2 duplicated query id(s) (e.g. query-"),
-    "unexpected_rows": (lambda rows: _csv(rows + [("query-zzz", "within_margin"), ("query-yyy", "above_margin")]),
-                        "2 unexpected query id(s) not among the selected queries (e.g. query-zzz, query-yyy)"),
+    "unexpected_rows": (
+        lambda rows: _csv(rows + [("query-zzz", "within_margin"), ("query-yyy", "above_margin")]),
+        "2 unexpected query id(s) not among the selected queries (e.g. query-zzz, query-yyy)",
+    ),
     "bad_label": (lambda rows: _csv([(rows[0][0], "safe")] + rows[1:]), "1 value(s) outside"),
     "upper_case_label": (lambda rows: _csv([(q, s.upper()) for q, s in rows]), "400 value(s) outside"),
     "upper_case_id": (lambda rows: _csv([(rows[0][0].upper(), rows[0][1])] + rows[1:]), "1 unexpected"),

@@ -77,8 +77,16 @@ class Rlvrambench(evaluate.Metric):
             license="MIT",
         )
 
-    def _compute(self, predictions=None, query_ids=None, candidate_ids=None, decisions=None, track="all",
-                 source=None, revision=None):
+    def _compute(
+        self,
+        predictions=None,
+        query_ids=None,
+        candidate_ids=None,
+        decisions=None,
+        track="all",
+        source=None,
+        revision=None,
+    ):
         if self._config() == "transfer":
             from rlvrambench_hf.transfer import score_lists
 

@@ -6,15 +6,52 @@ Modules: :mod:`.protocol` and :mod:`.attempts` (typed, validated inputs), :mod:`
 :mod:`.api`, which loads a release and offers the entry points below.
 """
 
-from .api import (evaluation_truth, load_attempts, load_protocol, policy_inputs, read_attempts_file,
-                  replay_report, score_decisions)
-from .policy import (ABSTAIN, APPROVE, DECISIONS, REJECT, RULES, STOP, AdmissionPolicy, CandidateView, Screen,
-                     Task, load_policy, next_in_query_order)
+from .api import (
+    evaluation_truth,
+    load_attempts,
+    load_protocol,
+    policy_inputs,
+    read_attempts_file,
+    replay_report,
+    score_decisions,
+)
+from .policy import (
+    ABSTAIN,
+    APPROVE,
+    DECISIONS,
+    REJECT,
+    RULES,
+    STOP,
+    AdmissionPolicy,
+    CandidateView,
+    Screen,
+    Task,
+    load_policy,
+    next_in_query_order,
+)
 from .report import SUMMARY_COLUMNS, build_report, summary_csv
 
 __all__ = [
-    "ABSTAIN", "APPROVE", "DECISIONS", "REJECT", "RULES", "STOP", "SUMMARY_COLUMNS",
-    "AdmissionPolicy", "CandidateView", "Screen", "Task",
-    "build_report", "evaluation_truth", "load_attempts", "load_policy", "load_protocol", "next_in_query_order",
-    "policy_inputs", "read_attempts_file", "replay_report", "score_decisions", "summary_csv",
+    "ABSTAIN",
+    "APPROVE",
+    "DECISIONS",
+    "REJECT",
+    "RULES",
+    "STOP",
+    "SUMMARY_COLUMNS",
+    "AdmissionPolicy",
+    "CandidateView",
+    "Screen",
+    "Task",
+    "build_report",
+    "evaluation_truth",
+    "load_attempts",
+    "load_policy",
+    "load_protocol",
+    "next_in_query_order",
+    "policy_inputs",
+    "read_attempts_file",
+    "replay_report",
+    "score_decisions",
+    "summary_csv",
 ]

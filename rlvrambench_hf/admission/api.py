@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
+from ..data.registry import get_spec
+from ..data.sources import Source, open_source
 from ..errors import InputError
-from ..registry import get_spec
-from ..sources import Source, open_source
 from .attempts import Attempt, attempts_from_records, validate_attempts
 from .policy import DECISIONS, builtin_rule, load_policy
 from .protocol import PROTOCOL_PATH, Protocol, parse_protocol
@@ -27,12 +28,13 @@ def load_protocol(source: SourceLike = None, revision: str | None = None) -> Pro
     return parse_protocol(open_source(source, revision).read_json(PROTOCOL_PATH))
 
 
-def load_attempts(source: SourceLike = None, revision: str | None = None, *,
-                  path: str | os.PathLike | None = None) -> tuple[Attempt, ...]:
+def load_attempts(
+    source: SourceLike = None, revision: str | None = None, *, path: str | os.PathLike | None = None
+) -> tuple[Attempt, ...]:
     """The attempt records: the typed ``admission_attempts`` config, or a user's ``.json`` / ``.csv`` file."""
     if path is not None:
         return read_attempts_file(path)
-    from ..tables import load_table
+    from ..data.tables import load_table
 
     table = load_table(ATTEMPTS_CONFIG, open_source(source, revision), decode=True)
     return attempts_from_records(table.to_pylist(), get_spec(ATTEMPTS_CONFIG).path)
@@ -51,7 +53,7 @@ def read_attempts_file(path: str | os.PathLike) -> tuple[Attempt, ...]:
             raise InputError(f"{file}: not valid JSON ({exc})") from None
         return attempts_from_records(data, str(file))
     if suffix == ".csv":
-        from ..tables import decode_labels, read_csv
+        from ..data.tables import decode_labels, read_csv
 
         spec = get_spec(ATTEMPTS_CONFIG)
         table = decode_labels(read_csv(file, spec, name=str(file)), spec)
@@ -65,10 +67,15 @@ def policy_inputs(source: SourceLike, rule: str, *, revision: str | None = None)
     return inputs_for_rule(load_protocol(source, revision), rule)
 
 
-def replay_report(source: SourceLike = None, revision: str | None = None, *,
-                  rules: Sequence[str] = DEFAULT_RULES, policy: Any = None,
-                  budgets: Sequence[int] = (0, 1, 2, 3),
-                  attempts_path: str | os.PathLike | None = None) -> dict:
+def replay_report(
+    source: SourceLike = None,
+    revision: str | None = None,
+    *,
+    rules: Sequence[str] = DEFAULT_RULES,
+    policy: Any = None,
+    budgets: Sequence[int] = (0, 1, 2, 3),
+    attempts_path: str | os.PathLike | None = None,
+) -> dict:
     """The whole score file: every rule in ``rules``, then ``policy`` (an object or ``"module:attr"``), if given."""
     policies = [builtin_rule(r) for r in ([rules] if isinstance(rules, str) else rules)]
     if policy is not None:
@@ -94,8 +101,9 @@ def evaluation_truth(source: SourceLike = None, revision: str | None = None) -> 
     return _TRUTH_CACHE[key]
 
 
-def score_decisions(candidate_ids: Sequence[str], decisions: Sequence[str], *, source: SourceLike = None,
-                    revision: str | None = None) -> dict:
+def score_decisions(
+    candidate_ids: Sequence[str], decisions: Sequence[str], *, source: SourceLike = None, revision: str | None = None
+) -> dict:
     """Score final approve/reject/abstain decisions against the hidden evaluation truth.
 
     Every case that appears must be complete. Returns the summary keys (macro recall and sums) and ``per_case``
@@ -117,8 +125,13 @@ def score_decisions(candidate_ids: Sequence[str], decisions: Sequence[str], *, s
         if missing:
             raise InputError(f"case {case.case_id} is incomplete: no decision for {', '.join(missing)}")
         case_decisions = {c: given[c] for c in case.candidate_ids}
-        per_case.append({"case_id": case.case_id, "decisions": case_decisions,
-                         "metrics": case_metrics(case.candidate_ids, case_decisions, truth)})
+        per_case.append(
+            {
+                "case_id": case.case_id,
+                "decisions": case_decisions,
+                "metrics": case_metrics(case.candidate_ids, case_decisions, truth),
+            }
+        )
     return {**summarize(per_case, with_costs=False), "per_case": per_case}
 
 

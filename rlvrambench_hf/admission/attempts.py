@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
+from ..data.registry import OUTCOME_LABELS, UNRESOLVED
 from ..errors import InputError
-from ..registry import OUTCOME_LABELS, UNRESOLVED
 from .protocol import REPAIR_REASONS, Protocol
 
 STATES = OUTCOME_LABELS + (UNRESOLVED,)
@@ -107,17 +108,22 @@ def validate_attempts(protocol: Protocol, attempts: Sequence[Attempt]) -> None:
     for slot, slot_attempts in slot_history(attempts).items():
         indices = [a.attempt_index for a in slot_attempts]
         if indices != list(range(1, len(indices) + 1)):
-            raise InputError(f"attempt {slot_attempts[-1].attempt_id}: attempt indices of slot {slot} are "
-                             f"{indices}, expected 1, 2, ...")
+            raise InputError(
+                f"attempt {slot_attempts[-1].attempt_id}: attempt indices of slot {slot} are "
+                f"{indices}, expected 1, 2, ..."
+            )
         if len(slot_attempts) > MAX_ATTEMPTS_PER_SLOT:
-            raise InputError(f"attempt {slot_attempts[-1].attempt_id}: slot {slot} has {len(slot_attempts)} "
-                             f"attempts, at most {MAX_ATTEMPTS_PER_SLOT} are allowed")
+            raise InputError(
+                f"attempt {slot_attempts[-1].attempt_id}: slot {slot} has {len(slot_attempts)} "
+                f"attempts, at most {MAX_ATTEMPTS_PER_SLOT} are allowed"
+            )
         for previous, replacement in zip(slot_attempts, slot_attempts[1:]):
             _check_replacement(previous, replacement)
             replacements += 1
             if replacements > protocol.max_replacements:
-                raise InputError(f"attempt {replacement.attempt_id}: more than {protocol.max_replacements} "
-                                 "replacements in all")
+                raise InputError(
+                    f"attempt {replacement.attempt_id}: more than {protocol.max_replacements} replacements in all"
+                )
 
 
 def _check_outcome(a: Attempt, limit: int) -> None:
@@ -140,13 +146,16 @@ def _check_outcome(a: Attempt, limit: int) -> None:
 def _check_replacement(previous: Attempt, replacement: Attempt) -> None:
     where = f"attempt {replacement.attempt_id}"
     if previous.state != UNRESOLVED:
-        raise InputError(f"{where}: replaces attempt {previous.attempt_id}, which is {previous.state}, not "
-                         f"{UNRESOLVED}")
+        raise InputError(
+            f"{where}: replaces attempt {previous.attempt_id}, which is {previous.state}, not {UNRESOLVED}"
+        )
     if previous.known_memory_failure:
         raise InputError(f"{where}: replaces attempt {previous.attempt_id}, which has a known memory failure")
     if previous.repair_reason not in REPAIR_REASONS:
-        raise InputError(f"{where}: replaces attempt {previous.attempt_id} whose repair_reason "
-                         f"{previous.repair_reason!r} is not one of {', '.join(REPAIR_REASONS)}")
+        raise InputError(
+            f"{where}: replaces attempt {previous.attempt_id} whose repair_reason "
+            f"{previous.repair_reason!r} is not one of {', '.join(REPAIR_REASONS)}"
+        )
 
 
 def slot_history(attempts: Iterable[Attempt]) -> dict[str, list[Attempt]]:

@@ -16,16 +16,13 @@ Policies see a :class:`Task` and the revealed screens, never evaluation records.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import inspect
-import sys
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import InputError
+from ..scoring.user import load_object
 from .protocol import Donor
 
 STOP = "stop"
@@ -134,8 +131,11 @@ class HeadroomGuard(SourceCopy):
 
     def donor_approves(self, task: Task, donor: Donor) -> bool:
         peak = donor.max_completed_run_peak_mib
-        return (super().donor_approves(task, donor) and peak is not None
-                and peak <= task.memory_limit_mib - task.donor_guard_mib)
+        return (
+            super().donor_approves(task, donor)
+            and peak is not None
+            and peak <= task.memory_limit_mib - task.donor_guard_mib
+        )
 
 
 class DirectScreen(AdmissionPolicy):
@@ -172,49 +172,4 @@ def policy_uses_donors(policy: Any) -> bool:
 
 def load_policy(spec: str) -> Any:
     """The policy named by ``"module:attr"`` (or ``"path/to/file.py:attr"``); a class is instantiated."""
-    module_name, sep, attr = spec.rpartition(":")
-    if not sep or not module_name or not attr:
-        raise InputError(f"policy {spec!r} must have the form module:attribute")
-    module = _import(module_name, spec)
-    obj: Any = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise InputError(f"policy {spec!r}: module {module_name} has no attribute {attr!r}")
-        obj = getattr(obj, part)
-    if inspect.isclass(obj):
-        try:
-            obj = obj()
-        except Exception as exc:
-            raise InputError(f"policy {spec!r}: creating {attr}() failed: {_describe(exc)}") from None
-    missing = [m for m in ("initial_decisions", "next_action") if not callable(getattr(obj, m, None))]
-    if missing:
-        raise InputError(f"policy {spec!r} has no method {' or '.join(missing)}")
-    return obj
-
-
-def _import(module_name: str, spec: str):
-    path = Path(module_name)
-    try:
-        if module_name.endswith(".py") or path.is_file():
-            if not path.is_file():
-                raise InputError(f"policy {spec!r}: file {module_name} does not exist")
-            unique = f"rlvrambench_policy_{abs(hash(str(path.resolve())))}"
-            loader_spec = importlib.util.spec_from_file_location(unique, path)
-            module = importlib.util.module_from_spec(loader_spec)
-            sys.modules[unique] = module
-            loader_spec.loader.exec_module(module)
-            return module
-        if "" not in sys.path and str(Path.cwd()) not in sys.path:
-            sys.path.append(str(Path.cwd()))  # like `python -m`: a module beside the user is importable
-        return importlib.import_module(module_name)
-    except InputError:
-        raise
-    except ModuleNotFoundError as exc:
-        raise InputError(f"policy {spec!r}: cannot import module {module_name} ({exc})") from None
-    except Exception as exc:
-        raise InputError(f"policy {spec!r}: importing {module_name} failed: {_describe(exc)}") from None
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    return load_object(spec, "policy", ("initial_decisions", "next_action"))

@@ -7,8 +7,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import InputError
 
@@ -99,8 +100,16 @@ class Protocol:
         return out
 
 
-TEXT_FIELDS = ("objective", "decision_rule", "target_truth", "cost_scope", "interpretation", "missing_outcomes",
-               "failure_policy", "stopping_rule")
+TEXT_FIELDS = (
+    "objective",
+    "decision_rule",
+    "target_truth",
+    "cost_scope",
+    "interpretation",
+    "missing_outcomes",
+    "failure_policy",
+    "stopping_rule",
+)
 
 
 def parse_protocol(data: Any) -> Protocol:
@@ -110,18 +119,21 @@ def parse_protocol(data: Any) -> Protocol:
     _expect(version == PROTOCOL_VERSION, f"protocol_version is {version!r}, expected {PROTOCOL_VERSION!r}")
     screen_seed = _integer(data, "screen_seed")
     seeds = data.get("evaluation_seeds")
-    _expect(isinstance(seeds, list) and all(_is_int(s) for s in seeds),
-            "evaluation_seeds must be a list of integers")
-    _expect(len(seeds) == EVALUATION_SLOTS and len(set(seeds)) == EVALUATION_SLOTS,
-            f"evaluation_seeds must hold exactly {EVALUATION_SLOTS} distinct seeds, got {seeds}")
+    _expect(isinstance(seeds, list) and all(_is_int(s) for s in seeds), "evaluation_seeds must be a list of integers")
+    _expect(
+        len(seeds) == EVALUATION_SLOTS and len(set(seeds)) == EVALUATION_SLOTS,
+        f"evaluation_seeds must hold exactly {EVALUATION_SLOTS} distinct seeds, got {seeds}",
+    )
     _expect(screen_seed not in seeds, f"the screen seed {screen_seed} is also an evaluation seed")
     limit = _integer(data, "memory_limit_mib")
     _expect(limit > 0, "memory_limit_mib must be positive")
     guard = _integer(data, "additional_donor_guard_mib")
     _expect(guard >= 0, "additional_donor_guard_mib must be non-negative")
     budgets = data.get("budgets_per_case")
-    _expect(isinstance(budgets, list) and budgets and all(_is_int(b) and b >= 0 for b in budgets),
-            f"budgets_per_case must be non-negative integers, got {budgets!r}")
+    _expect(
+        isinstance(budgets, list) and budgets and all(_is_int(b) and b >= 0 for b in budgets),
+        f"budgets_per_case must be non-negative integers, got {budgets!r}",
+    )
     resource_cap = data.get("resource_cap") or {}
     _expect(isinstance(resource_cap, dict), "resource_cap must be an object")
     cap = resource_cap.get("max_repair_allocations", DEFAULT_MAX_REPLACEMENTS)
@@ -143,32 +155,44 @@ def _parse_case(data: Any, index: int) -> Case:
     candidates = tuple(_parse_candidate(c, where) for c in raw_candidates)
     ids = [c.candidate_id for c in candidates]
     order = data.get("query_order")
-    _expect(isinstance(order, list) and sorted(order) == sorted(ids) and len(set(order)) == len(order),
-            f"{where}: query_order must list each of its candidates exactly once")
+    _expect(
+        isinstance(order, list) and sorted(order) == sorted(ids) and len(set(order)) == len(order),
+        f"{where}: query_order must list each of its candidates exactly once",
+    )
     donors_data = data.get("donors", {})
-    _expect(isinstance(donors_data, dict) and sorted(donors_data) == sorted(ids),
-            f"{where}: donors must cover exactly its candidates")
+    _expect(
+        isinstance(donors_data, dict) and sorted(donors_data) == sorted(ids),
+        f"{where}: donors must cover exactly its candidates",
+    )
     donors = {cid: _parse_donor(donors_data[cid], f"{where}, donor of {cid}") for cid in ids}
-    return Case(case_id, str(data.get("model_family", "")), str(data.get("dataset", "")), candidates, donors,
-                tuple(order))
+    return Case(
+        case_id, str(data.get("model_family", "")), str(data.get("dataset", "")), candidates, donors, tuple(order)
+    )
 
 
 def _parse_candidate(data: Any, where: str) -> Candidate:
     _expect(isinstance(data, dict) and isinstance(data.get("candidate_id"), str), f"{where}: candidate without id")
     cid = data["candidate_id"]
     slots = data.get("slot_ids")
-    _expect(isinstance(slots, dict) and set(slots) == set(ROLES), f"candidate {cid}: slot_ids must have "
-            f"exactly the roles {' and '.join(ROLES)}")
+    _expect(
+        isinstance(slots, dict) and set(slots) == set(ROLES),
+        f"candidate {cid}: slot_ids must have exactly the roles {' and '.join(ROLES)}",
+    )
     screen, evaluation = slots[SCREEN], slots[EVALUATION]
     _expect(_str_list(screen) and len(screen) == 1, f"candidate {cid}: exactly one screen slot is required")
-    _expect(_str_list(evaluation) and len(evaluation) == EVALUATION_SLOTS,
-            f"candidate {cid}: exactly {EVALUATION_SLOTS} evaluation slots are required")
+    _expect(
+        _str_list(evaluation) and len(evaluation) == EVALUATION_SLOTS,
+        f"candidate {cid}: exactly {EVALUATION_SLOTS} evaluation slots are required",
+    )
     reservation = data.get("reservation")
     micro_batch = data.get("actor_micro_batch")
-    _expect(isinstance(reservation, (int, float)) and not isinstance(reservation, bool) and _is_int(micro_batch),
-            f"candidate {cid}: actor_micro_batch and reservation must be numbers")
-    return Candidate(cid, str(data.get("configuration_level", "")), micro_batch, float(reservation), screen[0],
-                     tuple(evaluation))
+    _expect(
+        isinstance(reservation, (int, float)) and not isinstance(reservation, bool) and _is_int(micro_batch),
+        f"candidate {cid}: actor_micro_batch and reservation must be numbers",
+    )
+    return Candidate(
+        cid, str(data.get("configuration_level", "")), micro_batch, float(reservation), screen[0], tuple(evaluation)
+    )
 
 
 def _parse_donor(data: Any, where: str) -> Donor:
@@ -216,9 +240,9 @@ def _str_list(value: Any) -> bool:
 def _integer(data: dict, key: str) -> int:
     value = data.get(key)
     _expect(_is_int(value), f"{key} must be an integer, got {value!r}")
-    return value
+    return int(value)  # type: ignore[arg-type]
 
 
-def _expect(condition: bool, message: str) -> None:
+def _expect(condition: object, message: str) -> None:
     if not condition:
         raise InputError(f"protocol: {message}")

@@ -9,19 +9,31 @@ memory_failure → reject, unresolved → abstain.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
+from ..data.registry import UNRESOLVED
 from ..errors import InputError
-from ..registry import UNRESOLVED
+from ..scoring.user import call_user
 from .attempts import Attempt
+from .policy import (
+    ABSTAIN,
+    APPROVE,
+    DECISIONS,
+    REJECT,
+    STOP,
+    UNAVAILABLE,
+    CandidateView,
+    Screen,
+    Task,
+    policy_name,
+    policy_uses_donors,
+)
 from .protocol import Case, Protocol
-from .policy import (ABSTAIN, APPROVE, DECISIONS, REJECT, STOP, UNAVAILABLE, CandidateView, Screen, Task,
-                     policy_name, policy_uses_donors)
 
-OUTCOME_DECISION = {"within_margin": APPROVE, "above_margin": REJECT, "memory_failure": REJECT,
-                    UNRESOLVED: ABSTAIN}
+OUTCOME_DECISION = {"within_margin": APPROVE, "above_margin": REJECT, "memory_failure": REJECT, UNRESOLVED: ABSTAIN}
 
 
 @dataclass(frozen=True)
@@ -43,11 +55,22 @@ class CaseReplay:
 
 def make_task(protocol: Protocol, case: Case, budget: int, *, with_donors: bool) -> Task:
     """What a policy sees of ``case`` at ``budget``."""
-    views = tuple(CandidateView(c.candidate_id, c.configuration_level, c.actor_micro_batch, c.reservation,
-                                c.screen_slot_id) for c in case.candidates)
+    views = tuple(
+        CandidateView(c.candidate_id, c.configuration_level, c.actor_micro_batch, c.reservation, c.screen_slot_id)
+        for c in case.candidates
+    )
     donors = MappingProxyType(dict(case.donors) if with_donors else {})
-    return Task(case.case_id, case.model_family, case.dataset, views, case.query_order, donors, budget,
-                protocol.memory_limit_mib, protocol.donor_guard_mib)
+    return Task(
+        case.case_id,
+        case.model_family,
+        case.dataset,
+        views,
+        case.query_order,
+        donors,
+        budget,
+        protocol.memory_limit_mib,
+        protocol.donor_guard_mib,
+    )
 
 
 def donor_attempts(case: Case) -> int:
@@ -55,8 +78,9 @@ def donor_attempts(case: Case) -> int:
     return len({a for donor in case.donors.values() for a in donor.recorded_attempt_ids})
 
 
-def replay_case(policy: Any, protocol: Protocol, case: Case, budget: int,
-                screens: Mapping[str, Sequence[Attempt]]) -> CaseReplay:
+def replay_case(
+    policy: Any, protocol: Protocol, case: Case, budget: int, screens: Mapping[str, Sequence[Attempt]]
+) -> CaseReplay:
     """Replay ``policy`` on ``case`` with ``budget`` target attempts.
 
     ``screens`` maps a candidate id to the attempts of its designated screen slot, in attempt-index order
@@ -66,21 +90,23 @@ def replay_case(policy: Any, protocol: Protocol, case: Case, budget: int,
     uses_donors = policy_uses_donors(policy)
     task = make_task(protocol, case, budget, with_donors=uses_donors)
     context = f"policy {name}, case {case.case_id}, budget {budget}"
-    initial = _call(policy.initial_decisions, context, "initial_decisions", task)
+    initial = call_user(policy.initial_decisions, context, "initial_decisions", task)
     decisions = _checked_decisions(initial, task, context)
     transcript: list[Screen] = []
     screened: set[str] = set()
     spent = 0
     while spent < budget:
-        action = _call(policy.next_action, context, "next_action", task, tuple(transcript))
+        action = call_user(policy.next_action, context, "next_action", task, tuple(transcript))
         if isinstance(action, str) and action == STOP:
             break
         if not isinstance(action, str) or action not in task.candidate_ids:
-            raise InputError(f"{context}: next_action returned {action!r}, neither {STOP!r} nor a candidate of "
-                             "the case")
+            raise InputError(
+                f"{context}: next_action returned {action!r}, neither {STOP!r} nor a candidate of the case"
+            )
         if action in screened:
-            raise InputError(f"{context}: next_action requested {action} again; each designated screen can be "
-                             "requested once")
+            raise InputError(
+                f"{context}: next_action requested {action} again; each designated screen can be requested once"
+            )
         screened.add(action)
         attempts = screens.get(action, ())
         if not attempts:
@@ -92,19 +118,21 @@ def replay_case(policy: Any, protocol: Protocol, case: Case, budget: int,
                 break
             spent += 1
             decisions[action] = OUTCOME_DECISION[attempt.state]
-            transcript.append(Screen(action, attempt.attempt_id, attempt.attempt_index, 1, spent, attempt.state,
-                                     decisions[action], attempt.peak_mib))
-    return CaseReplay(case.case_id, name, budget, decisions, tuple(transcript), spent,
-                      donor_attempts(case) if uses_donors else 0)
-
-
-def _call(method: Callable, context: str, label: str, *args: Any) -> Any:
-    try:
-        return method(*args)
-    except Exception as exc:
-        lines = str(exc).strip().splitlines()
-        detail = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
-        raise InputError(f"{context}: {label} raised {detail}") from exc
+            transcript.append(
+                Screen(
+                    action,
+                    attempt.attempt_id,
+                    attempt.attempt_index,
+                    1,
+                    spent,
+                    attempt.state,
+                    decisions[action],
+                    attempt.peak_mib,
+                )
+            )
+    return CaseReplay(
+        case.case_id, name, budget, decisions, tuple(transcript), spent, donor_attempts(case) if uses_donors else 0
+    )
 
 
 def _checked_decisions(value: Any, task: Task, context: str) -> dict[str, str]:
@@ -118,6 +146,7 @@ def _checked_decisions(value: Any, task: Task, context: str) -> dict[str, str]:
         raise InputError(f"{context}: initial_decisions has {what}")
     for cid in ids:
         if value[cid] not in DECISIONS:
-            raise InputError(f"{context}: initial_decisions gives {value[cid]!r} for {cid}; expected one of "
-                             f"{', '.join(DECISIONS)}")
+            raise InputError(
+                f"{context}: initial_decisions gives {value[cid]!r} for {cid}; expected one of {', '.join(DECISIONS)}"
+            )
     return {cid: value[cid] for cid in ids}

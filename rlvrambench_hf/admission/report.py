@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..errors import InputError
 from .attempts import Attempt, slot_history, validate_attempts
@@ -14,12 +15,18 @@ from .replay import CaseReplay, replay_case
 from .scoring import COSTS, SUMMARY_HEAD, SUMMED_METRICS, case_metrics, reference_decisions, summarize
 from .truth import Truth, candidate_truth, physical_collection
 
-SCOPE = ("Offline replay of a frozen admission protocol: four selected model-workload cases with three "
-         "candidates each, not an online deployment trial or a population estimate.")
-COST_WARNING = ("Attempts are invocations, not equal units of GPU time: a donor attempt and a five-step target "
-                "screen differ in work, and hidden evaluation runs are research cost that no policy sees.")
-EVIDENCE_FLAGS_WARNING = ("Known memory-failure and known above-margin flags are evidence kept beside the label; "
-                          "they overlap with the outcome categories and with each other, so do not add them up.")
+SCOPE = (
+    "Offline replay of a frozen admission protocol: four selected model-workload cases with three "
+    "candidates each, not an online deployment trial or a population estimate."
+)
+COST_WARNING = (
+    "Attempts are invocations, not equal units of GPU time: a donor attempt and a five-step target "
+    "screen differ in work, and hidden evaluation runs are research cost that no policy sees."
+)
+EVIDENCE_FLAGS_WARNING = (
+    "Known memory-failure and known above-margin flags are evidence kept beside the label; "
+    "they overlap with the outcome categories and with each other, so do not add them up."
+)
 SUMMARY_COLUMNS = ("rule", "budget_target_attempts_per_case") + SUMMARY_HEAD + SUMMED_METRICS + COSTS
 
 
@@ -36,8 +43,9 @@ def check_budgets(budgets: Sequence[Any]) -> tuple[int, ...]:
     return out
 
 
-def build_report(protocol: Protocol, attempts: Sequence[Attempt], policies: Sequence[Any],
-                 budgets: Sequence[int]) -> dict:
+def build_report(
+    protocol: Protocol, attempts: Sequence[Attempt], policies: Sequence[Any], budgets: Sequence[int]
+) -> dict:
     """Validate ``attempts``, replay every policy at every budget on every case and score it."""
     budgets = check_budgets(budgets)
     if not policies:
@@ -116,18 +124,25 @@ def inputs_for_rule(protocol: Protocol, rule: str) -> dict:
             "model_family": case.model_family,
             "dataset": case.dataset,
             "candidates": [
-                {"candidate_id": c.candidate_id, "configuration_level": c.configuration_level,
-                 "actor_micro_batch": c.actor_micro_batch, "reservation": c.reservation,
-                 "screen_slot_id": c.screen_slot_id}
+                {
+                    "candidate_id": c.candidate_id,
+                    "configuration_level": c.configuration_level,
+                    "actor_micro_batch": c.actor_micro_batch,
+                    "reservation": c.reservation,
+                    "screen_slot_id": c.screen_slot_id,
+                }
                 for c in case.candidates
             ],
             "query_order": list(case.query_order),
         }
         if uses_donors:
             item["donors"] = {
-                cid: {"configuration_id": d.configuration_id, "observed_state": d.observed_state,
-                      "max_completed_run_peak_mib": d.max_completed_run_peak_mib,
-                      "recorded_attempt_ids": list(d.recorded_attempt_ids)}
+                cid: {
+                    "configuration_id": d.configuration_id,
+                    "observed_state": d.observed_state,
+                    "max_completed_run_peak_mib": d.max_completed_run_peak_mib,
+                    "recorded_attempt_ids": list(d.recorded_attempt_ids),
+                }
                 for cid, d in case.donors.items()
             }
         cases.append(item)

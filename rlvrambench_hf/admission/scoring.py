@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from itertools import product
-from typing import Mapping, Sequence
 
-from ..registry import OUTCOME_LABELS, UNRESOLVED
+from ..data.registry import OUTCOME_LABELS, UNRESOLVED
 from .policy import ABSTAIN, APPROVE, REJECT
 from .truth import Truth
 
 UNSUITABLE = ("above_margin", "memory_failure")
 SUMMED_METRICS = (
-    "approved", "approved_within_margin", "within_margin_targets", "approved_memory_failure",
-    "approved_above_margin", "approved_unresolved", "unresolved_targets", "abstentions",
-    "approved_known_memory_failure", "approved_known_above_margin",
+    "approved",
+    "approved_within_margin",
+    "within_margin_targets",
+    "approved_memory_failure",
+    "approved_above_margin",
+    "approved_unresolved",
+    "unresolved_targets",
+    "abstentions",
+    "approved_known_memory_failure",
+    "approved_known_above_margin",
 )
 COSTS = ("spent_target_attempts", "donor_attempts", "cold_start_attributed_attempts")
 SUMMARY_HEAD = ("cases", "cases_with_defined_recall", "macro_case_within_margin_recall")
@@ -73,8 +80,9 @@ def admissible_states(truth: Truth) -> tuple[str, ...]:
     return OUTCOME_LABELS
 
 
-def missing_outcome_sensitivity(candidate_ids: Sequence[str], decisions: Mapping[str, str],
-                                truth: Mapping[str, Truth]) -> dict:
+def missing_outcome_sensitivity(
+    candidate_ids: Sequence[str], decisions: Mapping[str, str], truth: Mapping[str, Truth]
+) -> dict:
     """Recall and unsuitable approvals over every admissible assignment of the unresolved candidates."""
     approved = [decisions[c] == APPROVE for c in candidate_ids]
     recalls: list[float] = []
@@ -102,8 +110,7 @@ def summarize(items: Sequence[Mapping], *, with_costs: bool = True) -> dict:
 
     Each item has ``metrics`` and, when ``with_costs``, the three cost fields.
     """
-    recalls = [i["metrics"]["within_margin_recall"] for i in items
-               if i["metrics"]["within_margin_recall"] is not None]
+    recalls = [i["metrics"]["within_margin_recall"] for i in items if i["metrics"]["within_margin_recall"] is not None]
     out: dict = {
         "cases": len(items),
         "cases_with_defined_recall": len(recalls),

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
-from ..registry import UNRESOLVED
+from ..data.registry import UNRESOLVED
 from .attempts import Attempt, slot_history
 from .protocol import EVALUATION, SCREEN, Protocol
 

@@ -12,6 +12,7 @@ import importlib
 import os
 import pkgutil
 import sys
+from typing import NoReturn
 
 from ..errors import RLVRAMBenchError
 
@@ -19,16 +20,19 @@ EXIT_ERROR = 2
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2 (argparse's own convention too)
+    def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse's own convention too)
         self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="rlvrambench", description="Typed access, metrics and releases for RLVRAMBench.")
-    parser.add_argument("--source", help="Hub repo id or local directory (default: $RLVRAMBENCH_SOURCE, "
-                        "else kobzaond/RLVRAMBench)")
-    parser.add_argument("--revision", help="Hub revision: branch, tag or commit (default: "
-                        "$RLVRAMBENCH_REVISION, else the pinned release commit)")
+    parser.add_argument(
+        "--source", help="Hub repo id or local directory (default: $RLVRAMBENCH_SOURCE, else kobzaond/RLVRAMBench)"
+    )
+    parser.add_argument(
+        "--revision",
+        help="Hub revision: branch, tag or commit (default: $RLVRAMBENCH_REVISION, else the pinned release commit)",
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
     for module in pkgutil.iter_modules(__path__):

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
-from ..sources import Source, open_source
+from ..data.sources import Source, open_source
 
 
 def source_of(args: argparse.Namespace) -> Source:
@@ -15,6 +15,7 @@ def source_of(args: argparse.Namespace) -> Source:
 
 def format_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     """A left-aligned plain-text table; ``None`` prints as an empty cell, floats with up to 4 decimals."""
+
     def cell(value: object) -> str:
         if value is None:
             return ""

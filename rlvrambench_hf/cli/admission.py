@@ -16,18 +16,27 @@ RULE_NAMES = ("source_copy", "headroom_guard", "direct_screen")
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
-        "replay", help="replay admission rules or your own policy under the protocol's charging rules",
+        "replay",
+        help="replay admission rules or your own policy under the protocol's charging rules",
         description="Replay the published admission rules (default: all three) or one policy object given as "
         "module:attr (or path/to/file.py:attr) at each budget, score the final decisions against the "
-        "evaluation truth and write the score file.")
+        "evaluation truth and write the score file.",
+    )
     which = p.add_mutually_exclusive_group()
-    which.add_argument("--rule", action="append", choices=RULE_NAMES,
-                       help="a published rule to replay (repeatable; default: all three)")
+    which.add_argument(
+        "--rule",
+        action="append",
+        choices=RULE_NAMES,
+        help="a published rule to replay (repeatable; default: all three)",
+    )
     which.add_argument("--policy", metavar="MODULE:ATTR", help="your policy (an object or a class to instantiate)")
-    p.add_argument("--budgets", default="0,1,2,3", help="comma-separated target attempts per case "
-                   "(default: 0,1,2,3)")
-    p.add_argument("--attempts", metavar="FILE", help="attempt records as JSON (like results/attempts.json) or "
-                   "CSV (like results/attempts.csv); default: the typed admission_attempts config")
+    p.add_argument("--budgets", default="0,1,2,3", help="comma-separated target attempts per case (default: 0,1,2,3)")
+    p.add_argument(
+        "--attempts",
+        metavar="FILE",
+        help="attempt records as JSON (like results/attempts.json) or "
+        "CSV (like results/attempts.csv); default: the typed admission_attempts config",
+    )
     p.add_argument("--output", required=True, help="score JSON file to write")
     p.add_argument("--summary", metavar="CSV", help="also write the summary rows as CSV")
     p.set_defaults(handler=run_replay)
@@ -43,7 +52,7 @@ def parse_budgets(text: str) -> tuple[int, ...]:
 
 def run_replay(args: argparse.Namespace) -> int:
     from .. import admission
-    from ..io import atomic_output
+    from ..data.output import atomic_output
 
     budgets = parse_budgets(args.budgets)
     if args.policy:
@@ -51,8 +60,9 @@ def run_replay(args: argparse.Namespace) -> int:
         policy = admission.load_policy(args.policy)
     else:
         rules, policy = tuple(dict.fromkeys(args.rule or RULE_NAMES)), None
-    report = admission.replay_report(source_of(args), rules=rules, policy=policy, budgets=budgets,
-                                     attempts_path=args.attempts)
+    report = admission.replay_report(
+        source_of(args), rules=rules, policy=policy, budgets=budgets, attempts_path=args.attempts
+    )
     text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     with atomic_output(args.output) as scores:  # both files appear together, or neither
         scores.write(text)
@@ -65,10 +75,35 @@ def run_replay(args: argparse.Namespace) -> int:
 
 def summary_table(summary: list[dict]) -> str:
     """One line per rule × budget: macro recall, approvals, unsuitable approvals and costs."""
-    headers = ["rule", "budget", "cases", "macro_recall", "approved", "approved_wm", "approved_mf", "approved_am",
-               "abstentions", "spent", "donor", "cold_start"]
-    rows = [[s["rule"], s["budget_target_attempts_per_case"], s["cases"], s["macro_case_within_margin_recall"],
-             s["approved"], s["approved_within_margin"], s["approved_memory_failure"], s["approved_above_margin"],
-             s["abstentions"], s["spent_target_attempts"], s["donor_attempts"], s["cold_start_attributed_attempts"]]
-            for s in summary]
+    headers = [
+        "rule",
+        "budget",
+        "cases",
+        "macro_recall",
+        "approved",
+        "approved_wm",
+        "approved_mf",
+        "approved_am",
+        "abstentions",
+        "spent",
+        "donor",
+        "cold_start",
+    ]
+    rows = [
+        [
+            s["rule"],
+            s["budget_target_attempts_per_case"],
+            s["cases"],
+            s["macro_case_within_margin_recall"],
+            s["approved"],
+            s["approved_within_margin"],
+            s["approved_memory_failure"],
+            s["approved_above_margin"],
+            s["abstentions"],
+            s["spent_target_attempts"],
+            s["donor_attempts"],
+            s["cold_start_attributed_attempts"],
+        ]
+        for s in summary
+    ]
     return format_table(headers, rows)

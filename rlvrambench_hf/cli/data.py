@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..data.registry import REGISTRY, ConfigSpec, card_configs, get_spec
+from ..data.tables import config_file, decode_labels, read_csv
 from ..errors import MissingFileError, RLVRAMBenchError, UnknownConfigError
-from ..registry import REGISTRY, ConfigSpec, card_configs, get_spec
-from ..tables import config_file, decode_labels, read_csv
 from ._common import format_table, source_of
 
 EXPORT_FORMATS = ("csv", "parquet", "jsonl")
@@ -47,7 +47,7 @@ def _positive(text: str) -> int:
 
 def cmd_configs(args: argparse.Namespace) -> int:
     source = source_of(args)
-    source.card_metadata  # an unreachable source or unreadable card fails here, in one line
+    source.check_card()
     specs = REGISTRY.values() if args.all else card_configs()
     rows, failed = [], []
     for spec in specs:
@@ -103,7 +103,7 @@ def _shown(value: object) -> object:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from ..export import export_table
+    from ..data.export import export_table
 
     spec = _spec_of(args)
     source = source_of(args)
@@ -113,13 +113,16 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from ..checks import FAILED, PASSED, verify_source
+    from ..data.verify import FAILED, PASSED, verify_source
 
     source = source_of(args)
     checks = verify_source(source)
     print(f"source: {source.label}")
-    print(format_table(["check", "subject", "status", "detail"],
-                       [[c.kind, c.subject, c.status, c.detail] for c in checks]))
+    print(
+        format_table(
+            ["check", "subject", "status", "detail"], [[c.kind, c.subject, c.status, c.detail] for c in checks]
+        )
+    )
     failed = [c for c in checks if c.status == FAILED]
     passed = sum(c.status == PASSED for c in checks)
     absent = len(checks) - passed - len(failed)
@@ -129,4 +132,3 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"rlvrambench: error: verification failed: {first.subject}: {first.detail}", file=sys.stderr)
         return 2
     return 0
-

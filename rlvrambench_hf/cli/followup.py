@@ -13,15 +13,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     commands = parser.add_subparsers(dest="followup_command", required=True, metavar="SUBCOMMAND")
     score = commands.add_parser("score", help="score the three frozen methods and, optionally, your predictions")
     score.add_argument("--study", required=True, choices=("larger_model", "expanded_host"))
-    score.add_argument("--predictions", metavar="F.csv",
-                       help="configuration_id,predicted_state[,predicted_peak_mib], one row per planned setting")
+    score.add_argument(
+        "--predictions",
+        metavar="F.csv",
+        help="configuration_id,predicted_state[,predicted_peak_mib], one row per planned setting",
+    )
     score.add_argument("--output", metavar="F.json", help="write the scores as JSON")
     score.set_defaults(handler=run_score)
 
 
 def run_score(args: argparse.Namespace) -> int:
+    from ..data.output import write_atomic
     from ..followup import score_study
-    from ..io import write_atomic
 
     scores = score_study(args.study, source_of(args), predictions=args.predictions)
     if args.output:
@@ -38,20 +41,39 @@ def render_scores(study: str, scores: dict) -> str:
         f"unresolved: {', '.join(scores['unresolved_ids']) or 'none'}",
         "",
     ]
-    headers = ["method", "approved", "scored", "unscored", "unscored_known_failure", "unscored_known_above",
-               "resolved_correct", "approved_memory_failure", "approved_above_margin", "recall", "precision",
-               "peak_mae_mib"]
+    headers = [
+        "method",
+        "approved",
+        "scored",
+        "unscored",
+        "unscored_known_failure",
+        "unscored_known_above",
+        "resolved_correct",
+        "approved_memory_failure",
+        "approved_above_margin",
+        "recall",
+        "precision",
+        "peak_mae_mib",
+    ]
     rows = []
     for method, approval in scores["approvals"].items():
         m = scores["resolved_subset_metrics"][method]
-        rows.append([method, approval["full_panel_approved_configurations"],
-                     approval["scored_approved_configurations"], approval["unscored_approved_configurations"],
-                     approval["unscored_approvals_with_known_failure"],
-                     approval["unscored_approvals_with_known_margin_exceedance"],
-                     f"{m.get('correct_three_state')}/{scores['resolved_configurations']}",
-                     m.get("approved_memory_failure"), m.get("approved_above_margin"),
-                     _rate(m.get("within_margin_recall")), _rate(m.get("within_margin_approval_precision")),
-                     m.get("completed_peak_mae_mib")])
+        rows.append(
+            [
+                method,
+                approval["full_panel_approved_configurations"],
+                approval["scored_approved_configurations"],
+                approval["unscored_approved_configurations"],
+                approval["unscored_approvals_with_known_failure"],
+                approval["unscored_approvals_with_known_margin_exceedance"],
+                f"{m.get('correct_three_state')}/{scores['resolved_configurations']}",
+                m.get("approved_memory_failure"),
+                m.get("approved_above_margin"),
+                _rate(m.get("within_margin_recall")),
+                _rate(m.get("within_margin_approval_precision")),
+                m.get("completed_peak_mae_mib"),
+            ]
+        )
     lines.append(format_table(headers, rows))
     for method, approval in scores["approvals"].items():
         if approval["unscored_approved_ids"]:

@@ -31,19 +31,19 @@ def _output(parser: argparse.ArgumentParser, default: str) -> None:
 
 
 def run_feasibility(args: argparse.Namespace) -> int:
-    from ..plots import plot_feasibility
+    from ..reporting.plots import plot_feasibility
 
     return _save(plot_feasibility(_source(args)), args.output)
 
 
 def run_stages(args: argparse.Namespace) -> int:
-    from ..plots import plot_stages
+    from ..reporting.plots import plot_stages
 
     return _save(plot_stages(_source(args), configuration_id=args.config_id, study=args.study), args.output)
 
 
 def run_admission(args: argparse.Namespace) -> int:
-    from ..plots import plot_admission
+    from ..reporting.plots import plot_admission
 
     return _save(plot_admission(_source(args), policy=args.policy), args.output)
 
@@ -55,7 +55,7 @@ def _source(args: argparse.Namespace):
 
 
 def _save(fig, output: str) -> int:
-    from ..plots import save_png
+    from ..reporting.plots import save_png
 
     save_png(fig, output)
     print(f"wrote {output}")

@@ -56,11 +56,12 @@ def register(subparsers) -> None:
 def _build(args: argparse.Namespace) -> int:
     from ..release.build import build_release
 
-    result = build_release(args.output, args.version, source_of(args), repo_id=args.repo_id,
-                           overwrite=args.overwrite)
+    result = build_release(args.output, args.version, source_of(args), repo_id=args.repo_id, overwrite=args.overwrite)
     absent = ", ".join(s.name for s in result.absent) or "none"
-    print(f"built release {result.version} in {result.folder}: {len(result.built)} configs, "
-          f"{result.files} files (configs absent from the source: {absent})")
+    print(
+        f"built release {result.version} in {result.folder}: {len(result.built)} configs, "
+        f"{result.files} files (configs absent from the source: {absent})"
+    )
     return 0
 
 
@@ -74,13 +75,15 @@ def _verify(args: argparse.Namespace) -> int:
             print(f"problem: {problem}")
         more = f" (and {len(report.problems) - 1} more, listed above)" if len(report.problems) > 1 else ""
         raise IntegrityError(f"release {report.folder} failed verification: {report.problems[0]}{more}")
-    print(f"release {report.folder} verified: {report.files} files, {len(report.configs)} configs; digests, "
-          "card, Parquet schemas and rows and Croissant agree with the registry")
+    print(
+        f"release {report.folder} verified: {report.files} files, {len(report.configs)} configs; digests, "
+        "card, Parquet schemas and rows and Croissant agree with the registry"
+    )
     return 0
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from ..io import write_atomic
+    from ..data.output import write_atomic
     from ..release.diff import diff_releases, resolve_side
 
     result = diff_releases(resolve_side(args.old, args.source), resolve_side(args.new, args.source), args.configs)
@@ -91,18 +94,36 @@ def _diff(args: argparse.Namespace) -> int:
         sys.stdout.write(document)
         return 0
     print(f"OLD {result.old}\nNEW {result.new}\n")
-    rows = [(c.config, c.status, c.old_rows, c.new_rows, len(c.added), len(c.removed), c.changed_rows,
-             ", ".join(f"{k}({v})" for k, v in c.changed_columns.items()))
-            for c in result.configs]
-    print(format_table(("config", "status", "old rows", "new rows", "added", "removed", "changed",
-                        "changed columns"), rows))
-    labels = [(c.config, _key(cell.key), cell.column, cell.old, cell.new)
-              for c in result.configs for cell in c.label_changes]
+    rows = [
+        (
+            c.config,
+            c.status,
+            c.old_rows,
+            c.new_rows,
+            len(c.added),
+            len(c.removed),
+            c.changed_rows,
+            ", ".join(f"{k}({v})" for k, v in c.changed_columns.items()),
+        )
+        for c in result.configs
+    ]
+    print(
+        format_table(
+            ("config", "status", "old rows", "new rows", "added", "removed", "changed", "changed columns"), rows
+        )
+    )
+    labels = [
+        (c.config, _key(cell.key), cell.column, cell.old, cell.new) for c in result.configs for cell in c.label_changes
+    ]
     if labels:
         print("\nlabel changes")
         print(format_table(("config", "key", "column", "old", "new"), labels))
-    cells = [(c.config, _key(cell.key), cell.column, cell.old, cell.new)
-             for c in result.configs for cell in c.cells if cell.column not in c.label_columns]
+    cells = [
+        (c.config, _key(cell.key), cell.column, cell.old, cell.new)
+        for c in result.configs
+        for cell in c.cells
+        if cell.column not in c.label_columns
+    ]
     if cells:
         shown = cells[: max(args.limit, 0)]
         print(f"\nother changed cells ({len(cells)}{'' if len(shown) == len(cells) else f', first {len(shown)}'})")
@@ -124,8 +145,15 @@ def _key(key: dict) -> str:
 def _push(args: argparse.Namespace) -> int:
     from ..release.push import push_release
 
-    result = push_release(args.folder, args.repo_id, revision=args.push_revision, create_pr=args.create_pr,
-                          tag=args.tag, message=args.message, dry_run=args.dry_run)
+    result = push_release(
+        args.folder,
+        args.repo_id,
+        revision=args.push_revision,
+        create_pr=args.create_pr,
+        tag=args.tag,
+        message=args.message,
+        dry_run=args.dry_run,
+    )
     if args.json:
         print(json.dumps(result.plan.as_json(), indent=2))
     else:
@@ -146,6 +174,5 @@ def _publish_mirror(args: argparse.Namespace) -> int:
 
     result = publish_mirror(args.folder, args.mirror, args.tag, branch=args.branch, message=args.message)
     what = "new commit" if result.changed else "unchanged tree, existing commit"
-    print(f"published {args.folder} to {result.repo} {result.branch} at {result.commit} ({what}), "
-          f"tagged {result.tag}")
+    print(f"published {args.folder} to {result.repo} {result.branch} at {result.commit} ({what}), tagged {result.tag}")
     return 0

@@ -13,7 +13,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from ..report import write_report
+    from ..reporting.report import write_report
     from ._common import source_of
 
     index = write_report(args.output, source_of(args), policy=args.policy)

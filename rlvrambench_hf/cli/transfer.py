@@ -12,32 +12,39 @@ import json
 from ..errors import InputError
 from ._common import format_table, source_of
 
-_TRACK_HELP = ("model_transfer, workload_transfer, gpu_count_transfer, horizon_transfer or all "
-               "(default: all)")
+_TRACK_HELP = "model_transfer, workload_transfer, gpu_count_transfer, horizon_transfer or all (default: all)"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("inputs", help="export the leak-free task inputs as JSON",
-                              description="Write one object per task: allowed sources (settings and measured "
-                              "outcome) and the queries with their target settings (no target outcome). With "
-                              "--admission, write what an admission-panel policy may see under --rule instead.")
+    p = subparsers.add_parser(
+        "inputs",
+        help="export the leak-free task inputs as JSON",
+        description="Write one object per task: allowed sources (settings and measured "
+        "outcome) and the queries with their target settings (no target outcome). With "
+        "--admission, write what an admission-panel policy may see under --rule instead.",
+    )
     p.add_argument("--track", help=_TRACK_HELP)
     p.add_argument("--admission", action="store_true", help="export admission-panel policy inputs instead")
     p.add_argument("--rule", help="admission rule whose view to export (with --admission)")
     p.add_argument("--output", required=True, help="JSON file to write")
     p.set_defaults(handler=run_inputs)
 
-    p = subparsers.add_parser("baseline", help="write a reference rule's predictions as CSV",
-                              description="Write query_id,predicted_state for a built-in rule, sorted by query id.")
-    p.add_argument("--rule", default="source_label",
-                   help="source_label (default), always_approve or always_reject")
+    p = subparsers.add_parser(
+        "baseline",
+        help="write a reference rule's predictions as CSV",
+        description="Write query_id,predicted_state for a built-in rule, sorted by query id.",
+    )
+    p.add_argument("--rule", default="source_label", help="source_label (default), always_approve or always_reject")
     p.add_argument("--track", help=_TRACK_HELP)
     p.add_argument("--output", required=True, help="CSV file to write")
     p.set_defaults(handler=run_baseline)
 
-    p = subparsers.add_parser("evaluate", help="score a predictions CSV against the transfer labels",
-                              description="Score query_id,predicted_state rows (exactly the selected queries) and "
-                              "print a per-track table; --output writes the full score file.")
+    p = subparsers.add_parser(
+        "evaluate",
+        help="score a predictions CSV against the transfer labels",
+        description="Score query_id,predicted_state rows (exactly the selected queries) and "
+        "print a per-track table; --output writes the full score file.",
+    )
     p.add_argument("--predictions", required=True, help="CSV with columns query_id,predicted_state")
     p.add_argument("--track", help=_TRACK_HELP)
     p.add_argument("--output", help="score JSON file to write")
@@ -45,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _write_json(path: str, data: dict) -> None:
-    from ..io import write_atomic
+    from ..data.output import write_atomic
 
     write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
@@ -76,7 +83,7 @@ def run_inputs(args: argparse.Namespace) -> int:
 
 def run_baseline(args: argparse.Namespace) -> int:
     from .. import transfer
-    from ..io import write_atomic
+    from ..data.output import write_atomic
 
     rule, track = transfer.check_rule(args.rule), transfer.check_track(args.track)
     tables = transfer.load_transfer_tables(source_of(args))
@@ -102,14 +109,36 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 def score_table(scores: dict) -> str:
     """The per-track table of a score file (with the overall row last)."""
-    headers = ["scope", "queries", "tasks", "correct", "accuracy", "macro_task_acc", "approved", "wm_recall",
-               "wm_precision", "approved_mf", "approved_am", "rejected_wm"]
+    headers = [
+        "scope",
+        "queries",
+        "tasks",
+        "correct",
+        "accuracy",
+        "macro_task_acc",
+        "approved",
+        "wm_recall",
+        "wm_precision",
+        "approved_mf",
+        "approved_am",
+        "rejected_wm",
+    ]
 
     def row(name: str, s: dict) -> list:
-        return [name, s["queries"], s.get("tasks", ""), s["correct_three_state"], s["three_state_accuracy"],
-                s.get("macro_task_three_state_accuracy", ""), s["approved"], s["within_margin_recall"],
-                s["within_margin_approval_precision"], s["approved_memory_failure"], s["approved_above_margin"],
-                s["rejected_within_margin"]]
+        return [
+            name,
+            s["queries"],
+            s.get("tasks", ""),
+            s["correct_three_state"],
+            s["three_state_accuracy"],
+            s.get("macro_task_three_state_accuracy", ""),
+            s["approved"],
+            s["within_margin_recall"],
+            s["within_margin_approval_precision"],
+            s["approved_memory_failure"],
+            s["approved_above_margin"],
+            s["rejected_within_margin"],
+        ]
 
     rows = [row(name, s) for name, s in scores["per_track"].items()]
     rows.append(row("overall", {**scores["overall"], "tasks": len(scores["per_task"])}))

@@ -12,20 +12,29 @@ import re
 import shutil
 import tempfile
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from ..data.export import with_features_metadata
+from ..data.registry import CARD_PATH, DEFAULT_REPO_ID, ConfigSpec, card_configs
+from ..data.sources import HubSource, Source, open_source
+from ..data.tables import load_table
 from ..errors import InputError
-from ..export import with_features_metadata
-from ..registry import CARD_PATH, DEFAULT_REPO_ID, ConfigSpec, card_configs
-from ..sources import HubSource, Source, open_source
-from ..tables import load_table
 from .card import render_card
 from .croissant import render_croissant
-from .layout import (CROISSANT_PATH, RECORD_FORMAT, RECORD_PATH, BuiltConfig, check_version, digest_file,
-                     folder_files, parquet_path)
+from .layout import (
+    CROISSANT_PATH,
+    RECORD_FORMAT,
+    RECORD_PATH,
+    BuiltConfig,
+    check_version,
+    digest_file,
+    folder_files,
+    is_generated,
+    parquet_path,
+)
 
 CITATION_PATH = "CITATION.cff"
 
@@ -75,12 +84,16 @@ def provenance_text(src: Source, upstream: dict | None) -> str:
             origin += f" (revision `{identity['revision']}`)"
     else:
         origin = "a local copy of the release files"
-    text = (f"Built by rlvrambench-hf {package_version()} from {origin}. `release.json` records the source, "
-            "the package version and the SHA-256 digest and size of every file; `croissant.json` describes "
-            "every config in Croissant.")
+    text = (
+        f"Built by rlvrambench-hf {package_version()} from {origin}. `release.json` records the source, "
+        "the package version and the SHA-256 digest and size of every file; `croissant.json` describes "
+        "every config in Croissant."
+    )
     if upstream and upstream.get("release"):
-        text += (f" The measurements are those of the upstream release `{upstream['release']}`"
-                 f" (source commit `{upstream.get('source_commit')}`).")
+        text += (
+            f" The measurements are those of the upstream release `{upstream['release']}`"
+            f" (source commit `{upstream.get('source_commit')}`)."
+        )
     return text
 
 
@@ -103,7 +116,7 @@ def build_release(
         repo_id = src.repo_id if isinstance(src, HubSource) else DEFAULT_REPO_ID
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".building", dir=target.parent))
     try:
-        result = _assemble(work, src, version, repo_id, built_at or datetime.now(timezone.utc))
+        result = _assemble(work, src, version, repo_id, built_at or datetime.now(UTC))
         _replace(work, target)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
@@ -113,9 +126,8 @@ def build_release(
 
 def _assemble(work: Path, src: Source, version: str, repo_id: str, built_at: datetime):
     specs = list(card_configs())
-    generated = {CARD_PATH, RECORD_PATH, CROISSANT_PATH} | {parquet_path(s) for s in specs}
     for rel in src.list_files():
-        if rel in generated:
+        if is_generated(rel):
             continue
         dest = work / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -132,12 +144,23 @@ def _assemble(work: Path, src: Source, version: str, repo_id: str, built_at: dat
         built.append(BuiltConfig(spec, written.num_rows, written.nbytes, rel, digest_file(work / rel)))
 
     (work / CROISSANT_PATH).write_text(
-        json.dumps(render_croissant(built, version=version, date_published=release_date(src), repo_id=repo_id),
-                   indent=2, ensure_ascii=False) + "\n",
-        encoding="utf-8")
+        json.dumps(
+            render_croissant(built, version=version, date_published=release_date(src), repo_id=repo_id),
+            indent=2,
+            ensure_ascii=False,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     upstream = upstream_release(src)
-    card = render_card(built, version=version, provenance=provenance_text(src, upstream), absent=absent,
-                       source_metadata=_source_card_metadata(src), repo_id=repo_id)
+    card = render_card(
+        built,
+        version=version,
+        provenance=provenance_text(src, upstream),
+        absent=absent,
+        source_metadata=_source_card_metadata(src),
+        repo_id=repo_id,
+    )
     (work / CARD_PATH).write_text(card, encoding="utf-8")
 
     files = {rel: digest_file(work / rel).as_json() for rel in folder_files(work) if rel != RECORD_PATH}
@@ -145,12 +168,19 @@ def _assemble(work: Path, src: Source, version: str, repo_id: str, built_at: dat
         "format": RECORD_FORMAT,
         "version": version,
         "repo_id": repo_id,
-        "built_at": built_at.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "built_at": built_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "package": {"name": "rlvrambench-hf", "version": package_version()},
         "source": src.identity,
         "source_release": upstream,
-        "configs": {b.spec.name: {"split": b.spec.split, "path": b.path, "num_examples": b.num_examples,
-                                  "num_bytes": b.num_bytes} for b in built},
+        "configs": {
+            b.spec.name: {
+                "split": b.spec.split,
+                "path": b.path,
+                "num_examples": b.num_examples,
+                "num_bytes": b.num_bytes,
+            }
+            for b in built
+        },
         "absent_configs": {s.name: s.path for s in absent},
         "files": files,
     }

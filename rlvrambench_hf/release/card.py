@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from importlib import resources
 from string import Template
 
 import yaml
 
-from ..errors import SchemaError
-from ..registry import DEFAULT_CONFIG, DEFAULT_REPO_ID, MARGIN_LIMIT_MIB, OUTCOME_LABELS, ConfigSpec
+from ..data.registry import DEFAULT_CONFIG, DEFAULT_REPO_ID, MARGIN_LIMIT_MIB, OUTCOME_LABELS, ConfigSpec
 from .layout import BuiltConfig
 
 TEMPLATE = "dataset_card.md"
@@ -47,8 +45,9 @@ def dataset_info_entry(b: BuiltConfig) -> dict:
 
     info = datasets.DatasetInfo(
         features=b.spec.features,
-        splits=datasets.SplitDict({b.spec.split: datasets.SplitInfo(b.spec.split, num_bytes=b.num_bytes,
-                                                                    num_examples=b.num_examples)}),
+        splits=datasets.SplitDict(
+            {b.spec.split: datasets.SplitInfo(b.spec.split, num_bytes=b.num_bytes, num_examples=b.num_examples)}
+        ),
         download_size=b.file.size_bytes,
         dataset_size=b.num_bytes,
         config_name=b.spec.name,
@@ -101,30 +100,18 @@ def _absent_note(absent: list[ConfigSpec]) -> str:
     if not absent:
         return ""
     names = ", ".join(f"`{s.name}` (`{s.path}`)" for s in absent)
-    return (f"\nNot in this release, because the source revision lacks its file: {names}. It is added to the "
-            "card as soon as a release carries that file.\n")
+    return (
+        f"\nNot in this release, because the source revision lacks its file: {names}. It is added to the "
+        "card as soon as a release carries that file.\n"
+    )
 
 
 def _label_rows(built: list[BuiltConfig]) -> list[str]:
     rows = []
     for b in built:
         for column in b.spec.label_columns:
-            extra = column.labels[len(OUTCOME_LABELS):]
+            extra = column.labels[len(OUTCOME_LABELS) :]
             if extra:
                 names = ", ".join(f"{len(OUTCOME_LABELS) + i}: `{n}`" for i, n in enumerate(extra))
                 rows.append(f"| `{b.spec.name}` | `{column.name}` | {names} |")
     return rows
-
-
-def read_front_matter(text: str, where: str) -> dict:
-    """The YAML front matter of a card's text (one-line :class:`SchemaError` when missing or malformed)."""
-    match = re.match(r"^---\s*\n(.*?)\n---\s*(\n|$)", text, re.S)
-    if not match:
-        raise SchemaError(f"{where}: the dataset card has no YAML front matter")
-    try:
-        meta = yaml.safe_load(match.group(1))
-    except yaml.YAMLError:
-        raise SchemaError(f"{where}: the dataset card's YAML front matter is malformed") from None
-    if not isinstance(meta, dict):
-        raise SchemaError(f"{where}: the dataset card's YAML front matter is not a mapping")
-    return meta

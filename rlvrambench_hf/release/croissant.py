@@ -6,7 +6,7 @@ record set that maps the index to the class name. Semicolon lists are array fiel
 
 from __future__ import annotations
 
-from ..registry import DEFAULT_REPO_ID, Column
+from ..data.registry import DEFAULT_REPO_ID, Column
 from .layout import BuiltConfig
 
 CONFORMS_TO = "http://mlcommons.org/croissant/1.1"
@@ -71,8 +71,9 @@ def labels_record_set_id(config: str, column: str) -> str:
     return f"{config}.{column}.labels"
 
 
-def render_croissant(built: list[BuiltConfig], *, version: str, date_published: str | None = None,
-                     repo_id: str = DEFAULT_REPO_ID) -> dict:
+def render_croissant(
+    built: list[BuiltConfig], *, version: str, date_published: str | None = None, repo_id: str = DEFAULT_REPO_ID
+) -> dict:
     """The Croissant JSON-LD document of a release whose Parquet files are ``built``."""
     url = f"https://huggingface.co/datasets/{repo_id}"
     distribution = [
@@ -98,9 +99,11 @@ def render_croissant(built: list[BuiltConfig], *, version: str, date_published: 
         "@type": "sc:Dataset",
         "conformsTo": CONFORMS_TO,
         "name": "RLVRAMBench",
-        "description": ("Measured GPU-memory feasibility of colocated reinforcement-learning fine-tuning "
-                        "configurations of language models, with repeated outcome labels, transfer queries and "
-                        "an admission experiment."),
+        "description": (
+            "Measured GPU-memory feasibility of colocated reinforcement-learning fine-tuning "
+            "configurations of language models, with repeated outcome labels, transfer queries and "
+            "an admission experiment."
+        ),
         "license": "https://opensource.org/licenses/MIT",
         "url": url,
         "version": version,

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from ..data.registry import DEFAULT_REPO_ID, ConfigSpec, card_configs, get_spec
+from ..data.sources import SOURCE_ENV, Source, open_source
+from ..data.tables import load_table
 from ..errors import InputError, MissingFileError
-from ..registry import DEFAULT_REPO_ID, ConfigSpec, card_configs, get_spec
-from ..sources import SOURCE_ENV, Source, open_source
-from ..tables import load_table
 
 Key = tuple
 
@@ -33,7 +33,7 @@ class ConfigDiff:
     status: str  # unchanged, changed, added, removed, absent
     old_rows: int | None
     new_rows: int | None
-    added: list[dict] = field(default_factory=list)    # keys of rows only in NEW
+    added: list[dict] = field(default_factory=list)  # keys of rows only in NEW
     removed: list[dict] = field(default_factory=list)  # keys of rows only in OLD
     changed_rows: int = 0
     cells: list[CellChange] = field(default_factory=list)
@@ -52,8 +52,13 @@ class ConfigDiff:
 
     def as_json(self) -> dict:
         return {
-            "config": self.config, "status": self.status, "old_rows": self.old_rows, "new_rows": self.new_rows,
-            "added": self.added, "removed": self.removed, "changed_rows": self.changed_rows,
+            "config": self.config,
+            "status": self.status,
+            "old_rows": self.old_rows,
+            "new_rows": self.new_rows,
+            "added": self.added,
+            "removed": self.removed,
+            "changed_rows": self.changed_rows,
             "changed_columns": self.changed_columns,
             "label_changes": [_cell_json(c) for c in self.label_changes],
             "changes": [_cell_json(c) for c in self.cells],
@@ -71,8 +76,12 @@ class ReleaseDiff:
         return any(c.status not in ("unchanged", "absent") for c in self.configs)
 
     def as_json(self) -> dict:
-        return {"old": self.old, "new": self.new, "changed": self.changed,
-                "configs": [c.as_json() for c in self.configs]}
+        return {
+            "old": self.old,
+            "new": self.new,
+            "changed": self.changed,
+            "configs": [c.as_json() for c in self.configs],
+        }
 
 
 def _cell_json(c: CellChange) -> dict:
@@ -86,16 +95,24 @@ def diff_tables(spec: ConfigSpec, old: pa.Table | None, new: pa.Table | None) ->
         return ConfigDiff(spec.name, "absent", None, None, label_columns=label_columns)
     old_rows = _rows_by_key(spec, old, "OLD") if old is not None else {}
     new_rows = _rows_by_key(spec, new, "NEW") if new is not None else {}
-    result = ConfigDiff(spec.name, "unchanged", None if old is None else old.num_rows,
-                        None if new is None else new.num_rows, label_columns=label_columns)
+    result = ConfigDiff(
+        spec.name,
+        "unchanged",
+        None if old is None else old.num_rows,
+        None if new is None else new.num_rows,
+        label_columns=label_columns,
+    )
     result.added = [_key_dict(spec, k) for k in new_rows if k not in old_rows]
     result.removed = [_key_dict(spec, k) for k in old_rows if k not in new_rows]
     for key, before in old_rows.items():
         after = new_rows.get(key)
         if after is None:
             continue
-        cells = [CellChange(_key_dict(spec, key), name, before[name], after[name])
-                 for name in spec.column_names if before[name] != after[name]]
+        cells = [
+            CellChange(_key_dict(spec, key), name, before[name], after[name])
+            for name in spec.column_names
+            if before[name] != after[name]
+        ]
         if cells:
             result.changed_rows += 1
             result.cells.extend(cells)

@@ -8,9 +8,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..data.registry import CARD_PATH, ConfigSpec
+from ..data.sources import sha256_file
 from ..errors import InputError
-from ..registry import CARD_PATH, ConfigSpec
-from ..sources import sha256_file
 
 RECORD_PATH = "release.json"
 CROISSANT_PATH = "croissant.json"
@@ -29,6 +29,7 @@ def parquet_path(spec: ConfigSpec) -> str:
 
 
 def is_generated(relpath: str) -> bool:
+    """True for the files a build writes itself (card, records, Croissant, Parquet data) rather than copies."""
     return relpath in GENERATED or relpath.startswith(f"{DATA_DIR}/")
 
 

@@ -29,8 +29,9 @@ class MirrorResult:
 
 
 def _git(repo: Path, *args: str, env: dict | None = None, stdin: str | None = None, check: bool = True) -> str:
-    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, input=stdin,
-                          env={**os.environ, **(env or {})})
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, input=stdin, env={**os.environ, **(env or {})}
+    )
     if check and done.returncode != 0:
         detail = (done.stderr.strip().splitlines() or ["failed"])[-1]
         raise SourceError(f"git {args[0]} in {repo}: {detail}")
@@ -39,7 +40,7 @@ def _git(repo: Path, *args: str, env: dict | None = None, stdin: str | None = No
 
 def _identity(repo: Path) -> dict[str, str]:
     """Committer identity: the user's git configuration, else a fixed local one."""
-    env = {}
+    env: dict[str, str] = {}
     if not _git(repo, "config", "--get", "user.name", check=False):
         env.update(GIT_AUTHOR_NAME="rlvrambench-hf", GIT_COMMITTER_NAME="rlvrambench-hf")
     if not _git(repo, "config", "--get", "user.email", check=False):
@@ -89,18 +90,21 @@ def publish_mirror(
         _git(repo, f"--work-tree={folder}", "add", "-A", "-f", ".", env=index)
         tree = _git(repo, "write-tree", env=index)
     changed = previous is None or tree != _git(repo, "rev-parse", f"{previous}^{{tree}}")
-    commit = previous
     if changed:
         parents = ["-p", previous] if previous else []
-        commit = _git(repo, "commit-tree", tree, *parents, "-m", message or f"Release {version}",
-                      env=_identity(repo))
+        commit = _git(repo, "commit-tree", tree, *parents, "-m", message or f"Release {version}", env=_identity(repo))
+    else:
+        commit = str(previous)  # an unchanged tree has a previous commit
     old = previous or "0" * 40
-    _git(repo, "update-ref", "--stdin",
-         stdin=f"start\nupdate refs/heads/{branch} {commit} {old}\ncreate refs/tags/{tag} {commit}\n"
-               "prepare\ncommit\n")
+    _git(
+        repo,
+        "update-ref",
+        "--stdin",
+        stdin=f"start\nupdate refs/heads/{branch} {commit} {old}\ncreate refs/tags/{tag} {commit}\nprepare\ncommit\n",
+    )
     if changed and checked_out:
         if previous:
             _git(repo, "read-tree", "-m", "-u", previous, commit)
         else:
             _git(repo, "read-tree", "--reset", "-u", commit)
-    return MirrorResult(repo, branch, commit, previous, tag, changed)  # type: ignore[arg-type]
+    return MirrorResult(repo, branch, commit, previous, tag, changed)

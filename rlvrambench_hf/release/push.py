@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import InputError, SourceError
+from ..data.hub import hub_errors
+from ..errors import InputError
 from .layout import folder_files, git_blob_sha1
 from .verify import check_release, read_record
 
@@ -44,13 +45,22 @@ class PushPlan:
         return bool(self.add or self.replace or self.delete)
 
     def as_json(self) -> dict:
-        return {"repo_id": self.repo_id, "revision": self.revision, "remote_commit": self.remote_commit,
-                "add": self.add, "replace": self.replace, "delete": self.delete, "unchanged": self.unchanged}
+        return {
+            "repo_id": self.repo_id,
+            "revision": self.revision,
+            "remote_commit": self.remote_commit,
+            "add": self.add,
+            "replace": self.replace,
+            "delete": self.delete,
+            "unchanged": self.unchanged,
+        }
 
     def describe(self) -> str:
-        lines = [f"plan for {self.repo_id}@{self.revision} (remote commit {self.remote_commit or 'none'}): "
-                 f"{len(self.add)} to add, {len(self.replace)} to replace, {len(self.delete)} to delete, "
-                 f"{len(self.unchanged)} unchanged"]
+        lines = [
+            f"plan for {self.repo_id}@{self.revision} (remote commit {self.remote_commit or 'none'}): "
+            f"{len(self.add)} to add, {len(self.replace)} to replace, {len(self.delete)} to delete, "
+            f"{len(self.unchanged)} unchanged"
+        ]
         for verb, paths in (("add", self.add), ("replace", self.replace), ("delete", self.delete)):
             lines += [f"  {verb:<8}{p}" for p in paths]
         return "\n".join(lines)
@@ -58,14 +68,15 @@ class PushPlan:
 
 def _same(local: Path, remote: RemoteFile) -> bool:
     if remote.sha256 is not None:
-        from ..sources import sha256_file
+        from ..data.sources import sha256_file
 
         return local.stat().st_size == remote.size and sha256_file(local) == remote.sha256
     return git_blob_sha1(local) == remote.blob_id
 
 
-def plan_push(folder: str | os.PathLike, remote: dict[str, RemoteFile], *, repo_id: str, revision: str,
-              remote_commit: str | None) -> PushPlan:
+def plan_push(
+    folder: str | os.PathLike, remote: dict[str, RemoteFile], *, repo_id: str, revision: str, remote_commit: str | None
+) -> PushPlan:
     """What a push of ``folder`` over the remote files ``remote`` would change (pure; no network)."""
     folder = Path(folder)
     plan = PushPlan(repo_id, revision, remote_commit)
@@ -87,8 +98,10 @@ def commit_operations(plan: PushPlan, folder: str | os.PathLike) -> list:
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
     folder = Path(folder)
-    ops: list = [CommitOperationAdd(path_in_repo=rel, path_or_fileobj=str(folder / rel))
-                 for rel in sorted(plan.add + plan.replace)]
+    ops: list = [
+        CommitOperationAdd(path_in_repo=rel, path_or_fileobj=str(folder / rel))
+        for rel in sorted(plan.add + plan.replace)
+    ]
     ops += [CommitOperationDelete(path_in_repo=rel) for rel in plan.delete]
     return ops
 
@@ -99,15 +112,16 @@ def remote_state(repo_id: str, revision: str, token: str | None = None) -> tuple
     from huggingface_hub.hf_api import RepoFile
 
     api = HfApi(token=token)
-    with _hub_errors(repo_id, revision):
-        commit = api.dataset_info(repo_id, revision=revision).sha
+    with hub_errors(repo_id, revision):
+        commit = str(api.dataset_info(repo_id, revision=revision).sha)
         entries = api.list_repo_tree(repo_id, revision=commit, recursive=True, repo_type="dataset")
         files = {}
         for entry in entries:
             if isinstance(entry, RepoFile):
                 lfs = entry.lfs
-                files[entry.path] = RemoteFile(entry.path, entry.size, entry.blob_id,
-                                               lfs.sha256 if lfs is not None else None)
+                files[entry.path] = RemoteFile(
+                    entry.path, entry.size, entry.blob_id, lfs.sha256 if lfs is not None else None
+                )
     return commit, files
 
 
@@ -152,7 +166,7 @@ def push_release(
         token = resolve_token(token)
     api = HfApi(token=token)
     if tag is not None:
-        with _hub_errors(repo_id, revision):
+        with hub_errors(repo_id, revision):
             refs = api.list_repo_refs(repo_id, repo_type="dataset")
         if any(t.name == tag for t in refs.tags):
             raise InputError(f"tag {tag} already exists in {repo_id}")
@@ -161,40 +175,26 @@ def push_release(
     result = PushResult(plan, tag=tag)
     if dry_run:
         return result
-    with _hub_errors(repo_id, revision):
+    with hub_errors(repo_id, revision):
         if plan.has_changes:
             info = api.create_commit(
-                repo_id, commit_operations(plan, folder), commit_message=message or f"Release {version}",
-                revision=revision, create_pr=create_pr, parent_commit=commit, repo_type="dataset")
+                repo_id,
+                commit_operations(plan, folder),
+                commit_message=message or f"Release {version}",
+                revision=revision,
+                create_pr=create_pr,
+                parent_commit=commit,
+                repo_type="dataset",
+            )
             result.commit, result.commit_url = info.oid, info.pr_url or info.commit_url
         else:
             result.commit = commit
         if tag is not None:
-            api.create_tag(repo_id, tag=tag, revision=result.commit, repo_type="dataset",
-                           tag_message=message or f"Release {version}")
+            api.create_tag(
+                repo_id,
+                tag=tag,
+                revision=result.commit,
+                repo_type="dataset",
+                tag_message=message or f"Release {version}",
+            )
     return result
-
-
-class _hub_errors:
-    """Turn huggingface_hub and network errors into one-line :class:`SourceError`s."""
-
-    def __init__(self, repo_id: str, revision: str) -> None:
-        self.repo_id, self.revision = repo_id, revision
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind, exc, tb) -> bool:
-        if exc is None or isinstance(exc, (InputError, SourceError)):
-            return False
-        from huggingface_hub import errors as hf_errors
-
-        if isinstance(exc, hf_errors.RevisionNotFoundError):
-            raise SourceError(f"revision {self.revision!r} does not exist in {self.repo_id}") from None
-        if isinstance(exc, hf_errors.RepositoryNotFoundError):
-            raise SourceError(f"dataset repository {self.repo_id} not found (or not accessible with this token)") from None
-        if isinstance(exc, hf_errors.HfHubHTTPError) or isinstance(exc, OSError) \
-                or type(exc).__module__.startswith(("httpx", "httpcore")):
-            text = str(exc).strip().splitlines()
-            raise SourceError(f"{self.repo_id}: {text[0] if text else type(exc).__name__}") from None
-        return False

@@ -13,13 +13,22 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from ..data.card import read_front_matter
+from ..data.registry import CARD_PATH, DEFAULT_REPO_ID, card_configs
+from ..data.tables import load_table
 from ..errors import InputError, IntegrityError, RLVRAMBenchError, SchemaError, first_line
-from ..registry import CARD_PATH, DEFAULT_REPO_ID, card_configs
-from ..tables import load_table
-from .card import card_metadata, config_entries, read_front_matter
+from .card import card_metadata, config_entries
 from .croissant import render_croissant, validate_croissant
-from .layout import (CROISSANT_PATH, RECORD_FORMAT, RECORD_PATH, BuiltConfig, FileDigest, digest_file,
-                     folder_files, parquet_path)
+from .layout import (
+    CROISSANT_PATH,
+    RECORD_FORMAT,
+    RECORD_PATH,
+    BuiltConfig,
+    FileDigest,
+    digest_file,
+    folder_files,
+    parquet_path,
+)
 
 
 @dataclass
@@ -28,10 +37,6 @@ class VerifyReport:
     problems: list[str] = field(default_factory=list)
     files: int = 0
     configs: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
 
 
 def read_record(folder: Path) -> dict:
@@ -118,8 +123,10 @@ def _check_parquet(folder: Path, record: dict, report: VerifyReport) -> list[Bui
             report.problems.append(f"{rel}: embedded datasets Features differ from the registry's")
         meta = recorded.get(spec.name)
         if not isinstance(meta, dict) or meta.get("num_examples") != table.num_rows:
-            report.problems.append(f"{rel}: {table.num_rows} rows, {RECORD_PATH} states "
-                                   f"{meta.get('num_examples') if isinstance(meta, dict) else 'nothing'}")
+            report.problems.append(
+                f"{rel}: {table.num_rows} rows, {RECORD_PATH} states "
+                f"{meta.get('num_examples') if isinstance(meta, dict) else 'nothing'}"
+            )
         if (folder / spec.path).is_file():
             try:
                 source = load_table(spec.name, folder)
@@ -149,7 +156,7 @@ def _check_card(folder: Path, built: list[BuiltConfig], report: VerifyReport) ->
     before = len(report.problems)
     found_configs = {c.get("config_name"): c for c in meta.get("configs") or [] if isinstance(c, dict)}
     expected_configs = {c["config_name"]: c for c in config_entries(built)}
-    for name in sorted(set(found_configs) - set(expected_configs)):
+    for name in sorted(set(found_configs) - set(expected_configs), key=str):
         report.problems.append(f"card: config {name!r} has no Parquet file in this release")
     for name, entry in expected_configs.items():
         if name not in found_configs:
@@ -175,17 +182,22 @@ def _check_card(folder: Path, built: list[BuiltConfig], report: VerifyReport) ->
         if split is None:
             report.problems.append(f"card: dataset_info of {b.spec.name} has no split {b.spec.split}")
         elif split.num_examples != b.num_examples:
-            report.problems.append(f"card: {b.spec.name}/{b.spec.split} states {split.num_examples} rows, "
-                                   f"the Parquet file has {b.num_examples}")
+            report.problems.append(
+                f"card: {b.spec.name}/{b.spec.split} states {split.num_examples} rows, "
+                f"the Parquet file has {b.num_examples}"
+            )
         elif split.num_bytes != b.num_bytes:
-            report.problems.append(f"card: {b.spec.name}/{b.spec.split} states num_bytes {split.num_bytes}, "
-                                   f"the Parquet data has {b.num_bytes}")
+            report.problems.append(
+                f"card: {b.spec.name}/{b.spec.split} states num_bytes {split.num_bytes}, "
+                f"the Parquet data has {b.num_bytes}"
+            )
     if len(report.problems) == before and {k: v for k, v in meta.items()} != card_metadata(built, meta):
         report.problems.append("card: YAML front matter differs from what the registry and Parquet files give")
 
 
-def _check_croissant(folder: Path, record: dict, built: list[BuiltConfig], report: VerifyReport,
-                     *, validate: bool) -> None:
+def _check_croissant(
+    folder: Path, record: dict, built: list[BuiltConfig], report: VerifyReport, *, validate: bool
+) -> None:
     path = folder / CROISSANT_PATH
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
@@ -195,9 +207,12 @@ def _check_croissant(folder: Path, record: dict, built: list[BuiltConfig], repor
     except (UnicodeDecodeError, json.JSONDecodeError):
         report.problems.append(f"{CROISSANT_PATH}: not valid JSON")
         return
-    expected = render_croissant(built, version=str(record.get("version")),
-                                date_published=document.get("datePublished") if isinstance(document, dict) else None,
-                                repo_id=record.get("repo_id") or DEFAULT_REPO_ID)
+    expected = render_croissant(
+        built,
+        version=str(record.get("version")),
+        date_published=document.get("datePublished") if isinstance(document, dict) else None,
+        repo_id=record.get("repo_id") or DEFAULT_REPO_ID,
+    )
     if document != expected:
         report.problems.append(f"{CROISSANT_PATH}: differs from what the registry and Parquet files give")
     if validate:

@@ -19,13 +19,14 @@ Only :mod:`pyarrow` is imported here; :meth:`ConfigSpec.features` imports :mod:`
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from .errors import UnknownConfigError
+from ..errors import UnknownConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
     import datasets
@@ -77,9 +78,6 @@ class Column:
     @property
     def arrow_type(self) -> pa.DataType:
         return ARROW_TYPES[self.kind]
-
-    def with_labels(self, *extra: str) -> "Column":
-        return Column(self.name, "label", self.description, OUTCOME_LABELS + extra)
 
 
 def _c(kind: str, description: str) -> tuple[str, str]:
@@ -149,8 +147,12 @@ _VOCABULARY: dict[str, tuple[str, str]] = {
     "within_margin_processes": _c("int64", "Eligible processes within the margin"),
     "above_margin_processes": _c("int64", "Eligible processes above the margin"),
     "memory_failure_processes": _c("int64", "Eligible processes with a diagnosed memory failure"),
-    "max_completed_run_peak_mib": _c("float64", "Maximum peak over completed eligible processes, MiB; null if none completed"),
-    "mean_completed_run_peak_mib": _c("float64", "Mean peak over completed eligible processes, MiB; null if none completed"),
+    "max_completed_run_peak_mib": _c(
+        "float64", "Maximum peak over completed eligible processes, MiB; null if none completed"
+    ),
+    "mean_completed_run_peak_mib": _c(
+        "float64", "Mean peak over completed eligible processes, MiB; null if none completed"
+    ),
     "recorded_attempts": _c("int64", "All recorded invocations"),
     "documented_completed_attempts": _c("int64", "Recorded invocations with documented completion"),
     "excluded_attempts": _c("int64", "Recorded invocations excluded from the label"),
@@ -182,7 +184,9 @@ _VOCABULARY: dict[str, tuple[str, str]] = {
     "eligible": _c("bool", "The invocation supplies an eligible resource outcome"),
     "documented_completion": _c("bool", "Completion is documented (False: not established, not a failure)"),
     "exclusion_reason": _c("string_list", "Reasons the invocation was excluded; null when eligible"),
-    "last_completed_step_if_documented": _c("int64", "Last completed step of a late excluded attempt; null when not curated"),
+    "last_completed_step_if_documented": _c(
+        "int64", "Last completed step of a late excluded attempt; null when not curated"
+    ),
     "evidence_files": _c("string_list", "Evidence files in the archive"),
     "scheduler_evidence": _c("string", "Additional scheduler evidence, when available"),
     "stage": _c("string", "Execution stage of the measurement"),
@@ -200,7 +204,9 @@ _VOCABULARY: dict[str, tuple[str, str]] = {
     "evaluation_known_memory_failure": _c("bool", "An evaluation attempt has known memory-failure evidence"),
     "evaluation_known_above_margin": _c("bool", "An evaluation attempt has known above-margin evidence"),
     "screen_peak_mib": _c("float64", "Peak of the completed screen, MiB; null for a failed screen"),
-    "evaluation_max_completed_peak_mib": _c("float64", "Maximum completed evaluation peak, MiB; null if none completed"),
+    "evaluation_max_completed_peak_mib": _c(
+        "float64", "Maximum completed evaluation peak, MiB; null if none completed"
+    ),
     "recorded_screen_attempts": _c("int64", "Recorded screen invocations"),
     "recorded_evaluation_attempts": _c("int64", "Recorded evaluation invocations"),
     "attempt_index": _c("int64", "Attempt number within its slot, from 1"),
@@ -225,7 +231,9 @@ _VOCABULARY: dict[str, tuple[str, str]] = {
     "eligible_seed_count": _c("int64", "Seeds with eligible outcomes"),
     "eligible_seeds": _c("string_list", "Seeds with eligible outcomes; null when none"),
     "known_margin_exceedance": _c("bool", "Known evidence of a peak above the limit"),
-    "logistic_predicted_peak_mib": _c("float64", "Logistic classifier peak prediction, MiB; null (it predicts labels only)"),
+    "logistic_predicted_peak_mib": _c(
+        "float64", "Logistic classifier peak prediction, MiB; null (it predicts labels only)"
+    ),
     "logistic_unscored_approval": _c("bool", "Logistic classification approves an unresolved target"),
     "maximum_known_completed_peak_mib": _c("float64", "Maximum known completed peak, MiB; null if none"),
     "required_seeds": _c("int64", "Seeds required for a repeated label"),
@@ -318,12 +326,12 @@ class ConfigSpec:
         return pa.schema([pa.field(c.name, c.arrow_type) for c in self.columns])
 
     @property
-    def features(self) -> "datasets.Features":
+    def features(self) -> datasets.Features:
         """The ``datasets.Features`` of this table (imports ``datasets``)."""
         return _features(self)
 
 
-def _features(spec: ConfigSpec) -> "datasets.Features":
+def _features(spec: ConfigSpec) -> datasets.Features:
     import datasets
 
     def feature(c: Column):
@@ -338,7 +346,9 @@ def _features(spec: ConfigSpec) -> "datasets.Features":
 
 _SPECS: tuple[ConfigSpec, ...] = (
     ConfigSpec(
-        "admission_candidates", "test", "benchmark/decision/results/candidate_results.csv",
+        "admission_candidates",
+        "test",
+        "benchmark/decision/results/candidate_results.csv",
         "The twelve admission-panel candidates with settings, donor label, screen and repeated evaluation outcome",
         ("candidate_id",),
         _columns("""model_name workload_name configuration_level evaluation_state screen_state source_state
@@ -348,7 +358,9 @@ _SPECS: tuple[ConfigSpec, ...] = (
             case_id model_family dataset"""),
     ),
     ConfigSpec(
-        "transfer_configurations", "measured", "benchmark/transfer_configurations.csv",
+        "transfer_configurations",
+        "measured",
+        "benchmark/transfer_configurations.csv",
         "The 98 configurations used as transfer sources or targets, settings joined to outcomes",
         ("configuration_id",),
         _columns("""model_name workload_name gpu_count total_training_steps configuration_level actor_micro_batch
@@ -364,13 +376,17 @@ _SPECS: tuple[ConfigSpec, ...] = (
             label_scope used_in_transfer_tasks"""),
     ),
     ConfigSpec(
-        "all_configurations", "measured", "benchmark/configuration_results.csv",
+        "all_configurations",
+        "measured",
+        "benchmark/configuration_results.csv",
         "All 212 measured configurations, settings joined to repeated outcomes (browsing, not blind input)",
         ("configuration_id",),
         _columns(_SETTINGS + " " + _OUTCOMES + " used_in_transfer_tasks", observed_state=("not_repeated",)),
     ),
     ConfigSpec(
-        "eligible_runs", "measured", "benchmark/runs.csv",
+        "eligible_runs",
+        "measured",
+        "benchmark/runs.csv",
         "The 612 eligible processes behind the labels, with peaks, elapsed time and evidence paths",
         ("run_id",),
         _columns("""run_id configuration_id study experiment_id training_seed job_id pair_id period observed_state
@@ -379,51 +395,74 @@ _SPECS: tuple[ConfigSpec, ...] = (
             gpu_telemetry_csv environment_json allocation_manifest source_head"""),
     ),
     ConfigSpec(
-        "recorded_attempts", "recorded", "benchmark/attempts.csv",
+        "recorded_attempts",
+        "recorded",
+        "benchmark/attempts.csv",
         "All 683 recorded invocations, eligible or excluded, with audited outcome and evidence",
         ("attempt_id",),
-        _columns("""attempt_id configuration_id run_id study experiment_id job_id eligible recorded_outcome
+        _columns(
+            """attempt_id configuration_id run_id study experiment_id job_id eligible recorded_outcome
             documented_completion failure_kind exclusion_reason last_completed_step_if_documented evidence_files
             scheduler_evidence""",
-                 recorded_outcome=("completed", "no_trial_record", "other_failure", "timeout_unresolved_cause",
-                                   "accelerator_argument_error_then_noncompletion")),
+            recorded_outcome=(
+                "completed",
+                "no_trial_record",
+                "other_failure",
+                "timeout_unresolved_cause",
+                "accelerator_argument_error_then_noncompletion",
+            ),
+        ),
     ),
     ConfigSpec(
-        "stage_measurements", "measured", "benchmark/stage_measurements.csv",
+        "stage_measurements",
+        "measured",
+        "benchmark/stage_measurements.csv",
         "Externally sampled device-memory peak of each observed execution stage of each eligible process",
         ("run_id", "stage"),
         _columns("run_id configuration_id stage observed_peak_mib coverage phase_memory_csv"),
     ),
     ConfigSpec(
-        "transfer_queries", "evaluation", "benchmark/queries.csv",
+        "transfer_queries",
+        "evaluation",
+        "benchmark/queries.csv",
         "The 400 transfer queries: predict the target's label from the matched source's measurements",
         ("query_id",),
         _columns("""query_id task_id track source_configuration_id target_configuration_id source_case_id
             target_case_id"""),
     ),
     ConfigSpec(
-        "admission_attempts", "recorded", "benchmark/decision/results/attempts.csv",
+        "admission_attempts",
+        "recorded",
+        "benchmark/decision/results/attempts.csv",
         "The 48 admission-panel invocations (one screen and three evaluation slots per candidate)",
         ("attempt_id",),
-        _columns("""attempt_id attempt_index slot_id candidate_id case_id role training_seed job_id state
+        _columns(
+            """attempt_id attempt_index slot_id candidate_id case_id role training_seed job_id state
             known_memory_failure peak_mib completed_final_operations wrapper_exit_code elapsed_seconds
             validation_error repair_reason allocation_manifest attempt_directory source_head last_completed_step""",
-                 state=(UNRESOLVED,)),
+            state=(UNRESOLVED,),
+        ),
     ),
     ConfigSpec(
-        "larger_model_configurations", "measured", "benchmark/estimation/results/configurations_flat.csv",
+        "larger_model_configurations",
+        "measured",
+        "benchmark/estimation/results/configurations_flat.csv",
         "Twelve planned Qwen2.5-7B settings with frozen method predictions and their resolved outcomes",
         ("configuration_id",),
         _columns(_FOLLOWUP, observed_state=(UNRESOLVED,)),
     ),
     ConfigSpec(
-        "expanded_host_configurations", "measured", "benchmark/host_capacity/results/configurations_flat.csv",
+        "expanded_host_configurations",
+        "measured",
+        "benchmark/host_capacity/results/configurations_flat.csv",
         "Six expanded-host follow-up settings with the frozen predictions and new seed slots",
         ("configuration_id",),
         _columns(_FOLLOWUP, observed_state=(UNRESOLVED,)),
     ),
     ConfigSpec(
-        "configuration_feasibility", "configurations", "tables/three-model-configurations.csv",
+        "configuration_feasibility",
+        "configurations",
+        "tables/three-model-configurations.csv",
         "Feasibility of the three-model configuration grid (file not published in every revision)",
         ("configuration_id",),
         _columns("""configuration_id model_name workload_name gpu_count configuration_level actor_micro_batch
@@ -431,22 +470,35 @@ _SPECS: tuple[ConfigSpec, ...] = (
     ),
     # supporting tables: read by features of the package, not named by the card
     ConfigSpec(
-        "configurations", "measured", "benchmark/configurations.csv",
+        "configurations",
+        "measured",
+        "benchmark/configurations.csv",
         "Settings of all 212 configurations, without outcomes",
-        ("configuration_id",), _columns(_SETTINGS), card=False,
+        ("configuration_id",),
+        _columns(_SETTINGS),
+        card=False,
     ),
     ConfigSpec(
-        "outcomes", "measured", "benchmark/outcomes.csv",
+        "outcomes",
+        "measured",
+        "benchmark/outcomes.csv",
         "Repeated label and attempt summary of each configuration, one-to-one with configurations",
-        ("configuration_id",), _columns("configuration_id " + _OUTCOMES, observed_state=("not_repeated",)), card=False,
+        ("configuration_id",),
+        _columns("configuration_id " + _OUTCOMES, observed_state=("not_repeated",)),
+        card=False,
     ),
     ConfigSpec(
-        "not_started_conditions", "recorded", "benchmark/not_started_conditions.csv",
+        "not_started_conditions",
+        "recorded",
+        "benchmark/not_started_conditions.csv",
         "Six planned control conditions that never started (not attempts)",
         ("experiment_id",),
-        _columns("""experiment_id pair_id condition period model_family dataset training_seed job_id
+        _columns(
+            """experiment_id pair_id condition period model_family dataset training_seed job_id
             initial_allocation attempted outcome observed_peak_mib actor_update_peak_mib terminal_sampled_phase""",
-                 outcome=("not_attempted",)), card=False,
+            outcome=("not_attempted",),
+        ),
+        card=False,
     ),
 )
 

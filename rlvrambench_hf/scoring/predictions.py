@@ -13,12 +13,12 @@ from __future__ import annotations
 import csv
 import io
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import pyarrow as pa
 
-from .arrowtools import one_chunk
-from .errors import InputError, first_line
+from ..data.arrowtools import one_chunk
+from ..errors import InputError, first_line
 
 #: Characters stripped around cells and header names.
 WHITESPACE = " \t"
@@ -29,8 +29,9 @@ def columns_spec(required: Sequence[str], optional: Sequence[str] = ()) -> str:
     return ",".join(required) + "".join(f"[,{name}]" for name in optional)
 
 
-def read_prediction_file(path: str | os.PathLike, required: Sequence[str],
-                         optional: Sequence[str] = ()) -> dict[str, pa.Array]:
+def read_prediction_file(
+    path: str | os.PathLike, required: Sequence[str], optional: Sequence[str] = ()
+) -> dict[str, pa.Array]:
     """The columns of a predictions file as string arrays (cells as written, nothing stripped), keyed by name."""
     import pyarrow.csv as pacsv
 
@@ -50,14 +51,20 @@ def read_prediction_file(path: str | os.PathLike, required: Sequence[str],
     extra = [n for n in names if n not in required and n not in optional]
     if missing or extra or len(names) != len(set(names)):
         found = ",".join(names)
-        raise InputError(f"predictions file {name} must have exactly the columns {expected} "
-                         f"(found {found!r}" + (f"; missing {', '.join(missing)}" if missing else "") + ")")
+        raise InputError(
+            f"predictions file {name} must have exactly the columns {expected} "
+            f"(found {found!r}" + (f"; missing {', '.join(missing)}" if missing else "") + ")"
+        )
     try:
         table = pacsv.read_csv(
             path,
             read_options=pacsv.ReadOptions(column_names=names, skip_rows=1, block_size=1 << 24),
-            convert_options=pacsv.ConvertOptions(column_types={n: pa.string() for n in names}, null_values=[],
-                                                 strings_can_be_null=False, quoted_strings_can_be_null=False),
+            convert_options=pacsv.ConvertOptions(
+                column_types={n: pa.string() for n in names},
+                null_values=[],
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
         )
     except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
         raise InputError(f"predictions file {name} is not a valid UTF-8 CSV: {first_line(exc)}") from None

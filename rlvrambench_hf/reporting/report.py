@@ -10,31 +10,59 @@ from __future__ import annotations
 import base64
 import html
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
-from .errors import InputError, MissingFileError
-from .registry import MARGIN_LIMIT_MIB, card_configs
+from ..data.registry import MARGIN_LIMIT_MIB, card_configs
+from ..errors import InputError, MissingFileError
 
 TITLE = "RLVRAMBench report"
 REFERENCE_RULES = ("source_label", "always_approve", "always_reject")
-TRANSFER_COLUMNS = ("queries", "correct_three_state", "three_state_accuracy", "approved", "approved_within_margin",
-                    "approved_memory_failure", "approved_above_margin", "rejected_within_margin",
-                    "within_margin_recall", "within_margin_approval_precision")
-ADMISSION_COLUMNS = ("rule", "budget_target_attempts_per_case", "cases", "cases_with_defined_recall",
-                     "macro_case_within_margin_recall", "approved", "approved_within_margin",
-                     "approved_memory_failure", "approved_above_margin", "spent_target_attempts", "donor_attempts",
-                     "cold_start_attributed_attempts")
+TRANSFER_COLUMNS = (
+    "queries",
+    "correct_three_state",
+    "three_state_accuracy",
+    "approved",
+    "approved_within_margin",
+    "approved_memory_failure",
+    "approved_above_margin",
+    "rejected_within_margin",
+    "within_margin_recall",
+    "within_margin_approval_precision",
+)
+ADMISSION_COLUMNS = (
+    "rule",
+    "budget_target_attempts_per_case",
+    "cases",
+    "cases_with_defined_recall",
+    "macro_case_within_margin_recall",
+    "approved",
+    "approved_within_margin",
+    "approved_memory_failure",
+    "approved_above_margin",
+    "spent_target_attempts",
+    "donor_attempts",
+    "cold_start_attributed_attempts",
+)
 FIGURES = (
-    ("feasibility.png", "Boundary-study feasibility",
-     f"Repeated label of each 2-GPU boundary configuration (c0–c5); numbers are the maximum completed per-device "
-     f"peak in GiB, blank for memory failures. Limit: {MARGIN_LIMIT_MIB:,} MiB per device."),
-    ("stages.png", "Per-stage peaks",
-     f"Per-stage device-memory peaks of every eligible process against the {MARGIN_LIMIT_MIB:,} MiB limit; "
-     "boxes summarise completed runs, crosses are failure-partial stage records."),
-    ("admission.png", "Admission curves",
-     "Case-averaged within-margin recall against the per-case screening budget for each rule."),
+    (
+        "feasibility.png",
+        "Boundary-study feasibility",
+        f"Repeated label of each 2-GPU boundary configuration (c0–c5); numbers are the maximum completed per-device "
+        f"peak in GiB, blank for memory failures. Limit: {MARGIN_LIMIT_MIB:,} MiB per device.",
+    ),
+    (
+        "stages.png",
+        "Per-stage peaks",
+        f"Per-stage device-memory peaks of every eligible process against the {MARGIN_LIMIT_MIB:,} MiB limit; "
+        "boxes summarise completed runs, crosses are failure-partial stage records.",
+    ),
+    (
+        "admission.png",
+        "Admission curves",
+        "Case-averaged within-margin recall against the per-case screening budget for each rule.",
+    ),
 )
 
 
@@ -48,22 +76,35 @@ class Report:
 
 def build_report(source=None, revision: str | None = None, *, policy: str | None = None) -> Report:
     """Compute every section of the report for ``source`` (a ``module:attr`` policy joins the admission replay)."""
-    from . import admission, transfer
-    from .followup import STUDIES, score_study
-    from .plots import (admission_curve, admission_figure, feasibility_figure, feasibility_matrix, figure_png,
-                        stage_table, stages_figure)
-    from .sources import open_source
-    from .tables import load_table
+    from .. import admission, transfer
+    from ..data.sources import open_source
+    from ..data.tables import load_table
+    from ..followup import STUDIES, score_study
+    from .plots import (
+        admission_curve,
+        admission_figure,
+        feasibility_figure,
+        feasibility_matrix,
+        figure_png,
+        stage_table,
+        stages_figure,
+    )
 
     src = open_source(source, revision)
     configurations = load_table("all_configurations", src, decode=True)
-    replay = (admission.replay_report(src) if policy is None
-              else admission.replay_report(src, policy=admission.load_policy(policy)))
+    replay = (
+        admission.replay_report(src)
+        if policy is None
+        else admission.replay_report(src, policy=admission.load_policy(policy))
+    )
     images = {
         "feasibility.png": figure_png(feasibility_figure(feasibility_matrix(configurations))),
-        "stages.png": figure_png(stages_figure(
-            stage_table(load_table("stage_measurements", src, decode=True), configurations),
-            title="Per-stage device-memory peaks: all eligible processes")),
+        "stages.png": figure_png(
+            stages_figure(
+                stage_table(load_table("stage_measurements", src, decode=True), configurations),
+                title="Per-stage device-memory peaks: all eligible processes",
+            )
+        ),
         "admission.png": figure_png(admission_figure(admission_curve(replay))),
     }
     references = {rule: transfer.reference_scores(rule, src) for rule in REFERENCE_RULES}
@@ -72,9 +113,10 @@ def build_report(source=None, revision: str | None = None, *, policy: str | None
         _section("Configs", _configs_table(src)),
         *(_section(title, _figure(name, images[name], caption)) for name, title, caption in FIGURES),
         _section("Transfer reference rules, per track", _transfer_table(references)),
-        _section("Admission replay summary", _table(ADMISSION_COLUMNS,
-                                                    [[row.get(c) for c in ADMISSION_COLUMNS]
-                                                     for row in replay["summary"]])),
+        _section(
+            "Admission replay summary",
+            _table(ADMISSION_COLUMNS, [[row.get(c) for c in ADMISSION_COLUMNS] for row in replay["summary"]]),
+        ),
         _section("Follow-up studies", "".join(_followup_block(study, scores) for study, scores in followups.items())),
     ]
     identity = src.identity
@@ -83,10 +125,11 @@ def build_report(source=None, revision: str | None = None, *, policy: str | None
     return Report(page, images)
 
 
-def write_report(output_dir: str | os.PathLike, source=None, revision: str | None = None, *,
-                 policy: str | None = None) -> Path:
+def write_report(
+    output_dir: str | os.PathLike, source=None, revision: str | None = None, *, policy: str | None = None
+) -> Path:
     """Build the report and write ``index.html`` and its PNGs into ``output_dir`` (created if needed)."""
-    from .io import write_atomic
+    from ..data.output import write_atomic
 
     target = Path(output_dir)
     if target.exists() and not target.is_dir():
@@ -102,7 +145,7 @@ def write_report(output_dir: str | os.PathLike, source=None, revision: str | Non
 
 
 def _configs_table(src) -> str:
-    from .tables import load_table
+    from ..data.tables import load_table
 
     rows = []
     for spec in card_configs():
@@ -124,30 +167,56 @@ def _transfer_table(references: Mapping[str, Mapping]) -> str:
 
 
 def _followup_block(study: str, scores: Mapping) -> str:
-    summary = (f"<p><strong>{html.escape(study)}</strong>: {scores['resolved_configurations']} of "
-               f"{scores['planned_configurations']} planned configurations resolved (full-panel coverage "
-               f"{_cell(scores['full_panel_coverage'])}). Unresolved: "
-               f"{html.escape(', '.join(scores['unresolved_ids']) or 'none')}.</p>")
-    headers = ("method", "approved (full panel)", "scored approvals", "unscored approvals",
-               "unscored with known failure", "unscored with known exceedance", "correct on resolved",
-               "approved memory failures", "approved above margin", "recall", "precision",
-               "peak coverage", "peak MAE (MiB)")
+    summary = (
+        f"<p><strong>{html.escape(study)}</strong>: {scores['resolved_configurations']} of "
+        f"{scores['planned_configurations']} planned configurations resolved (full-panel coverage "
+        f"{_cell(scores['full_panel_coverage'])}). Unresolved: "
+        f"{html.escape(', '.join(scores['unresolved_ids']) or 'none')}.</p>"
+    )
+    headers = (
+        "method",
+        "approved (full panel)",
+        "scored approvals",
+        "unscored approvals",
+        "unscored with known failure",
+        "unscored with known exceedance",
+        "correct on resolved",
+        "approved memory failures",
+        "approved above margin",
+        "recall",
+        "precision",
+        "peak coverage",
+        "peak MAE (MiB)",
+    )
     rows = []
     for method, a in scores["approvals"].items():
         m = scores["resolved_subset_metrics"][method]
-        rows.append([method, a["full_panel_approved_configurations"], a["scored_approved_configurations"],
-                     a["unscored_approved_configurations"], a["unscored_approvals_with_known_failure"],
-                     a["unscored_approvals_with_known_margin_exceedance"], m.get("correct_three_state"),
-                     m.get("approved_memory_failure"), m.get("approved_above_margin"),
-                     m.get("within_margin_recall"), m.get("within_margin_approval_precision"),
-                     m.get("completed_peak_prediction_coverage"), m.get("completed_peak_mae_mib")])
+        rows.append(
+            [
+                method,
+                a["full_panel_approved_configurations"],
+                a["scored_approved_configurations"],
+                a["unscored_approved_configurations"],
+                a["unscored_approvals_with_known_failure"],
+                a["unscored_approvals_with_known_margin_exceedance"],
+                m.get("correct_three_state"),
+                m.get("approved_memory_failure"),
+                m.get("approved_above_margin"),
+                m.get("within_margin_recall"),
+                m.get("within_margin_approval_precision"),
+                m.get("completed_peak_prediction_coverage"),
+                m.get("completed_peak_mae_mib"),
+            ]
+        )
     return summary + _table(headers, rows) + f"<p class=note>{html.escape(scores['metric_scope'])}</p>"
 
 
 def _figure(name: str, data: bytes, caption: str) -> str:
     encoded = base64.b64encode(data).decode("ascii")
-    return (f'<figure><img id="{html.escape(name.split(".")[0])}" src="data:image/png;base64,{encoded}" '
-            f'alt="{html.escape(caption)}"><figcaption>{html.escape(caption)}</figcaption></figure>')
+    return (
+        f'<figure><img id="{html.escape(name.split(".")[0])}" src="data:image/png;base64,{encoded}" '
+        f'alt="{html.escape(caption)}"><figcaption>{html.escape(caption)}</figcaption></figure>'
+    )
 
 
 def _section(title: str, body: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from .errors import UnknownConfigError
+from ..errors import UnknownConfigError
 from .registry import get_spec
 from .sources import Source
 
@@ -21,7 +21,7 @@ def load_dataset(
     revision: str | None = None,
     streaming: bool = False,
     cache_dir: str | None = None,
-) -> "datasets.Dataset | datasets.DatasetDict | datasets.IterableDataset | datasets.IterableDatasetDict":
+) -> datasets.Dataset | datasets.DatasetDict | datasets.IterableDataset | datasets.IterableDatasetDict:
     """Load ``config`` with the registry's exact features.
 
     ``source`` is a Hub repo id or a directory (``None``: ``$RLVRAMBENCH_SOURCE``, else the default repo);

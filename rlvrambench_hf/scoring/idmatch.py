@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from .arrowtools import compact_codes
+from ..data.arrowtools import compact_codes
 
 _BLOCK = 1 << 20
 _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
@@ -30,29 +30,38 @@ class FixedWidthStrings:
     length: int
 
     @classmethod
-    def of(cls, values: pa.Array) -> "FixedWidthStrings | None":
+    def of(cls, values: pa.Array) -> FixedWidthStrings | None:
         """The fixed-width view of a string array, or None when it has nulls or values of different lengths."""
         n = len(values)
-        if n == 0 or values.null_count or not (pa.types.is_string(values.type)
-                                               or pa.types.is_large_string(values.type)):
+        if (
+            n == 0
+            or values.null_count
+            or not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type))
+        ):
             return None
         offset_type = np.int32 if pa.types.is_string(values.type) else np.int64
-        offsets = np.frombuffer(values.buffers()[1], dtype=offset_type, count=n + 1,
-                                offset=values.offset * np.dtype(offset_type).itemsize)
+        offsets = np.frombuffer(
+            values.buffers()[1], dtype=offset_type, count=n + 1, offset=values.offset * np.dtype(offset_type).itemsize
+        )
         start, total = int(offsets[0]), int(offsets[-1]) - int(offsets[0])
         width = total // n
         if width == 0 or width * n != total:
             return None
         for begin in range(0, n, _BLOCK):  # in blocks: no n-sized temporary
-            if (np.diff(offsets[begin:begin + _BLOCK + 1]) != width).any():
+            if (np.diff(offsets[begin : begin + _BLOCK + 1]) != width).any():
                 return None
         return cls(values.buffers()[2], start, width, n)
 
     def column(self, byte: int, dtype: type = np.uint8, begin: int = 0, end: int | None = None) -> np.ndarray:
         """A strided (copy-free) view of the ``dtype`` item at byte ``byte`` of values ``begin:end``."""
         end = self.length if end is None else min(end, self.length)
-        return np.ndarray((end - begin,), dtype=np.dtype(dtype).newbyteorder("<"), buffer=self.data,
-                          offset=self.start + begin * self.width + byte, strides=(self.width,))
+        return np.ndarray(
+            (end - begin,),
+            dtype=np.dtype(dtype).newbyteorder("<"),
+            buffer=self.data,
+            offset=self.start + begin * self.width + byte,
+            strides=(self.width,),
+        )
 
     def words(self, begin: int = 0, end: int | None = None) -> list[np.ndarray]:
         """The values ``begin:end`` as uint64 words that together hold every byte (the last one may overlap)."""
@@ -70,11 +79,13 @@ class FixedWidthStrings:
         """A 64-bit hash of each value (equal values, equal hashes)."""
         out = np.empty(self.length, dtype=np.uint64)
         for begin in range(0, self.length, _BLOCK):
-            h = None
-            for word in self.words(begin, begin + _BLOCK):
-                h = word * _MULTIPLIER if h is None else (h ^ word) * _MULTIPLIER
+            words = self.words(begin, begin + _BLOCK)
+            h = words[0] * _MULTIPLIER
+            h ^= h >> np.uint64(29)
+            for word in words[1:]:
+                h = (h ^ word) * _MULTIPLIER
                 h ^= h >> np.uint64(29)
-            out[begin:begin + len(h)] = h
+            out[begin : begin + len(h)] = h
         return out
 
     def records(self) -> np.ndarray:
@@ -95,12 +106,12 @@ class FixedWidthIndex:
 
     ids: FixedWidthStrings
     row_bits: int
-    sorted_hashes: np.ndarray     # truncated hashes (low row_bits bits cleared), ascending
-    positions: np.ndarray         # position of the id of each sorted hash
-    ties: np.ndarray              # indices into sorted_hashes whose truncated hash is not unique
+    sorted_hashes: np.ndarray  # truncated hashes (low row_bits bits cleared), ascending
+    positions: np.ndarray  # position of the id of each sorted hash
+    ties: np.ndarray  # indices into sorted_hashes whose truncated hash is not unique
 
     @classmethod
-    def build(cls, ids: pa.Array) -> "FixedWidthIndex | None":
+    def build(cls, ids: pa.Array) -> FixedWidthIndex | None:
         """The index of ``ids`` (distinct values), or None when they are not all of one byte length."""
         strings = FixedWidthStrings.of(ids)
         if strings is None:
@@ -118,17 +129,21 @@ class FixedWidthIndex:
         """The position in the index of each of ``values`` when they are exactly the indexed ids, each once and
         without surrounding spaces or tabs; None otherwise (the caller then takes the exact path)."""
         strings = FixedWidthStrings.of(values)
-        if (strings is None or strings.length != self.ids.length or strings.width != self.ids.width
-                or strings.has_surrounding_whitespace()):
+        if (
+            strings is None
+            or strings.length != self.ids.length
+            or strings.width != self.ids.width
+            or strings.has_surrounding_whitespace()
+        ):
             return None
         packed = _hashes_with_rows(strings, self.row_bits)
         row_mask = np.uint64((1 << self.row_bits) - 1)
         positions = np.empty(strings.length, dtype=self.positions.dtype)
         for begin in range(0, strings.length, _BLOCK):  # in blocks: no n-sized temporary
-            block = packed[begin:begin + _BLOCK]
-            if not np.array_equal(block & ~row_mask, self.sorted_hashes[begin:begin + _BLOCK]):
+            block = packed[begin : begin + _BLOCK]
+            if not np.array_equal(block & ~row_mask, self.sorted_hashes[begin : begin + _BLOCK]):
                 return None  # not the same multiset of hashes: some id is missing, repeated or unexpected
-            positions[(block & row_mask).astype(np.intp)] = self.positions[begin:begin + _BLOCK]
+            positions[(block & row_mask).astype(np.intp)] = self.positions[begin : begin + _BLOCK]
         if len(self.ties):  # equal truncated hashes pair up arbitrarily: match those few ids by their bytes
             given, indexed = strings.records(), self.ids.records()
             key_positions = self.positions[self.ties]
@@ -141,7 +156,7 @@ class FixedWidthIndex:
         del packed
         given, indexed = strings.records(), self.ids.records()
         for begin in range(0, strings.length, _BLOCK):  # equal hashes are no proof: compare every byte
-            if not np.array_equal(given[begin:begin + _BLOCK], indexed[positions[begin:begin + _BLOCK]]):
+            if not np.array_equal(given[begin : begin + _BLOCK], indexed[positions[begin : begin + _BLOCK]]):
                 return None
         return positions
 
@@ -151,6 +166,6 @@ def _hashes_with_rows(strings: FixedWidthStrings, row_bits: int) -> np.ndarray:
     packed = strings.hashes()
     packed &= ~np.uint64((1 << row_bits) - 1)
     for begin in range(0, len(packed), _BLOCK):
-        packed[begin:begin + _BLOCK] |= np.arange(begin, min(begin + _BLOCK, len(packed)), dtype=np.uint64)
+        packed[begin : begin + _BLOCK] |= np.arange(begin, min(begin + _BLOCK, len(packed)), dtype=np.uint64)
     packed.sort()
     return packed

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import MissingFileError, RLVRAMBenchError
+from ..errors import MissingFileError, RLVRAMBenchError
 from .registry import MANIFESTS, REGISTRY
 from .sources import Source, sha256_file
 from .tables import read_csv
@@ -111,8 +111,14 @@ def _count_checks(source: Source, tables: dict[str, pa.Table]) -> list[Check]:
     if "all_configurations" in tables and "transfer_configurations" in tables:
         used = pc.sum(tables["all_configurations"].column("used_in_transfer_tasks")).as_py()
         found = tables["transfer_configurations"].num_rows
-        checks.append(Check("rows", "transfer_configurations", PASSED if used == found else FAILED,
-                            f"{found} rows; {used} configurations marked used_in_transfer_tasks"))
+        checks.append(
+            Check(
+                "rows",
+                "transfer_configurations",
+                PASSED if used == found else FAILED,
+                f"{found} rows; {used} configurations marked used_in_transfer_tasks",
+            )
+        )
     return checks
 
 
@@ -137,27 +143,42 @@ def _join_checks(tables: dict[str, pa.Table]) -> list[Check]:
             orphans = sorted({c for c in _ids(tables, config, "configuration_id") if c not in configurations})
             checks.append(_join(f"{config} → configurations", orphans, "configuration ids not in configurations"))
     if "eligible_runs" in tables and "recorded_attempts" in tables:
-        run_config = dict(zip(_ids(tables, "eligible_runs", "run_id"), _ids(tables, "eligible_runs", "configuration_id")))
+        run_config = dict(
+            zip(_ids(tables, "eligible_runs", "run_id"), _ids(tables, "eligible_runs", "configuration_id"))
+        )
         attempts = tables["recorded_attempts"].to_pydict()
-        links = Counter()
+        links: Counter[str] = Counter()
         bad = []
-        for attempt, run, eligible, config in zip(attempts["attempt_id"], attempts["run_id"], attempts["eligible"],
-                                                  attempts["configuration_id"]):
+        for attempt, run, eligible, config in zip(
+            attempts["attempt_id"], attempts["run_id"], attempts["eligible"], attempts["configuration_id"]
+        ):
             if eligible and (run not in run_config or run_config[run] != config):
                 bad.append(attempt)
             elif not eligible and run is not None:
                 bad.append(attempt)
             if eligible:
                 links[run] += 1
-        checks.append(_join("eligible attempts → one run each", bad,
-                            "attempts whose run link is missing, unknown, of another configuration or not eligible"))
+        checks.append(
+            _join(
+                "eligible attempts → one run each",
+                bad,
+                "attempts whose run link is missing, unknown, of another configuration or not eligible",
+            )
+        )
         unlinked = sorted(r for r in run_config if links[r] != 1)
-        checks.append(_join("runs ← exactly one eligible attempt", unlinked, "runs without exactly one eligible attempt"))
+        checks.append(
+            _join("runs ← exactly one eligible attempt", unlinked, "runs without exactly one eligible attempt")
+        )
         if "stage_measurements" in tables:
             stages = tables["stage_measurements"].to_pydict()
             bad = sorted({r for r, c in zip(stages["run_id"], stages["configuration_id"]) if run_config.get(r) != c})
-            checks.append(_join("stage_measurements → eligible_runs", bad,
-                                "stage rows whose run is unknown or of another configuration"))
+            checks.append(
+                _join(
+                    "stage_measurements → eligible_runs",
+                    bad,
+                    "stage rows whose run is unknown or of another configuration",
+                )
+            )
     if "transfer_queries" in tables and "transfer_configurations" in tables:
         transfer = set(_ids(tables, "transfer_configurations", "configuration_id"))
         queries = tables["transfer_queries"].to_pydict()
@@ -165,9 +186,19 @@ def _join_checks(tables: dict[str, pa.Table]) -> list[Check]:
         for i, query in enumerate(queries["query_id"]):
             source, target = queries["source_configuration_id"][i], queries["target_configuration_id"][i]
             source_case, target_case = queries["source_case_id"][i], queries["target_case_id"][i]
-            if (source not in transfer or target not in transfer or source_case == target_case
-                    or case_of.get(source) != source_case or case_of.get(target) != target_case):
+            if (
+                source not in transfer
+                or target not in transfer
+                or source_case == target_case
+                or case_of.get(source) != source_case
+                or case_of.get(target) != target_case
+            ):
                 bad.append(query)
-        checks.append(_join("transfer_queries → transfer_configurations", bad,
-                            "queries whose source/target is unknown, mis-cased or in the same case"))
+        checks.append(
+            _join(
+                "transfer_queries → transfer_configurations",
+                bad,
+                "queries whose source/target is unknown, mis-cased or in the same case",
+            )
+        )
     return checks

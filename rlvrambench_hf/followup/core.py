@@ -7,21 +7,18 @@ side: approvals over the full planned panel (scored and unscored, with the known
 unscored ones) and label and peak metrics over the resolved subset only. The label metrics are those of the
 transfer scoring (:func:`rlvrambench_hf.transfer.label_metrics`).
 
-:func:`score_panel` is the pure core; :func:`read_predictions` reads a user's predictions file and
-:func:`score_study` loads a study from a source and scores it.
+This module is the pure core (:func:`score_panel`); :mod:`.api` reads a user's predictions file and loads a
+study from a source.
 """
 
 from __future__ import annotations
 
 import math
-import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Mapping, Sequence
 
-from .errors import InputError
-from .predictions import WHITESPACE, read_prediction_file
-from .registry import OUTCOME_LABELS, UNRESOLVED
+from ..data.registry import OUTCOME_LABELS, UNRESOLVED
+from ..errors import InputError
 
 #: Study name (command-line spelling) → config holding it.
 STUDIES: dict[str, str] = {
@@ -40,7 +37,6 @@ METRIC_SCOPE = (
 )
 PREDICTION_COLUMNS = ("configuration_id", "predicted_state")
 PEAK_COLUMN = "predicted_peak_mib"
-#: Characters stripped around every cell, as by the transfer evaluator.
 
 
 @dataclass(frozen=True)
@@ -77,7 +73,7 @@ def score_panel(rows: Sequence[Mapping], methods: Mapping[str, MethodPredictions
     ``rows`` need ``configuration_id``, ``observed_state``, ``known_memory_failure``, ``known_margin_exceedance``
     and ``completed_peak_mib``; every method must predict exactly the rows' configuration ids.
     """
-    from .transfer import label_metrics
+    from ..scoring.labels import label_metrics
 
     ids = [r["configuration_id"] for r in rows]
     if len(set(ids)) != len(ids):
@@ -97,11 +93,13 @@ def score_panel(rows: Sequence[Mapping], methods: Mapping[str, MethodPredictions
             "unscored_approved_configurations": len(unscored),
             "unscored_approved_ids": _ids(unscored),
             "unscored_approvals_with_known_failure": sum(bool(r["known_memory_failure"]) for r in unscored),
-            "unscored_approvals_with_known_margin_exceedance":
-                sum(bool(r["known_margin_exceedance"]) for r in unscored),
+            "unscored_approvals_with_known_margin_exceedance": sum(
+                bool(r["known_margin_exceedance"]) for r in unscored
+            ),
         }
-        labels = label_metrics([prediction.states[r["configuration_id"]] for r in resolved],
-                               [r["observed_state"] for r in resolved])
+        labels = label_metrics(
+            [prediction.states[r["configuration_id"]] for r in resolved], [r["observed_state"] for r in resolved]
+        )
         metrics[name] = {**labels, **peak_metrics(resolved, prediction.peaks_mib)}
     return {
         "planned_configurations": len(rows),
@@ -134,21 +132,9 @@ def peak_metrics(resolved: Sequence[Mapping], peaks_mib: Mapping[str, float | No
     }
 
 
-def read_predictions(path: str | os.PathLike, configuration_ids: Sequence[str]) -> MethodPredictions:
-    """Read ``configuration_id,predicted_state[,predicted_peak_mib]`` covering exactly ``configuration_ids``.
-
-    The file rules are those of every predictions file (:mod:`rlvrambench_hf.predictions`): a UTF-8 BOM, blank
-    lines and spaces or tabs around cells are tolerated; labels are case-sensitive (lower case). A blank peak
-    means no peak prediction. Every problem is a one-line :class:`InputError` naming counts and example ids.
-    """
-    columns = read_prediction_file(path, PREDICTION_COLUMNS, (PEAK_COLUMN,))
-    cells = {name: [v.strip(WHITESPACE) for v in values.to_pylist()] for name, values in columns.items()}
-    rows = [dict(zip(cells, row)) for row in zip(*cells.values())]
-    return validate_predictions(rows, configuration_ids, name=Path(path).name)
-
-
-def validate_predictions(rows: Sequence[Mapping[str, str]], configuration_ids: Sequence[str], *,
-                         name: str = "predictions") -> MethodPredictions:
+def validate_predictions(
+    rows: Sequence[Mapping[str, str]], configuration_ids: Sequence[str], *, name: str = "predictions"
+) -> MethodPredictions:
     """Check prediction rows (``configuration_id``, ``predicted_state``, optional ``predicted_peak_mib``)."""
     blank_ids = sum(1 for row in rows if not row["configuration_id"])
     if blank_ids:
@@ -169,41 +155,22 @@ def validate_predictions(rows: Sequence[Mapping[str, str]], configuration_ids: S
             if peaks[cid] is _BAD:
                 bad_peaks.append(f"{cid}={row[PEAK_COLUMN]!r}")
     if duplicates:
-        raise InputError(f"predictions {name}: {len(duplicates)} duplicate configuration id(s), "
-                         f"e.g. {_examples(sorted(set(duplicates)))}")
+        raise InputError(
+            f"predictions {name}: {len(duplicates)} duplicate configuration id(s), "
+            f"e.g. {_examples(sorted(set(duplicates)))}"
+        )
     _check_coverage(states, configuration_ids, f"predictions {name}")
     if bad_labels:
-        raise InputError(f"predictions {name}: {len(bad_labels)} invalid predicted_state value(s), e.g. "
-                         f"{_examples(bad_labels)}; allowed: {', '.join(OUTCOME_LABELS)}")
+        raise InputError(
+            f"predictions {name}: {len(bad_labels)} invalid predicted_state value(s), e.g. "
+            f"{_examples(bad_labels)}; allowed: {', '.join(OUTCOME_LABELS)}"
+        )
     if bad_peaks:
-        raise InputError(f"predictions {name}: {len(bad_peaks)} invalid {PEAK_COLUMN} value(s), e.g. "
-                         f"{_examples(bad_peaks)}; expected a finite non-negative number of MiB or a blank")
+        raise InputError(
+            f"predictions {name}: {len(bad_peaks)} invalid {PEAK_COLUMN} value(s), e.g. "
+            f"{_examples(bad_peaks)}; expected a finite non-negative number of MiB or a blank"
+        )
     return MethodPredictions(states=states, peaks_mib=peaks)
-
-
-def study_rows(study: str, source=None, revision: str | None = None) -> list[dict]:
-    """The decoded rows of ``study``'s config, in file order."""
-    from .tables import load_table
-
-    return load_table(study_config(study), source, revision, decode=True).to_pylist()
-
-
-def score_study(
-    study: str,
-    source=None,
-    revision: str | None = None,
-    *,
-    predictions: str | os.PathLike | MethodPredictions | None = None,
-) -> dict:
-    """Score the three frozen methods of ``study`` and, if given, a user's predictions (a file or an object)."""
-    rows = study_rows(study, source, revision)
-    methods = frozen_predictions(rows)
-    if predictions is not None:
-        ids = [r["configuration_id"] for r in rows]
-        if not isinstance(predictions, MethodPredictions):
-            predictions = read_predictions(predictions, ids)
-        methods[USER_METHOD] = predictions
-    return score_panel(rows, methods)
 
 
 _BAD = object()
@@ -229,8 +196,9 @@ def _check_coverage(states: Mapping[str, str], ids: Sequence[str], what: str) ->
     if unknown:
         problems.append(f"{len(unknown)} unknown configuration id(s), e.g. {_examples(unknown)}")
     if problems:
-        raise InputError(f"{what}: must cover exactly the study's {len(expected)} configurations: "
-                         + "; ".join(problems))
+        raise InputError(
+            f"{what}: must cover exactly the study's {len(expected)} configurations: " + "; ".join(problems)
+        )
 
 
 def _ids(rows: Sequence[Mapping]) -> list[str]:

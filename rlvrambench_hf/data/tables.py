@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from ..errors import MissingFileError, SchemaError, first_line
 from .arrowtools import string_array
-from .errors import MissingFileError, SchemaError, first_line
 from .registry import Column, ConfigSpec, get_spec
 from .sources import Source, open_source
 
@@ -77,8 +77,13 @@ def cast_column(values: pa.ChunkedArray, column: Column, name: str) -> pa.Chunke
         return pa.chunked_array([pc.split_pattern(text, ";")])
     if kind == "label":
         indices = pc.index_in(text, value_set=string_array(column.labels))
-        _fail_where(pc.and_(pc.is_valid(text), pc.is_null(indices)), text, column, name,
-                    f"not one of its labels ({', '.join(column.labels)})")
+        _fail_where(
+            pc.and_(pc.is_valid(text), pc.is_null(indices)),
+            text,
+            column,
+            name,
+            f"not one of its labels ({', '.join(column.labels)})",
+        )
         return pa.chunked_array([indices.cast(pa.int64())])
     ok = pc.match_substring_regex(text, _PATTERNS[kind])
     _fail_where(pc.invert(ok), text, column, name, f"not a valid {kind}")
@@ -123,7 +128,7 @@ def load_table(
 
 def config_file(source: Source, spec: ConfigSpec) -> Path:
     """Verified local path of ``spec``'s file; a missing file is named with its config and revision."""
-    source.card_metadata  # the release must carry a readable card
+    source.check_card()
     try:
         return source.path(spec.path)
     except MissingFileError as exc:

@@ -10,8 +10,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from .errors import InputError
-from .io import atomic_output
+from ..errors import InputError
+from .output import atomic_output
 from .registry import ConfigSpec
 from .tables import decode_labels
 

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import InputError
-from .registry import MARGIN_LIMIT_MIB
+from ..data.registry import MARGIN_LIMIT_MIB
+from ..errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -29,28 +30,42 @@ MIB_PER_GIB = 1024
 BOUNDARY_STUDY = "boundary"
 BOUNDARY_GPU_COUNT = 2
 BOUNDARY_LEVELS: tuple[str, ...] = ("c0", "c1", "c2", "c3", "c4", "c5")
-STAGES: tuple[str, ...] = ("initializing", "rollout", "reference_logprob", "actor_update", "weight_sync",
-                           "validation", "checkpoint", "idle")
-#: Stage records whose stage was not identified; drawn after the named stages when present.
-UNKNOWN_STAGE = "unknown"
+STAGES: tuple[str, ...] = (
+    "initializing",
+    "rollout",
+    "reference_logprob",
+    "actor_update",
+    "weight_sync",
+    "validation",
+    "checkpoint",
+    "idle",
+)
 #: Okabe–Ito colours of the repeated labels.
 LABEL_COLOURS: dict[str, str] = {
-    "within_margin": "#009E73",   # bluish green
-    "above_margin": "#F0E442",    # yellow
+    "within_margin": "#009E73",  # bluish green
+    "above_margin": "#F0E442",  # yellow
     "memory_failure": "#D55E00",  # vermillion
-    "not_repeated": "#BBBBBB",    # grey
+    "not_repeated": "#BBBBBB",  # grey
 }
-LABEL_HATCHES: dict[str, str] = {"within_margin": "", "above_margin": "..", "memory_failure": "//",
-                                 "not_repeated": "xx"}
+LABEL_HATCHES: dict[str, str] = {
+    "within_margin": "",
+    "above_margin": "..",
+    "memory_failure": "//",
+    "not_repeated": "xx",
+}
 #: How each stage-record coverage is drawn: (legend text, marker, face colour, edge colour).
 COVERAGE_STYLES: dict[str, tuple[str, str, str, str]] = {
     "completed_run": ("completed run", "o", "#0072B2", "#0072B2"),
     "terminal_stage_partial": ("failure, partial stage", "X", "#D55E00", "#000000"),
     "stage_completion_not_certified": ("completion not certified", "^", "none", "#CC79A7"),
 }
-RULE_STYLES: tuple[tuple[str, str, str], ...] = (  # (colour, marker, line style), cycled over the rules
-    ("#0072B2", "o", "-"), ("#E69F00", "s", "--"), ("#009E73", "D", ":"), ("#CC79A7", "^", "-."),
-    ("#56B4E9", "v", (0, (5, 1))), ("#000000", "P", (0, (3, 1, 1, 1))),
+RULE_STYLES: tuple[tuple[str, str, str | tuple], ...] = (  # (colour, marker, line style), cycled over the rules
+    ("#0072B2", "o", "-"),
+    ("#E69F00", "s", "--"),
+    ("#009E73", "D", ":"),
+    ("#CC79A7", "^", "-."),
+    ("#56B4E9", "v", (0, (5, 1))),
+    ("#000000", "P", (0, (3, 1, 1, 1))),
 )
 
 
@@ -83,11 +98,24 @@ class CurvePoint:
 
 def feasibility_matrix(configurations: pa.Table) -> FeasibilityMatrix:
     """The boundary study's 2-GPU c0–c5 grid from ``all_configurations`` (labels decoded)."""
-    rows = [r for r in configurations.select(
-        ["configuration_id", "study", "gpu_count", "configuration_level", "model_name", "workload_name",
-         "observed_state", "max_completed_run_peak_mib"]).to_pylist()
-        if r["study"] == BOUNDARY_STUDY and r["gpu_count"] == BOUNDARY_GPU_COUNT
-        and r["configuration_level"] in BOUNDARY_LEVELS]
+    rows = [
+        r
+        for r in configurations.select(
+            [
+                "configuration_id",
+                "study",
+                "gpu_count",
+                "configuration_level",
+                "model_name",
+                "workload_name",
+                "observed_state",
+                "max_completed_run_peak_mib",
+            ]
+        ).to_pylist()
+        if r["study"] == BOUNDARY_STUDY
+        and r["gpu_count"] == BOUNDARY_GPU_COUNT
+        and r["configuration_level"] in BOUNDARY_LEVELS
+    ]
     if not rows:
         raise InputError("no boundary-study configurations (2 GPUs, levels c0-c5) in this table")
     keys = tuple(sorted({(r["model_name"], r["workload_name"]) for r in rows}))
@@ -101,8 +129,9 @@ def feasibility_matrix(configurations: pa.Table) -> FeasibilityMatrix:
     def grid(column: str) -> tuple[tuple, ...]:
         return tuple(tuple(cells.get((m, w, lv), {}).get(column) for lv in BOUNDARY_LEVELS) for m, w in keys)
 
-    return FeasibilityMatrix(keys, BOUNDARY_LEVELS, grid("observed_state"), grid("max_completed_run_peak_mib"),
-                             grid("configuration_id"))
+    return FeasibilityMatrix(
+        keys, BOUNDARY_LEVELS, grid("observed_state"), grid("max_completed_run_peak_mib"), grid("configuration_id")
+    )
 
 
 def stage_table(
@@ -119,8 +148,9 @@ def stage_table(
     """
     if configuration_id is not None and study is not None:
         raise InputError("give either a configuration id or a study, not both")
-    studies = dict(zip(configurations.column("configuration_id").to_pylist(),
-                       configurations.column("study").to_pylist()))
+    studies = dict(
+        zip(configurations.column("configuration_id").to_pylist(), configurations.column("study").to_pylist())
+    )
     table = stages.select(["configuration_id", "run_id", "stage", "observed_peak_mib", "coverage"])
     study_column = pa.array([studies.get(c) for c in table.column("configuration_id").to_pylist()], pa.string())
     table = table.add_column(1, "study", study_column)
@@ -138,37 +168,50 @@ def stage_table(
     order = {stage: i for i, stage in enumerate(STAGES)}
     rank = pa.array([order.get(s, len(STAGES)) for s in table.column("stage").to_pylist()], pa.int64())
     table = table.append_column("_rank", rank)
-    table = table.sort_by([("_rank", "ascending"), ("stage", "ascending"), ("configuration_id", "ascending"),
-                           ("run_id", "ascending")])
+    table = table.sort_by(
+        [("_rank", "ascending"), ("stage", "ascending"), ("configuration_id", "ascending"), ("run_id", "ascending")]
+    )
     return table.drop_columns(["_rank"])
 
 
 def admission_curve(report: Mapping) -> list[CurvePoint]:
     """Curve points from a replay report's ``summary`` (one per rule × budget), ordered by rule then budget."""
     try:
-        points = [CurvePoint(
-            rule=str(item["rule"]),
-            budget=int(item["budget_target_attempts_per_case"]),
-            macro_recall=item["macro_case_within_margin_recall"],
-            approved_memory_failure=int(item["approved_memory_failure"]),
-            approved_above_margin=int(item["approved_above_margin"]),
-        ) for item in report["summary"]]
+        points = [
+            CurvePoint(
+                rule=str(item["rule"]),
+                budget=int(item["budget_target_attempts_per_case"]),
+                macro_recall=item["macro_case_within_margin_recall"],
+                approved_memory_failure=int(item["approved_memory_failure"]),
+                approved_above_margin=int(item["approved_above_margin"]),
+            )
+            for item in report["summary"]
+        ]
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"replay report summary is malformed: missing or invalid {exc}") from None
     rules = list(dict.fromkeys(p.rule for p in points))
     return sorted(points, key=lambda p: (rules.index(p.rule), p.budget))
 
 
-def feasibility_figure(matrix: FeasibilityMatrix) -> "Figure":
+def feasibility_figure(matrix: FeasibilityMatrix) -> Figure:
     """Heatmap: repeated label per cell, annotated with the maximum completed peak in GiB (blank for failures)."""
     from matplotlib.patches import Patch, Rectangle
 
     fig, ax = _new_figure(figsize=(8.6, 1.0 + 0.45 * len(matrix.rows)))
     for i, row_states in enumerate(matrix.states):
         for j, state in enumerate(row_states):
-            colour = LABEL_COLOURS.get(state, "#FFFFFF")
-            ax.add_patch(Rectangle((j, i), 1, 1, facecolor=colour, edgecolor="white", linewidth=1.5,
-                                   hatch=LABEL_HATCHES.get(state, "")))
+            colour = LABEL_COLOURS.get(state or "", "#FFFFFF")
+            ax.add_patch(
+                Rectangle(
+                    (j, i),
+                    1,
+                    1,
+                    facecolor=colour,
+                    edgecolor="white",
+                    linewidth=1.5,
+                    hatch=LABEL_HATCHES.get(state or "", ""),
+                )
+            )
             text = _peak_text(state, matrix.peaks_mib[i][j])
             if text:
                 ax.text(j + 0.5, i + 0.5, text, ha="center", va="center", fontsize=8, color="black")
@@ -180,17 +223,32 @@ def feasibility_figure(matrix: FeasibilityMatrix) -> "Figure":
     ax.set_ylabel("Model · workload")
     ax.set_title("Boundary study: repeated label and maximum completed peak (GiB)")
     present = [s for s in LABEL_COLOURS if any(s in row for row in matrix.states)]
-    ax.legend(handles=[Patch(facecolor=LABEL_COLOURS[s], hatch=LABEL_HATCHES[s], edgecolor="#555555", label=s)
-                       for s in present], loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8,
-              title="Repeated label", title_fontsize=8, frameon=False)
-    fig.text(0.01, 0.005, f"Numbers: maximum completed per-device peak in GiB (1 GiB = 1,024 MiB); blank for "
-             f"memory failures. Limit: {MARGIN_LIMIT_MIB:,} MiB ({MARGIN_LIMIT_MIB / MIB_PER_GIB:.1f} GiB) "
-             f"per device.", fontsize=7, ha="left", va="bottom")
+    ax.legend(
+        handles=[
+            Patch(facecolor=LABEL_COLOURS[s], hatch=LABEL_HATCHES[s], edgecolor="#555555", label=s) for s in present
+        ],
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize=8,
+        title="Repeated label",
+        title_fontsize=8,
+        frameon=False,
+    )
+    fig.text(
+        0.01,
+        0.005,
+        f"Numbers: maximum completed per-device peak in GiB (1 GiB = 1,024 MiB); blank for "
+        f"memory failures. Limit: {MARGIN_LIMIT_MIB:,} MiB ({MARGIN_LIMIT_MIB / MIB_PER_GIB:.1f} GiB) "
+        f"per device.",
+        fontsize=7,
+        ha="left",
+        va="bottom",
+    )
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig
 
 
-def stages_figure(table: pa.Table, *, title: str = "Per-stage device-memory peaks") -> "Figure":
+def stages_figure(table: pa.Table, *, title: str = "Per-stage device-memory peaks") -> Figure:
     """Per-stage peaks (GiB) as boxes of completed runs with every record as a strip, against the limit line."""
     import numpy as np
     from matplotlib.lines import Line2D
@@ -203,24 +261,49 @@ def stages_figure(table: pa.Table, *, title: str = "Per-stage device-memory peak
     coverage = np.asarray(table.column("coverage").to_pylist(), dtype=object)
     fig, ax = _new_figure(figsize=(9.0, 4.8))
     completed = [peaks[(stages == s) & (coverage == "completed_run") & ~np.isnan(peaks)] for s in stage_names]
-    ax.boxplot([c if len(c) else [np.nan] for c in completed], positions=range(len(stage_names)), widths=0.55,
-               showfliers=False, medianprops={"color": "#000000"}, boxprops={"color": "#555555"},
-               whiskerprops={"color": "#555555"}, capprops={"color": "#555555"})
+    ax.boxplot(
+        [c if len(c) else [np.nan] for c in completed],
+        positions=range(len(stage_names)),
+        widths=0.55,
+        showfliers=False,
+        medianprops={"color": "#000000"},
+        boxprops={"color": "#555555"},
+        whiskerprops={"color": "#555555"},
+        capprops={"color": "#555555"},
+    )
     jitter = np.random.default_rng(0).uniform(-0.22, 0.22, size=len(peaks))
     position = np.array([stage_names.index(s) for s in stages], dtype=float) + jitter
     handles = []
     for kind, (label, marker, face, edge) in COVERAGE_STYLES.items():
         mask = coverage == kind
         if mask.any():
-            ax.scatter(position[mask], peaks[mask], s=14 if kind == "completed_run" else 30, marker=marker,
-                       facecolors=face, edgecolors=edge, linewidths=0.8,
-                       alpha=0.35 if kind == "completed_run" else 0.9, zorder=3)
-            handles.append(Line2D([], [], linestyle="", marker=marker, markerfacecolor=face, markeredgecolor=edge,
-                                  label=f"{label} (n={int(mask.sum())})"))
+            ax.scatter(
+                position[mask],
+                peaks[mask],
+                s=14 if kind == "completed_run" else 30,
+                marker=marker,
+                facecolors=face,
+                edgecolors=edge,
+                linewidths=0.8,
+                alpha=0.35 if kind == "completed_run" else 0.9,
+                zorder=3,
+            )
+            handles.append(
+                Line2D(
+                    [],
+                    [],
+                    linestyle="",
+                    marker=marker,
+                    markerfacecolor=face,
+                    markeredgecolor=edge,
+                    label=f"{label} (n={int(mask.sum())})",
+                )
+            )
     limit = MARGIN_LIMIT_MIB / MIB_PER_GIB
     ax.axhline(limit, color="#000000", linestyle="--", linewidth=1)
-    handles.append(Line2D([], [], color="#000000", linestyle="--",
-                          label=f"limit {MARGIN_LIMIT_MIB:,} MiB ({limit:.1f} GiB)"))
+    handles.append(
+        Line2D([], [], color="#000000", linestyle="--", label=f"limit {MARGIN_LIMIT_MIB:,} MiB ({limit:.1f} GiB)")
+    )
     ax.set_xticks(range(len(stage_names)), [s.replace("_", "\n") for s in stage_names], fontsize=8)
     ax.set_xlabel("Execution stage")
     ax.set_ylabel("Per-device peak memory (GiB)")
@@ -231,7 +314,7 @@ def stages_figure(table: pa.Table, *, title: str = "Per-stage device-memory peak
     return fig
 
 
-def admission_figure(points: Sequence[CurvePoint]) -> "Figure":
+def admission_figure(points: Sequence[CurvePoint]) -> Figure:
     """Case-averaged within-margin recall (%) against the per-case screening budget, one line per rule.
 
     Rules are told apart by colour, marker and line style, and dodged slightly so identical curves stay visible;
@@ -247,70 +330,102 @@ def admission_figure(points: Sequence[CurvePoint]) -> "Figure":
         colour, marker, style = RULE_STYLES[k % len(RULE_STYLES)]
         dodge = (k - (len(rules) - 1) / 2) * 0.04
         mine = [p for p in points if p.rule == rule and p.macro_recall is not None]
-        ax.plot([p.budget + dodge for p in mine], [100 * p.macro_recall for p in mine], color=colour,
-                marker=marker, linestyle=style, linewidth=1.6, markersize=7, label=rule)
+        ax.plot(
+            [p.budget + dodge for p in mine],
+            [100 * _recall(p) for p in mine],
+            color=colour,
+            marker=marker,
+            linestyle=style,
+            linewidth=1.6,
+            markersize=7,
+            label=rule,
+        )
         for p in mine:
             if p.approved_memory_failure or p.approved_above_margin:
                 errors += 1
-                ax.scatter([p.budget + dodge], [100 * p.macro_recall], s=260, facecolors="none",
-                           edgecolors="#D55E00", linewidths=2, zorder=4)
-                ax.annotate(f"MF {p.approved_memory_failure} / AM {p.approved_above_margin}",
-                            (p.budget + dodge, 100 * p.macro_recall), textcoords="offset points", xytext=(6, -14),
-                            fontsize=7, color="#D55E00")
+                ax.scatter(
+                    [p.budget + dodge],
+                    [100 * _recall(p)],
+                    s=260,
+                    facecolors="none",
+                    edgecolors="#D55E00",
+                    linewidths=2,
+                    zorder=4,
+                )
+                ax.annotate(
+                    f"MF {p.approved_memory_failure} / AM {p.approved_above_margin}",
+                    (p.budget + dodge, 100 * _recall(p)),
+                    textcoords="offset points",
+                    xytext=(6, -14),
+                    fontsize=7,
+                    color="#D55E00",
+                )
     ax.set_xticks(budgets)
     ax.set_xlim(budgets[0] - 0.25, budgets[-1] + (0.6 if errors else 0.25))  # room for the error labels
     ax.set_ylim(-5, 105)
     ax.set_xlabel("Screening budget (target attempts per case)")
     ax.set_ylabel("Case-averaged within-margin recall (%)")
     ax.set_title("Admission panel: recall against screening budget")
-    note = ("ringed: approvals of memory failures (MF) / above-margin targets (AM)" if errors
-            else "no rule approves a memory failure or an above-margin target at any budget")
+    note = (
+        "ringed: approvals of memory failures (MF) / above-margin targets (AM)"
+        if errors
+        else "no rule approves a memory failure or an above-margin target at any budget"
+    )
     ax.legend(title=note, title_fontsize=7, fontsize=8, loc="lower right")
     fig.tight_layout()
     return fig
 
 
-def plot_feasibility(source=None, revision: str | None = None) -> "Figure":
+def plot_feasibility(source=None, revision: str | None = None) -> Figure:
     """The feasibility heatmap of a release."""
-    from .tables import load_table
+    from ..data.tables import load_table
 
     return feasibility_figure(feasibility_matrix(load_table("all_configurations", source, revision, decode=True)))
 
 
-def plot_stages(source=None, revision: str | None = None, *, configuration_id: str | None = None,
-                study: str | None = None) -> "Figure":
+def plot_stages(
+    source=None, revision: str | None = None, *, configuration_id: str | None = None, study: str | None = None
+) -> Figure:
     """The per-stage peak figure of a release, for one configuration, one study or everything."""
-    from .tables import load_table
+    from ..data.tables import load_table
 
-    table = stage_table(load_table("stage_measurements", source, revision, decode=True),
-                        load_table("all_configurations", source, revision, decode=True),
-                        configuration_id=configuration_id, study=study)
-    scope = (f"configuration {configuration_id}" if configuration_id else f"study {study}" if study
-             else "all eligible processes")
+    table = stage_table(
+        load_table("stage_measurements", source, revision, decode=True),
+        load_table("all_configurations", source, revision, decode=True),
+        configuration_id=configuration_id,
+        study=study,
+    )
+    scope = (
+        f"configuration {configuration_id}"
+        if configuration_id
+        else f"study {study}"
+        if study
+        else "all eligible processes"
+    )
     return stages_figure(table, title=f"Per-stage device-memory peaks: {scope}")
 
 
-def plot_admission(source=None, revision: str | None = None, *, policy: str | None = None) -> "Figure":
+def plot_admission(source=None, revision: str | None = None, *, policy: str | None = None) -> Figure:
     """The admission curves of the published rules (and a ``module:attr`` policy, if given)."""
     return admission_figure(admission_curve(_replay(source, revision, policy)))
 
 
-def figure_png(fig: "Figure") -> bytes:
+def figure_png(fig: Figure) -> bytes:
     """The PNG bytes of ``fig``."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=120)
     return buffer.getvalue()
 
 
-def save_png(fig: "Figure", path: str | os.PathLike) -> None:
+def save_png(fig: Figure, path: str | os.PathLike) -> None:
     """Write ``fig`` to ``path`` as PNG, atomically."""
-    from .io import write_atomic
+    from ..data.output import write_atomic
 
     write_atomic(path, figure_png(fig))
 
 
 def _replay(source, revision: str | None, policy: str | None) -> dict:
-    from . import admission
+    from .. import admission
 
     if policy is None:
         return admission.replay_report(source, revision)
@@ -331,3 +446,9 @@ def _new_figure(figsize: tuple[float, float]):
     fig = Figure(figsize=figsize)
     FigureCanvasAgg(fig)
     return fig, fig.add_subplot()
+
+
+def _recall(point: CurvePoint) -> float:
+    """The recall of a point that has one (points without are not drawn)."""
+    assert point.macro_recall is not None
+    return point.macro_recall

@@ -1,0 +1,94 @@
+"""The ``datasets`` builder: one BuilderConfig per registry entry, reading through the typed reader.
+
+Used the standard way (``download_and_prepare()``, ``as_dataset()``, ``as_streaming_dataset()``) with the
+Hugging Face datasets cache::
+
+    builder = RLVRAMBench(config_name="eligible_runs", source="kobzaond/RLVRAMBench", revision="main")
+    builder.download_and_prepare()
+    runs = builder.as_dataset(split="measured")
+
+The config carries the SHA-256 of the data file it was prepared from (:func:`builder_for` fills it in), so
+the prepared cache is keyed by content: a pinned revision always gets its own rows, offline too.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import datasets
+from datasets.builder import Key
+
+from .registry import DEFAULT_CONFIG, REGISTRY, get_spec
+from .sources import Source, open_source, sha256_file
+from .tables import config_file, read_csv
+
+#: Rows per Arrow batch when generating (several shards let streaming start early and split across ranks).
+BATCH_ROWS = 256
+_VERSION = datasets.Version("1.0.0")
+
+
+@dataclass
+class RLVRAMBenchConfig(datasets.BuilderConfig):
+    """A registry entry plus where to read it from: ``source`` (repo id or folder) and ``revision``."""
+
+    source: str | None = None
+    revision: str | None = None
+    data_sha256: str | None = None
+
+
+class RLVRAMBench(datasets.ArrowBasedBuilder):
+    """Typed RLVRAMBench tables, one config per registry entry."""
+
+    BUILDER_CONFIG_CLASS = RLVRAMBenchConfig
+    BUILDER_CONFIGS = [
+        RLVRAMBenchConfig(name=spec.name, version=_VERSION, description=spec.description) for spec in REGISTRY.values()
+    ]
+    DEFAULT_CONFIG_NAME = DEFAULT_CONFIG
+
+    def _info(self) -> datasets.DatasetInfo:
+        spec = get_spec(self.config.name)
+        return datasets.DatasetInfo(
+            description=spec.description,
+            features=spec.features,
+            homepage="https://huggingface.co/datasets/kobzaond/RLVRAMBench",
+            license="mit",
+        )
+
+    def _split_generators(self, dl_manager) -> list[datasets.SplitGenerator]:
+        spec = get_spec(self.config.name)
+        source = open_source(self.config.source, self.config.revision)
+        path = config_file(source, spec)
+        if self.config.data_sha256 and sha256_file(path) != self.config.data_sha256:
+            from ..errors import IntegrityError
+
+            raise IntegrityError(f"{spec.path} changed since this builder was configured; create it again")
+        return [datasets.SplitGenerator(name=spec.split, gen_kwargs={"path": str(path)})]
+
+    def _generate_shards(self, path: str):
+        yield path
+
+    def _generate_tables(self, path: str):
+        table = read_csv(path, get_spec(self.config.name))
+        for index, start in enumerate(range(0, max(table.num_rows, 1), BATCH_ROWS)):
+            yield Key(0, index), table.slice(start, BATCH_ROWS)
+
+
+def builder_for(
+    config: str,
+    source: str | os.PathLike | Source | None = None,
+    revision: str | None = None,
+    cache_dir: str | None = None,
+) -> RLVRAMBench:
+    """A builder for ``config`` whose cache is keyed by the verified content of its file."""
+    spec = get_spec(config)
+    src = open_source(source, revision)
+    path = config_file(src, spec)
+    identity = src.identity
+    return RLVRAMBench(
+        config_name=spec.name,
+        cache_dir=cache_dir,
+        source=identity["source"],
+        revision=identity["commit"],
+        data_sha256=sha256_file(path),
+    )

@@ -1,0 +1,48 @@
+"""huggingface_hub and network exceptions as the package's one-line errors, mapped in one place."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ..errors import MissingFileError, RLVRAMBenchError, SourceError, first_line
+
+
+def is_network_error(exc: BaseException) -> bool:
+    """True for errors of the transport below huggingface_hub (sockets, httpx, httpcore)."""
+    return isinstance(exc, OSError) or type(exc).__module__.startswith(("httpx", "httpcore"))
+
+
+def hub_error(
+    exc: BaseException, repo_id: str, revision: str, *, what: str = "", repo_type: str = "dataset"
+) -> RLVRAMBenchError | None:
+    """The one-line error for ``exc`` raised while reaching ``repo_id@revision`` (``what``: the file or action),
+    or None when ``exc`` is not a Hub or network error."""
+    from huggingface_hub import errors as hf_errors
+
+    where = f"{repo_id}@{revision}"
+    if isinstance(exc, hf_errors.RevisionNotFoundError):
+        return SourceError(f"revision {revision!r} does not exist in {repo_id}")
+    if isinstance(exc, hf_errors.RepositoryNotFoundError):
+        return SourceError(f"{repo_type} repository {repo_id} not found (or not accessible with this token)")
+    if isinstance(exc, hf_errors.EntryNotFoundError) and not isinstance(exc, hf_errors.LocalEntryNotFoundError):
+        return MissingFileError(f"{what} is not in this revision ({where})")
+    if isinstance(exc, hf_errors.HfHubHTTPError):
+        return SourceError(f"{where}: {what + ': ' if what else ''}{first_line(exc)}")
+    if is_network_error(exc):
+        return SourceError(f"{where}: {'cannot fetch ' + what + ': ' if what else ''}{first_line(exc)}")
+    return None
+
+
+@contextmanager
+def hub_errors(repo_id: str, revision: str, *, what: str = "", repo_type: str = "dataset") -> Iterator[None]:
+    """Re-raise Hub and network errors of the block as one-line package errors (others pass unchanged)."""
+    try:
+        yield
+    except RLVRAMBenchError:
+        raise
+    except Exception as exc:
+        mapped = hub_error(exc, repo_id, revision, what=what, repo_type=repo_type)
+        if mapped is None:
+            raise
+        raise mapped from None
