@@ -68,10 +68,6 @@ def cmd_configs(args: argparse.Namespace) -> int:
     return 0
 
 
-def _type_name(column) -> str:
-    return {"label": "label", "string_list": "list<string>"}.get(column.kind, column.kind)
-
-
 def _spec_of(args: argparse.Namespace) -> ConfigSpec:
     spec = get_spec(args.config)
     if args.split is not None and args.split != spec.split:
@@ -86,7 +82,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     preview = table.slice(0, args.limit).to_pylist()
     print(f"{spec.name} ({spec.split}, {table.num_rows} rows) from {source.label}: {spec.description}")
     headers = ["column", "type"] + [f"row {i + 1}" for i in range(len(preview))]
-    body = [[c.name, _type_name(c)] + [_shown(row[c.name]) for row in preview] for c in spec.columns]
+    body = [[c.name, c.type.display] + [_shown(row[c.name]) for row in preview] for c in spec.columns]
     print(format_table(headers, body))
     labels = [f"{c.name}: {', '.join(c.labels)}" for c in spec.label_columns]
     if labels:

@@ -6,7 +6,6 @@ import json
 import os
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
@@ -23,14 +22,9 @@ def with_features_metadata(table: pa.Table, spec: ConfigSpec) -> pa.Table:
 
 
 def _release_text(table: pa.Table, spec: ConfigSpec) -> pa.Table:
-    """Lists joined with ``;`` and booleans as ``True``/``False``, as the release's CSV files write them."""
-    for column in spec.columns:
-        i = table.schema.get_field_index(column.name)
-        if column.kind == "string_list":
-            table = table.set_column(i, column.name, pc.binary_join(table.column(column.name), ";"))
-        elif column.kind == "bool":
-            text = pc.if_else(table.column(column.name), "True", "False")
-            table = table.set_column(i, column.name, text)
+    """The columns as the release's CSV files write them (see :meth:`Kind.release_text`)."""
+    for i, column in enumerate(spec.columns):
+        table = table.set_column(i, column.name, column.type.release_text(table.column(i)))
     return table
 
 

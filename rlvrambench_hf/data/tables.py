@@ -22,11 +22,6 @@ from .registry import Column, ConfigSpec, get_spec
 from .sources import Source, open_source
 
 NULL_TOKENS = ("", "nan")
-_PATTERNS = {
-    "int64": r"^-?[0-9]+$",
-    "float64": r"^-?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?$",
-    "bool": r"^(True|False|0|1)$",
-}
 
 
 def read_csv(path: str | os.PathLike, spec: ConfigSpec, *, name: str | None = None) -> pa.Table:
@@ -70,27 +65,12 @@ def cast_column(values: pa.ChunkedArray, column: Column, name: str) -> pa.Chunke
     values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
     is_null = pc.is_in(values, value_set=string_array(NULL_TOKENS))
     text = pc.if_else(is_null, pa.nulls(1, pa.string())[0], values)
-    kind = column.kind
-    if kind == "string":
-        return pa.chunked_array([text])
-    if kind == "string_list":
-        return pa.chunked_array([pc.split_pattern(text, ";")])
-    if kind == "label":
-        indices = pc.index_in(text, value_set=string_array(column.labels))
-        _fail_where(
-            pc.and_(pc.is_valid(text), pc.is_null(indices)),
-            text,
-            column,
-            name,
-            f"not one of its labels ({', '.join(column.labels)})",
-        )
-        return pa.chunked_array([indices.cast(pa.int64())])
-    ok = pc.match_substring_regex(text, _PATTERNS[kind])
-    _fail_where(pc.invert(ok), text, column, name, f"not a valid {kind}")
-    if kind == "bool":
-        truth = pc.is_in(text, value_set=string_array(["True", "1"]))
-        return pa.chunked_array([pc.if_else(pc.is_valid(text), truth, pa.nulls(1, pa.bool_())[0])])
-    return pa.chunked_array([text.cast(column.arrow_type)])
+    kind = column.type
+    unfit = kind.unfit(text, column.labels)
+    if unfit is not None:
+        what = f"not one of its labels ({', '.join(column.labels)})" if column.labels else f"not a valid {kind.name}"
+        _fail_where(unfit, text, column, name, what)
+    return pa.chunked_array([kind.parse(text, column.labels)])
 
 
 def _fail_where(bad: pa.Array, text: pa.Array, column: Column, name: str, what: str) -> None:

@@ -6,18 +6,11 @@ record set that maps the index to the class name. Semicolon lists are array fiel
 
 from __future__ import annotations
 
+from ..data.kinds import LABEL, STRING_LIST
 from ..data.registry import DEFAULT_REPO_ID, Column
 from .layout import BuiltConfig
 
 CONFORMS_TO = "http://mlcommons.org/croissant/1.1"
-_DATA_TYPES = {
-    "string": "sc:Text",
-    "int64": "sc:Integer",
-    "float64": "sc:Float",
-    "bool": "sc:Boolean",
-    "label": "sc:Integer",
-    "string_list": "sc:Text",
-}
 _CONTEXT = {
     "@language": "en",
     "@vocab": "https://schema.org/",
@@ -145,13 +138,13 @@ def _record_set(b: BuiltConfig) -> dict:
             "@id": f"{name}/{column.name}",
             "name": column.name,
             "description": column.description,
-            "dataType": _DATA_TYPES[column.kind],
+            "dataType": column.type.croissant_type,
             "source": {"fileObject": {"@id": b.path}, "extract": {"column": column.name}},
         }
-        if column.kind == "string_list":
+        if column.type is STRING_LIST:
             field["isArray"] = True
             field["arrayShape"] = "-1"
-        if column.kind == "label":
+        if column.type is LABEL:
             field["references"] = {"field": {"@id": f"{labels_record_set_id(name, column.name)}/index"}}
         fields.append(field)
     return {

@@ -1,0 +1,84 @@
+"""The column kinds: what each kind of column is in Arrow, ``datasets``, Croissant, a release CSV and a preview.
+
+Every module that needs one of these reads it here (the registry, the typed reader, export, Croissant, the CLI);
+nothing else translates a kind. Cells arrive as text (blanks and ``nan`` already null): :meth:`Kind.unfit` marks
+the values a kind refuses, :meth:`Kind.parse` converts the rest, :meth:`Kind.release_text` writes them back as the
+release's CSV files do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .arrowtools import string_array
+
+if TYPE_CHECKING:  # pragma: no cover
+    import datasets
+
+#: Separator of the semicolon-separated lists of the release.
+LIST_SEPARATOR = ";"
+_TRUE = ("True", "1")
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of column. Labels are stored as int64 class indices, as ``datasets`` stores a ``ClassLabel``."""
+
+    name: str
+    arrow_type: pa.DataType
+    croissant_type: str
+    display: str
+    pattern: str | None = None  # the regular expression every non-null cell must match; None: any text
+
+    def feature(self, labels: tuple[str, ...] = ()) -> datasets.ClassLabel | datasets.Value | datasets.List:
+        """The ``datasets`` feature of a column of this kind (``labels``: the class names of a label column)."""
+        import datasets
+
+        if self is LABEL:
+            return datasets.ClassLabel(names=list(labels))
+        if self is STRING_LIST:
+            return datasets.List(datasets.Value("string"))
+        return datasets.Value(self.name)
+
+    def unfit(self, text: pa.Array, labels: tuple[str, ...] = ()) -> pa.Array | None:
+        """A boolean mask of the cells this kind refuses (null cells are never refused), or None when the kind
+        takes any text."""
+        if self is LABEL:
+            return pc.and_(pc.is_valid(text), pc.invert(pc.is_in(text, value_set=string_array(labels))))
+        if self.pattern is None:
+            return None
+        return pc.invert(pc.match_substring_regex(text, self.pattern))
+
+    def parse(self, text: pa.Array, labels: tuple[str, ...] = ()) -> pa.Array:
+        """The typed values of ``text`` (cells already checked with :meth:`unfit`)."""
+        if self is LABEL:
+            return pc.index_in(text, value_set=string_array(labels)).cast(pa.int64())
+        if self is STRING_LIST:
+            return pc.split_pattern(text, LIST_SEPARATOR)
+        if self is BOOL:
+            truth = pc.is_in(text, value_set=string_array(_TRUE))
+            return pc.if_else(pc.is_valid(text), truth, pa.nulls(1, pa.bool_())[0])
+        return text.cast(self.arrow_type)
+
+    def release_text(self, values: pa.ChunkedArray) -> Any:
+        """Stored values as the release's CSV files write them (lists joined, booleans ``True``/``False``)."""
+        if self is STRING_LIST:
+            return pc.binary_join(values, LIST_SEPARATOR)
+        if self is BOOL:
+            return pc.if_else(values, "True", "False")
+        return values
+
+
+STRING = Kind("string", pa.string(), "sc:Text", "string")
+INT64 = Kind("int64", pa.int64(), "sc:Integer", "int64", r"^-?[0-9]+$")
+FLOAT64 = Kind("float64", pa.float64(), "sc:Float", "float64", r"^-?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?$")
+BOOL = Kind("bool", pa.bool_(), "sc:Boolean", "bool", r"^(True|False|0|1)$")
+LABEL = Kind("label", pa.int64(), "sc:Integer", "label")
+STRING_LIST = Kind("string_list", pa.list_(pa.string()), "sc:Text", "list<string>")
+
+#: Every kind by name.
+KINDS: dict[str, Kind] = {k.name: k for k in (STRING, INT64, FLOAT64, BOOL, LABEL, STRING_LIST)}
