@@ -12,16 +12,18 @@ import pytest
 
 from rlvrambench_hf.data.tables import load_table
 from rlvrambench_hf.errors import InputError
-from rlvrambench_hf.reporting.plots import (
+from rlvrambench_hf.reporting.figuredata import (
     BOUNDARY_LEVELS,
-    COVERAGE_STYLES,
     CurvePoint,
     admission_curve,
+    feasibility_matrix,
+    stage_table,
+)
+from rlvrambench_hf.reporting.plots import (
+    COVERAGE_STYLES,
     admission_figure,
     feasibility_figure,
-    feasibility_matrix,
     plot_admission,
-    stage_table,
     stages_figure,
 )
 

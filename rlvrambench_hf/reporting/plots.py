@@ -1,8 +1,8 @@
 """Figures of the release: the boundary feasibility heatmap, per-stage peaks and admission recall curves.
 
-Each figure has a data function (pure, tested: :func:`feasibility_matrix`, :func:`stage_table`,
-:func:`admission_curve`) and a drawing function returning a matplotlib ``Figure`` (:func:`feasibility_figure`,
-:func:`stages_figure`, :func:`admission_figure`); ``plot_*`` load the data from a source and draw it.
+Each figure has a data function in :mod:`.figuredata` (pure, tested) and a drawing function here returning a
+matplotlib ``Figure`` (:func:`feasibility_figure`, :func:`stages_figure`, :func:`admission_figure`); ``plot_*``
+load the data from a source and draw it.
 matplotlib is imported inside the drawing functions; each figure is drawn on its own non-interactive Agg canvas
 (no pyplot state is touched, so an interactive session keeps its backend).
 Colours follow the Okabe–Ito palette, which stays distinguishable under the common colour-vision deficiencies;
@@ -13,34 +13,25 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..data.registry import MARGIN_LIMIT_MIB
 from ..errors import InputError
+from .figuredata import (
+    MIB_PER_GIB,
+    CurvePoint,
+    FeasibilityMatrix,
+    admission_curve,
+    feasibility_matrix,
+    stage_table,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-MIB_PER_GIB = 1024
-BOUNDARY_STUDY = "boundary"
-BOUNDARY_GPU_COUNT = 2
-BOUNDARY_LEVELS: tuple[str, ...] = ("c0", "c1", "c2", "c3", "c4", "c5")
-STAGES: tuple[str, ...] = (
-    "initializing",
-    "rollout",
-    "reference_logprob",
-    "actor_update",
-    "weight_sync",
-    "validation",
-    "checkpoint",
-    "idle",
-)
-#: Okabe–Ito colours of the repeated labels.
 LABEL_COLOURS: dict[str, str] = {
     "within_margin": "#009E73",  # bluish green
     "above_margin": "#F0E442",  # yellow
@@ -67,130 +58,6 @@ RULE_STYLES: tuple[tuple[str, str, str | tuple], ...] = (  # (colour, marker, li
     ("#56B4E9", "v", (0, (5, 1))),
     ("#000000", "P", (0, (3, 1, 1, 1))),
 )
-
-
-@dataclass(frozen=True)
-class FeasibilityMatrix:
-    """The boundary grid: one row per (model, workload), one column per level; None where no configuration."""
-
-    rows: tuple[tuple[str, str], ...]
-    levels: tuple[str, ...]
-    states: tuple[tuple[str | None, ...], ...]
-    peaks_mib: tuple[tuple[float | None, ...], ...]
-    configuration_ids: tuple[tuple[str | None, ...], ...]
-
-    def cell(self, model: str, workload: str, level: str) -> tuple[str | None, float | None]:
-        """(repeated label, maximum completed peak in MiB) of one cell."""
-        i, j = self.rows.index((model, workload)), self.levels.index(level)
-        return self.states[i][j], self.peaks_mib[i][j]
-
-
-@dataclass(frozen=True)
-class CurvePoint:
-    """One point of an admission curve: a rule's case-averaged recall at a per-case budget."""
-
-    rule: str
-    budget: int
-    macro_recall: float | None
-    approved_memory_failure: int
-    approved_above_margin: int
-
-
-def feasibility_matrix(configurations: pa.Table) -> FeasibilityMatrix:
-    """The boundary study's 2-GPU c0–c5 grid from ``all_configurations`` (labels decoded)."""
-    rows = [
-        r
-        for r in configurations.select(
-            [
-                "configuration_id",
-                "study",
-                "gpu_count",
-                "configuration_level",
-                "model_name",
-                "workload_name",
-                "observed_state",
-                "max_completed_run_peak_mib",
-            ]
-        ).to_pylist()
-        if r["study"] == BOUNDARY_STUDY
-        and r["gpu_count"] == BOUNDARY_GPU_COUNT
-        and r["configuration_level"] in BOUNDARY_LEVELS
-    ]
-    if not rows:
-        raise InputError("no boundary-study configurations (2 GPUs, levels c0-c5) in this table")
-    keys = tuple(sorted({(r["model_name"], r["workload_name"]) for r in rows}))
-    cells: dict[tuple[str, str, str], dict] = {}
-    for r in rows:
-        key = (r["model_name"], r["workload_name"], r["configuration_level"])
-        if key in cells:
-            raise InputError(f"boundary grid cell {'/'.join(key)} has two configurations")
-        cells[key] = r
-
-    def grid(column: str) -> tuple[tuple, ...]:
-        return tuple(tuple(cells.get((m, w, lv), {}).get(column) for lv in BOUNDARY_LEVELS) for m, w in keys)
-
-    return FeasibilityMatrix(
-        keys, BOUNDARY_LEVELS, grid("observed_state"), grid("max_completed_run_peak_mib"), grid("configuration_id")
-    )
-
-
-def stage_table(
-    stages: pa.Table,
-    configurations: pa.Table,
-    *,
-    configuration_id: str | None = None,
-    study: str | None = None,
-) -> pa.Table:
-    """Stage records (``stage_measurements``) joined to their study, filtered and ordered by stage.
-
-    Columns: configuration_id, study, run_id, stage, observed_peak_mib, coverage. Without a filter every record
-    is kept. Stages follow :data:`STAGES`; ``unknown`` and any other stage come after them.
-    """
-    if configuration_id is not None and study is not None:
-        raise InputError("give either a configuration id or a study, not both")
-    studies = dict(
-        zip(configurations.column("configuration_id").to_pylist(), configurations.column("study").to_pylist())
-    )
-    table = stages.select(["configuration_id", "run_id", "stage", "observed_peak_mib", "coverage"])
-    study_column = pa.array([studies.get(c) for c in table.column("configuration_id").to_pylist()], pa.string())
-    table = table.add_column(1, "study", study_column)
-    if configuration_id is not None:
-        if configuration_id not in studies:
-            raise InputError(f"unknown configuration id {configuration_id!r}")
-        table = table.filter(pc.equal(table.column("configuration_id"), configuration_id))
-        if table.num_rows == 0:
-            raise InputError(f"configuration {configuration_id} has no stage measurements")
-    if study is not None:
-        known = sorted({s for s in studies.values() if s})
-        if study not in known:
-            raise InputError(f"unknown study {study!r}; studies: {', '.join(known)}")
-        table = table.filter(pc.equal(table.column("study"), study))
-    order = {stage: i for i, stage in enumerate(STAGES)}
-    rank = pa.array([order.get(s, len(STAGES)) for s in table.column("stage").to_pylist()], pa.int64())
-    table = table.append_column("_rank", rank)
-    table = table.sort_by(
-        [("_rank", "ascending"), ("stage", "ascending"), ("configuration_id", "ascending"), ("run_id", "ascending")]
-    )
-    return table.drop_columns(["_rank"])
-
-
-def admission_curve(report: Mapping) -> list[CurvePoint]:
-    """Curve points from a replay report's ``summary`` (one per rule × budget), ordered by rule then budget."""
-    try:
-        points = [
-            CurvePoint(
-                rule=str(item["rule"]),
-                budget=int(item["budget_target_attempts_per_case"]),
-                macro_recall=item["macro_case_within_margin_recall"],
-                approved_memory_failure=int(item["approved_memory_failure"]),
-                approved_above_margin=int(item["approved_above_margin"]),
-            )
-            for item in report["summary"]
-        ]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(f"replay report summary is malformed: missing or invalid {exc}") from None
-    rules = list(dict.fromkeys(p.rule for p in points))
-    return sorted(points, key=lambda p: (rules.index(p.rule), p.budget))
 
 
 def feasibility_figure(matrix: FeasibilityMatrix) -> Figure:

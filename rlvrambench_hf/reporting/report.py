@@ -80,15 +80,8 @@ def build_report(source=None, revision: str | None = None, *, policy: str | None
     from ..data.sources import open_source
     from ..data.tables import load_table
     from ..followup import STUDIES, score_study
-    from .plots import (
-        admission_curve,
-        admission_figure,
-        feasibility_figure,
-        feasibility_matrix,
-        figure_png,
-        stage_table,
-        stages_figure,
-    )
+    from .figuredata import admission_curve, feasibility_matrix, stage_table
+    from .plots import admission_figure, feasibility_figure, figure_png, stages_figure
 
     src = open_source(source, revision)
     configurations = load_table("all_configurations", src, decode=True)
