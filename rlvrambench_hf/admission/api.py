@@ -11,14 +11,13 @@ from typing import Any
 from ..data.registry import get_spec
 from ..data.sources import Source, open_source
 from ..errors import InputError
-from .attempts import Attempt, attempts_from_records, validate_attempts
+from .attempts import ATTEMPTS_CONFIG, Attempt, attempts_from_records, validate_attempts
 from .policy import DECISIONS, builtin_rule, load_policy
 from .protocol import PROTOCOL_PATH, Protocol, parse_protocol
 from .report import build_report, inputs_for_rule
 from .scoring import case_metrics, summarize
 from .truth import Truth, candidate_truth
 
-ATTEMPTS_CONFIG = "admission_attempts"
 DEFAULT_RULES = ("source_copy", "headroom_guard", "direct_screen")
 SourceLike = str | os.PathLike | Source | None
 

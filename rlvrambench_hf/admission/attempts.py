@@ -11,14 +11,18 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields
+from functools import lru_cache
+from typing import Any, get_args, get_type_hints
 
-from ..data.registry import OUTCOME_LABELS, UNRESOLVED
+from ..data.registry import UNRESOLVED, get_spec
 from ..errors import InputError
 from .protocol import REPAIR_REASONS, Protocol
 
-STATES = OUTCOME_LABELS + (UNRESOLVED,)
+#: The config whose columns type the attempt records.
+ATTEMPTS_CONFIG = "admission_attempts"
+#: Every state an attempt may have (the class names of the config's ``state`` column).
+STATES = get_spec(ATTEMPTS_CONFIG).column("state").labels
 COMPLETED_STATES = ("within_margin", "above_margin")
 MAX_ATTEMPTS_PER_SLOT = 2
 
@@ -40,9 +44,27 @@ class Attempt:
     repair_reason: str | None
 
 
-_REQUIRED_TEXT = ("attempt_id", "slot_id", "role", "state")
-_OPTIONAL_TEXT = ("candidate_id", "case_id", "repair_reason")
-_FLAGS = ("known_memory_failure", "completed_final_operations")
+# What a JSON value must be for each column kind of the admission_attempts config.
+_EXPECTED = {
+    "string": ((str,), "a non-empty string"),
+    "label": ((str,), "a non-empty string"),
+    "int64": ((int,), "an integer"),
+    "float64": ((int, float), "a number"),
+    "bool": ((bool,), "true or false"),
+}
+
+
+@lru_cache(maxsize=1)
+def _field_types() -> list[tuple[str, tuple[type, ...], str, bool]]:
+    """(name, accepted Python types, what to say, optional) of each Attempt field, typed by the registry's
+    ``admission_attempts`` columns; a field is optional when the dataclass allows None."""
+    spec = get_spec(ATTEMPTS_CONFIG)
+    hints = get_type_hints(Attempt)
+    out = []
+    for f in fields(Attempt):
+        types, what = _EXPECTED[spec.column(f.name).kind]
+        out.append((f.name, types, what, type(None) in get_args(hints[f.name])))
+    return out
 
 
 def attempts_from_records(records: Any, name: str) -> tuple[Attempt, ...]:
@@ -61,27 +83,15 @@ def _attempt(record: Any, index: int, name: str) -> Attempt:
     if isinstance(record.get("attempt_id"), str) and record["attempt_id"]:
         label = f"{name}: attempt {record['attempt_id']}"
     values: dict[str, Any] = {}
-    for key in _REQUIRED_TEXT:
+    for key, types, what, optional in _field_types():
         value = record.get(key)
-        if not isinstance(value, str) or not value:
-            raise InputError(f"{label}: {key} must be a non-empty string")
-        values[key] = value
-    for key in _OPTIONAL_TEXT:
-        value = record.get(key)
-        if value is not None and not isinstance(value, str):
-            raise InputError(f"{label}: {key} must be a string or null")
-        values[key] = value or None
-    for key in _FLAGS:
-        if not isinstance(record.get(key), bool):
-            raise InputError(f"{label}: {key} must be true or false")
-        values[key] = record[key]
-    index_value = record.get("attempt_index")
-    if not isinstance(index_value, int) or isinstance(index_value, bool):
-        raise InputError(f"{label}: attempt_index must be an integer")
-    peak = record.get("peak_mib")
-    if peak is not None and (not isinstance(peak, (int, float)) or isinstance(peak, bool)):
-        raise InputError(f"{label}: peak_mib must be a number or null")
-    return Attempt(attempt_index=index_value, peak_mib=None if peak is None else float(peak), **values)
+        if optional and value in (None, ""):
+            values[key] = None
+            continue
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types) or value == "":
+            raise InputError(f"{label}: {key} must be {what}{' or null' if optional else ''}")
+        values[key] = float(value) if isinstance(value, int | float) and float in types else value
+    return Attempt(**values)
 
 
 def validate_attempts(protocol: Protocol, attempts: Sequence[Attempt]) -> None:

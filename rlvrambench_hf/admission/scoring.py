@@ -6,10 +6,11 @@ from collections.abc import Mapping, Sequence
 from itertools import product
 
 from ..data.registry import OUTCOME_LABELS, UNRESOLVED
+from ..scoring.labels import ABOVE_MARGIN, MEMORY_FAILURE, WITHIN_MARGIN, Approvals
 from .policy import ABSTAIN, APPROVE, REJECT
 from .truth import Truth
 
-UNSUITABLE = ("above_margin", "memory_failure")
+UNSUITABLE = (ABOVE_MARGIN, MEMORY_FAILURE)
 SUMMED_METRICS = (
     "approved",
     "approved_within_margin",
@@ -26,45 +27,36 @@ COSTS = ("spent_target_attempts", "donor_attempts", "cold_start_attributed_attem
 SUMMARY_HEAD = ("cases", "cases_with_defined_recall", "macro_case_within_margin_recall")
 
 
-def ratio(numerator: int, denominator: int) -> float | None:
-    """``numerator / denominator``, or ``None`` when the denominator is zero."""
-    return numerator / denominator if denominator else None
-
-
 def case_metrics(candidate_ids: Sequence[str], decisions: Mapping[str, str], truth: Mapping[str, Truth]) -> dict:
     """The metrics of one case's final decisions (keys in the published order)."""
-    state = {c: truth[c].state for c in candidate_ids}
-    approved = [c for c in candidate_ids if decisions[c] == APPROVE]
-
-    def count(ids: Sequence[str], label: str) -> int:
-        return sum(state[c] == label for c in ids)
+    states = [truth[c].state for c in candidate_ids]
+    chosen = [decisions[c] for c in candidate_ids]
+    counts = Approvals.from_decisions(states, [d == APPROVE for d in chosen])
+    approved = [c for c, d in zip(candidate_ids, chosen) if d == APPROVE]
 
     def decided(decision: str, label: str) -> int:
-        return sum(decisions[c] == decision and state[c] == label for c in candidate_ids)
+        return sum(d == decision and s == label for d, s in zip(chosen, states))
 
-    within = count(candidate_ids, "within_margin")
-    approved_within = count(approved, "within_margin")
     metrics: dict = {
         "target_configurations": len(candidate_ids),
-        "within_margin_targets": within,
-        "approved": len(approved),
-        "approved_within_margin": approved_within,
-        "within_margin_recall": ratio(approved_within, within),
-        "within_margin_approval_precision": ratio(approved_within, len(approved)),
-        "rejected_within_margin": decided(REJECT, "within_margin"),
-        "abstained_within_margin": decided(ABSTAIN, "within_margin"),
-        "abstentions": sum(decisions[c] == ABSTAIN for c in candidate_ids),
-        "unresolved_targets": count(candidate_ids, UNRESOLVED),
-        "approved_unresolved": count(approved, UNRESOLVED),
+        "within_margin_targets": counts.target(WITHIN_MARGIN),
+        "approved": counts.total,
+        "approved_within_margin": counts.of(WITHIN_MARGIN),
+        "within_margin_recall": counts.within_margin_recall,
+        "within_margin_approval_precision": counts.within_margin_approval_precision,
+        "rejected_within_margin": decided(REJECT, WITHIN_MARGIN),
+        "abstained_within_margin": decided(ABSTAIN, WITHIN_MARGIN),
+        "abstentions": chosen.count(ABSTAIN),
+        "unresolved_targets": counts.target(UNRESOLVED),
+        "approved_unresolved": counts.of(UNRESOLVED),
         "approved_known_memory_failure": sum(truth[c].known_memory_failure for c in approved),
         "approved_known_above_margin": sum(truth[c].known_above_margin for c in approved),
     }
     for label in UNSUITABLE:
-        targets, hits = count(candidate_ids, label), count(approved, label)
-        metrics[f"{label}_targets"] = targets
-        metrics[f"approved_{label}"] = hits
-        metrics[f"{label}_among_approved"] = ratio(hits, len(approved))
-        metrics[f"approval_rate_on_{label}_targets"] = ratio(hits, targets)
+        metrics[f"{label}_targets"] = counts.target(label)
+        metrics[f"approved_{label}"] = counts.of(label)
+        metrics[f"{label}_among_approved"] = counts.among_approved(label)
+        metrics[f"approval_rate_on_{label}_targets"] = counts.approval_rate(label)
     metrics["missing_outcome_sensitivity"] = missing_outcome_sensitivity(candidate_ids, decisions, truth)
     return metrics
 
@@ -89,13 +81,13 @@ def missing_outcome_sensitivity(
     unsuitable: list[int] = []
     undefined = 0
     for assignment in product(*(admissible_states(truth[c]) for c in candidate_ids)):
-        within = sum(s == "within_margin" for s in assignment)
-        hits = sum(a and s == "within_margin" for a, s in zip(approved, assignment))
-        if within:
-            recalls.append(hits / within)
-        else:
+        counts = Approvals.from_decisions(assignment, approved)
+        recall = counts.within_margin_recall
+        if recall is None:
             undefined += 1
-        unsuitable.append(sum(a and s in UNSUITABLE for a, s in zip(approved, assignment)))
+        else:
+            recalls.append(recall)
+        unsuitable.append(sum(counts.of(label) for label in UNSUITABLE))
     return {
         "within_margin_recall_min": min(recalls, default=None),
         "within_margin_recall_max": max(recalls, default=None),
