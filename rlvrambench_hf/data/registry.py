@@ -50,6 +50,24 @@ MANIFESTS: tuple[tuple[str, str], ...] = (
     ("benchmark/estimation/results/output_manifest.json", "benchmark/estimation/results"),
 )
 CARD_PATH = "README.md"
+#: Title of the companion article, which the dataset card, Croissant and the metric cite.
+ARTICLE_TITLE = (
+    "Memory Feasibility in Colocated Language-Model Reinforcement Learning: A Failure-Aware Measurement Study"
+)
+
+
+def citation(repo_id: str = DEFAULT_REPO_ID, release: str | None = None) -> str:
+    """The BibTeX entry of the article and dataset (``release``: the version a release card cites)."""
+    published = f"Hugging Face dataset {repo_id}" + (f", release {release}" if release else "")
+    return (
+        "@misc{kobza2026rlvrambench,\n"
+        f"  title        = {{{ARTICLE_TITLE}}},\n"
+        "  author       = {Kobza, Ond{\\v{r}}ej and {\\v{S}}ediv{\\'y}, Jan},\n"
+        "  year         = {2026},\n"
+        f"  howpublished = {{{published}}},\n"
+        f"  url          = {{https://huggingface.co/datasets/{repo_id}}}\n"
+        "}"
+    )
 
 
 @dataclass(frozen=True)

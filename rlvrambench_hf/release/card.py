@@ -7,7 +7,7 @@ from string import Template
 
 import yaml
 
-from ..data.registry import DEFAULT_CONFIG, DEFAULT_REPO_ID, MARGIN_LIMIT_MIB, OUTCOME_LABELS, ConfigSpec
+from ..data.registry import DEFAULT_CONFIG, DEFAULT_REPO_ID, MARGIN_LIMIT_MIB, OUTCOME_LABELS, ConfigSpec, citation
 from .layout import BuiltConfig
 
 TEMPLATE = "dataset_card.md"
@@ -87,6 +87,7 @@ def render_card(
         margin_limit=f"{MARGIN_LIMIT_MIB:,}",
         label_table="\n".join(_label_rows(built)),
         provenance=provenance,
+        citation=citation(repo_id, release=version),
     )
     return f"---\n{front}---\n\n{body}"
 

@@ -7,7 +7,7 @@ record set that maps the index to the class name. Semicolon lists are array fiel
 from __future__ import annotations
 
 from ..data.kinds import LABEL, STRING_LIST
-from ..data.registry import DEFAULT_REPO_ID, Column
+from ..data.registry import DEFAULT_REPO_ID, Column, citation
 from .layout import BuiltConfig
 
 CONFORMS_TO = "http://mlcommons.org/croissant/1.1"
@@ -54,10 +54,6 @@ _CONTEXT = {
     "subField": "cr:subField",
     "transform": "cr:transform",
 }
-CITATION = (
-    "@misc{kobza2026rlvrambench, title={Memory Feasibility in Colocated Language-Model Reinforcement Learning: "
-    "A Failure-Aware Measurement Study}, author={Kobza, Ond{\\v{r}}ej and {\\v{S}}ediv{\\'y}, Jan}, year={2026}}"
-)
 
 
 def labels_record_set_id(config: str, column: str) -> str:
@@ -101,7 +97,7 @@ def render_croissant(
         "url": url,
         "version": version,
         **({"datePublished": date_published} if date_published else {}),
-        "citeAs": CITATION,
+        "citeAs": citation(repo_id),
         "creator": [
             {"@type": "sc:Person", "name": "Ondřej Kobza", "url": "https://orcid.org/0000-0002-0529-9860"},
             {"@type": "sc:Person", "name": "Jan Šedivý", "url": "https://orcid.org/0000-0003-0626-2303"},
