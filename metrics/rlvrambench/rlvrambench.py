@@ -44,9 +44,15 @@ Args (config "admission"):
 Returns:
     The score dict (see the metric card).
 Examples:
-    >>> metric = evaluate.load("metrics/rlvrambench")                                  # doctest: +SKIP
-    >>> scores = metric.compute(predictions=labels, query_ids=ids, track="all")        # doctest: +SKIP
-    >>> scores["per_track"]["gpu_count_transfer"]["within_margin_recall"]              # doctest: +SKIP
+    The four queries of the horizon track, all approved:
+
+    >>> import evaluate
+    >>> metric = evaluate.load("metrics/rlvrambench")
+    >>> ids = ["query-69f16a44c67f378b", "query-8d86cf5af0ae2aca", "query-a9650bee46606c7d", "query-c706b21190a01dfb"]
+    >>> scores = metric.compute(predictions=["within_margin"] * 4, query_ids=ids, track="horizon_transfer")
+    >>> overall = scores["overall"]
+    >>> overall["approved"], overall["approved_within_margin"], overall["within_margin_recall"]
+    (4, 3, 1.0)
 """
 
 _FEATURES = {
