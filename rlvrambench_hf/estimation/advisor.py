@@ -32,6 +32,8 @@ PLANNED_SETTINGS: tuple[str, ...] = (
 )
 HARDWARE_SETTINGS = ("device_capacity_mib", "margin_limit_mib")
 NEAREST = 3
+#: The benchmark's headroom between capacity and margin limit, MiB.
+HEADROOM_MIB = DEVICE_CAPACITY_MIB - MARGIN_LIMIT_MIB
 _CATEGORICAL = ("workload_id", "configuration_level", "parameter_offload", "optimizer_offload")
 
 
@@ -55,12 +57,16 @@ class Hardware:
         )
 
 
+#: The benchmark's device: a 40 GB A100.
+BENCHMARK_HARDWARE = Hardware()
+
+
 def advise(
     planned: Sequence[Mapping],
     fitted: FittedReferences,
     metadata: Mapping[str, Mapping],
     *,
-    hardware: Hardware = Hardware(),
+    hardware: Hardware = BENCHMARK_HARDWARE,
     nearest: int = NEAREST,
 ) -> dict:
     """Advice for each planned configuration (settings of :data:`PLANNED_SETTINGS`; ``configuration_id`` optional).
@@ -76,8 +82,8 @@ def advise(
             if plan.get(key) is not None and plan[key] != getattr(hardware, key):
                 raise InputError(
                     f"planned configuration {i + 1}: {key}={plan[key]} is not the benchmark's "
-                    f"{getattr(Hardware(), key)}; give the device explicitly (--device-capacity-mib) to get flagged "
-                    "predictions for other hardware"
+                    f"{getattr(BENCHMARK_HARDWARE, key)}; give the device explicitly (--device-capacity-mib) "
+                    "to get flagged predictions for other hardware"
                 )
         rows.append(
             {

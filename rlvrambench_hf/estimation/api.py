@@ -10,14 +10,18 @@ import os
 import platform
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 from ..data.sources import Source, open_source
 from ..errors import InputError
-from .advisor import HARDWARE_SETTINGS, PLANNED_SETTINGS, Hardware, advise
+from .advisor import BENCHMARK_HARDWARE, HARDWARE_SETTINGS, PLANNED_SETTINGS, Hardware, advise
 from .features import FEATURE_NAMES, apply_amendment, feature_matrix
 from .folds import final_fit, fitting_pool, parameters_of, prospective, retrospective, score_rows
 from .logistic import CLASSIFIER_SETTINGS
 from .references import Examples, FittedReferences
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .user import Estimator
 
 PROTOCOL = "benchmark/estimation/protocol.json"
 AMENDMENT = "benchmark/estimation/amendment-01.json"
@@ -133,15 +137,15 @@ def check_against_published(rows: Sequence[Mapping], published: object) -> dict:
     }
 
 
-def load_estimator(estimator: object, name: str) -> object:
+def load_estimator(estimator: object, name: str) -> Estimator:
     """An estimator object, or the one a ``module:attr`` spec names (a class is instantiated)."""
     from ..scoring.user import load_object
 
     if isinstance(estimator, str):
-        return load_object(estimator, "estimator", ("fit", "predict"))
+        return cast("Estimator", load_object(estimator, "estimator", ("fit", "predict")))
     if not all(callable(getattr(estimator, m, None)) for m in ("fit", "predict")):
         raise InputError(f"estimator {name} has no fit and predict methods")
-    return estimator
+    return cast("Estimator", estimator)
 
 
 def score_fold_predictions(
@@ -200,7 +204,7 @@ def advise_planned(
     source=None,
     revision: str | None = None,
     *,
-    hardware: Hardware = Hardware(),
+    hardware: Hardware = BENCHMARK_HARDWARE,
     model_revision: str | None = None,
     nearest: int = 3,
 ) -> dict:

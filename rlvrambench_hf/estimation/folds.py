@@ -119,7 +119,8 @@ def retrospective(
         training, test = split(pool, family)
         fitted = fit_references(training, parameters)
         rows = fitted.predict(test)
-        fold = {"model": fitted.model_fields(), "predictions": rows, "scores": score_rows(rows, truth, METHODS)}
+        scores = score_rows(rows, truth, METHODS)
+        fold: dict = {"model": fitted.model_fields(), "predictions": rows, "scores": scores}
         if estimators:
             user_rows = []
             for name, run in estimators.items():
@@ -128,7 +129,7 @@ def retrospective(
                     {"configuration_id": cid, "method": name, "predicted_state": s, "predicted_peak_mib": p}
                     for cid, s, p in zip(test.ids, result["predicted_state"], result["predicted_peak_mib"])
                 ]
-            fold["scores"].update(score_rows(user_rows, truth, list(estimators)))
+            scores.update(score_rows(user_rows, truth, list(estimators)))
             fold["user_predictions"] = user_rows
         donors = [r["donor_configuration_id"] for r in rows if r["method"] == METHODS[0]]
         fold["source_cost"] = source_cost(training, donors)

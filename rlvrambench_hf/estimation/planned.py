@@ -22,6 +22,7 @@ def read_planned(
     from ..data.tables import typed_records
 
     name = "planned configurations"
+    records: object
     if isinstance(planned, (str, os.PathLike)):
         name = str(planned)
         records = _read_file(Path(planned))
@@ -30,7 +31,7 @@ def read_planned(
     else:
         records = list(planned)
     if isinstance(records, Mapping):
-        records = records.get("configurations", [records])  # type: ignore[assignment]
+        records = records.get("configurations", [records])
     if not isinstance(records, list) or not records or not all(isinstance(r, Mapping) for r in records):
         raise InputError(f"{name}: expected a mapping of settings, a list of them, or a CSV with one row per plan")
     spec = get_spec(TARGETS_CONFIG)
