@@ -151,7 +151,7 @@ def load_estimator(estimator: object, name: str) -> Estimator:
 def score_fold_predictions(
     configuration_ids: Sequence[str],
     predictions: Sequence[str],
-    predicted_peaks_mib: Sequence[float | None] | None = None,
+    predicted_peaks_mib: Sequence[float | None] | Mapping[str, float | None] | None = None,
     *,
     fold: str = ALL_FOLDS,
     source=None,
@@ -159,7 +159,8 @@ def score_fold_predictions(
 ) -> dict:
     """Score a user's held-out predictions against the hidden fold labels, per fold, as the references are scored.
 
-    ``fold`` is ``"all"`` (cover all 90 pool configurations) or one family (cover exactly its 30).
+    ``fold`` is ``"all"`` (cover all 90 pool configurations) or one family (cover exactly its 30);
+    ``predicted_peaks_mib`` is aligned with the ids or maps ids to peaks (an absent id has no peak).
     """
     from .folds import fold_names
     from .user import checked_predictions
@@ -169,10 +170,12 @@ def score_fold_predictions(
     if fold != ALL_FOLDS and fold not in families:
         raise InputError(f"unknown fold {fold!r}; choose {ALL_FOLDS} or one of: {', '.join(families)}")
     ids = [str(i).strip() for i in configuration_ids]
+    if isinstance(predicted_peaks_mib, Mapping):
+        peaks = [predicted_peaks_mib.get(i) for i in ids]
+    else:
+        peaks = list(predicted_peaks_mib) if predicted_peaks_mib is not None else [None] * len(ids)
     checked = checked_predictions(
-        {"predicted_state": list(predictions), "predicted_peak_mib": list(predicted_peaks_mib or [None] * len(ids))},
-        len(ids),
-        "predictions",
+        {"predicted_state": list(predictions), "predicted_peak_mib": peaks}, len(ids), "predictions"
     )
     family_of = {r["configuration_id"]: r["model_family_coarse"] for r in inputs.pool.rows}
     expected = {i for i, f in family_of.items() if fold in (ALL_FOLDS, f)}
