@@ -388,3 +388,23 @@ def test_the_new_registry_entries_through_the_data_commands(snapshot: Path, tmp_
         assert exported[model]["all_linear_layer_adapter_elements"] == record["all_linear_layer_adapter_elements"]
         assert exported[model]["tie_word_embeddings"] is record["tie_word_embeddings"]
         assert exported[model]["shard_header_sha256"] == [f"{k}={v}" for k, v in record["shard_header_sha256"].items()]
+
+
+def test_per_fold_comparison_figure(report: dict) -> None:
+    pytest.importorskip("matplotlib")
+    from rlvrambench_hf.reporting.figuredata import fold_approvals
+    from rlvrambench_hf.reporting.plots import estimation_figure, figure_png
+
+    bars = fold_approvals(report)
+    assert [(b.fold, b.method) for b in bars] == list(PUBLISHED_FOLDS)
+    for bar in bars:
+        correct, approved, w, a, f = PUBLISHED_FOLDS[(bar.fold, bar.method)]
+        assert (bar.approved_within_margin, bar.approved_above_margin, bar.approved_memory_failure) == (w, a, f)
+        assert bar.correct == correct and bar.queries == 30
+    figure = estimation_figure(bars)
+    drawn = sorted(round(p.get_height()) for p in figure.axes[0].patches if p.get_height() > 0)
+    expected = sorted(v for (_, _, w, a, f) in PUBLISHED_FOLDS.values() for v in (w, a, f) if v)
+    assert drawn == expected  # one bar segment per non-zero approval count
+    assert figure_png(figure)[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(InputError, match="malformed"):
+        fold_approvals({"folds": {"x": {"scores": {"m": {}}}}})

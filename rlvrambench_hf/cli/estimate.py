@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run_retrospective)
 
     p = commands.add_parser("fit", help="the final fit of the three references on all 90 configurations")
-    _output(p, "the fitted model (parameters, source cost of the prospective donors)")
+    _output(p, "the fitted model (parameters, source cost of the 12 prospective targets' donors)")
     p.set_defaults(handler=run_fit)
 
     p = commands.add_parser(
@@ -92,21 +92,22 @@ def run_retrospective(args: argparse.Namespace) -> int:
 
 
 def run_fit(args: argparse.Namespace) -> int:
-    from ..estimation.api import numerical_environment, run_final_fit
+    from ..estimation import run_prospective
 
-    fitted, _ = run_final_fit(source_of(args))
-    model = {**fitted.model_fields(), "numerical_environment": numerical_environment()}
+    model = run_prospective(source_of(args))["fitted_model"]
     _write(args.output, model)
-    rows = [
-        [name, value]
-        for name, value in zip(["intercept", *model["feature_names"]], model["component_coefficients_gib"])
-    ]
+    rows = [[n, v] for n, v in zip(["intercept", *model["feature_names"]], model["component_coefficients_gib"])]
+    donors = model["source_cost"]["distinct_selected_donors"]
     print(
         f"fitted on {len(model['training_configuration_ids'])} configurations "
         f"({model['eligible_source_processes']} processes, {model['recorded_source_attempts']} attempts); "
         f"regression on {len(model['regression_training_configuration_ids'])} complete ones, residual norm "
         f"{model['component_training_residual_norm_gib']:.6f} GiB; "
         f"classifier iterations {model['classifier_iterations']}"
+    )
+    print(
+        f"the 12 prospective targets copy {donors['configurations']} distinct donors "
+        f"({donors['eligible_source_processes']} processes, {donors['recorded_source_attempts']} attempts)"
     )
     print(format_table(["term", "coefficient_gib"], rows))
     return 0

@@ -76,6 +76,8 @@ def advise(
     """
     if not planned:
         raise InputError("no planned configuration given")
+    if nearest < 0:
+        raise InputError(f"nearest must be 0 or more, got {nearest}")
     rows = []
     for i, plan in enumerate(planned):
         for key in HARDWARE_SETTINGS:

@@ -325,73 +325,47 @@ def _recall(point: CurvePoint) -> float:
 
 def estimation_figure(bars: Sequence[FoldApprovals]) -> Figure:
     """Stacked approvals per held-out family and method: within-margin (useful), above-margin and memory-failure
-    approvals (errors), with the usable settings each method rejected written above its bar."""
+    approvals (errors); correct labels and usable settings rejected are written above each bar."""
     from matplotlib.patches import Patch
 
     if not bars:
         raise InputError("no estimator comparison to plot")
-    folds = list(dict.fromkeys(b.fold for b in bars))
-    methods = list(dict.fromkeys(b.method for b in bars))
+    folds, methods = list(dict.fromkeys(b.fold for b in bars)), list(dict.fromkeys(b.method for b in bars))
     width = 0.8 / len(methods)
     fig, ax = _new_figure(figsize=(8.6, 4.8))
-    layers = (
-        ("approved_within_margin", "within_margin"),
-        ("approved_above_margin", "above_margin"),
-        ("approved_memory_failure", "memory_failure"),
-    )
+    layers = {
+        "within_margin": "within margin (useful)",
+        "above_margin": "above margin",
+        "memory_failure": "memory failure",
+    }
+    style = {
+        label: {"facecolor": LABEL_COLOURS[label], "hatch": LABEL_HATCHES[label], "edgecolor": "#333"}
+        for label in layers
+    }
     for bar in bars:
         x = folds.index(bar.fold) + (methods.index(bar.method) - (len(methods) - 1) / 2) * width
         bottom = 0
-        for field, label in layers:
-            value = getattr(bar, field)
+        for label in layers:
+            value = getattr(bar, f"approved_{label}")
             if value:
-                ax.bar(
-                    x,
-                    value,
-                    width * 0.92,
-                    bottom=bottom,
-                    color=LABEL_COLOURS[label],
-                    hatch=LABEL_HATCHES[label],
-                    edgecolor="#333333",
-                    linewidth=0.6,
-                )
+                ax.bar(x, value, width * 0.92, bottom=bottom, linewidth=0.6, **style[label])
             bottom += value
-        note = f"{bar.correct}/{bar.queries}"
-        if bar.rejected_within_margin:
-            note += f"\n−{bar.rejected_within_margin} usable"
-        ax.text(x, bottom + 0.4, note, ha="center", va="bottom", fontsize=7)
-        ax.text(
-            x,
-            -0.6,
-            bar.method.replace("_", " ").replace("component ", ""),
-            ha="center",
-            va="top",
-            fontsize=7,
-            rotation=30,
+        note = f"{bar.correct}/{bar.queries}" + (
+            f"\n−{bar.rejected_within_margin} usable" if bar.rejected_within_margin else ""
         )
+        ax.text(x, bottom + 0.4, note, ha="center", va="bottom", fontsize=7)
+        name = bar.method.replace("_", " ").replace("component ", "")
+        ax.text(x, -0.6, name, ha="center", va="top", fontsize=7, rotation=30)
     ax.set_xticks(range(len(folds)))
     ax.set_xticklabels([f"\n\n\nheld out: {f}" for f in folds])
     ax.set_ylim(
-        0, max(b.approved_within_margin + b.approved_above_margin + b.approved_memory_failure for b in bars) + 5
+        0, max(b.approved_within_margin + b.approved_above_margin + b.approved_memory_failure for b in bars) + 12
     )
     ax.set_ylabel("Approved held-out configurations (of 30)")
     ax.set_title("Estimator comparison: approvals per held-out model family")
-    handles = [
-        Patch(facecolor=LABEL_COLOURS[label], hatch=LABEL_HATCHES[label], edgecolor="#333333", label=text)
-        for label, text in (
-            ("within_margin", "approved, within margin (useful)"),
-            ("above_margin", "approved, above margin"),
-            ("memory_failure", "approved, memory failure"),
-        )
-    ]
-    ax.legend(
-        handles=handles,
-        fontsize=7,
-        loc="upper center",
-        ncol=3,
-        title="above each bar: correct labels of 30, and usable settings rejected",
-        title_fontsize=7,
-    )
+    handles = [Patch(label=f"approved, {text}", **style[label]) for label, text in layers.items()]
+    title = "above each bar: correct labels of 30, and usable settings rejected"
+    ax.legend(handles=handles, fontsize=7, loc="upper center", ncol=3, title=title, title_fontsize=7)
     fig.tight_layout()
     return fig
 
