@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -338,7 +338,7 @@ def estimation_figure(bars: Sequence[FoldApprovals]) -> Figure:
         "above_margin": "above margin",
         "memory_failure": "memory failure",
     }
-    style = {
+    style: dict[str, dict[str, Any]] = {
         label: {"facecolor": LABEL_COLOURS[label], "hatch": LABEL_HATCHES[label], "edgecolor": "#333"}
         for label in layers
     }
