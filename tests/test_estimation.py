@@ -408,3 +408,21 @@ def test_per_fold_comparison_figure(report: dict) -> None:
     assert figure_png(figure)[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(InputError, match="malformed"):
         fold_approvals({"folds": {"x": {"scores": {"m": {}}}}})
+
+
+def test_inputs_sealed_by_the_protocol_are_checked(snapshot: Path, tmp_path: Path) -> None:
+    """targets.csv and model_metadata.json are in no manifest; protocol.json seals their SHA-256."""
+    import shutil
+
+    from rlvrambench_hf.errors import IntegrityError
+
+    release = tmp_path / "release"
+    shutil.copytree(snapshot, release)
+    targets = release / "benchmark/estimation/targets.csv"
+    targets.chmod(0o644)
+    targets.write_text(targets.read_text().replace(",0.6,", ",0.5,", 1))
+    with pytest.raises(IntegrityError, match="targets.csv does not match the SHA-256 sealed in"):
+        estimation.load_inputs(release)
+    result = run_cli("--source", str(release), "estimate", "prospective", "--output", str(tmp_path / "p.json"))
+    assert result.returncode == 2 and "targets.csv does not match" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "p.json").exists()
