@@ -15,7 +15,15 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rlvrambench_hf.data.registry import MANIFESTS, OUTCOME_LABELS, REGISTRY, Column, ConfigSpec, card_configs
+from rlvrambench_hf.data.registry import (
+    JSON_MAPPING,
+    MANIFESTS,
+    OUTCOME_LABELS,
+    REGISTRY,
+    Column,
+    ConfigSpec,
+    card_configs,
+)
 
 CONFIGURATIONS = ("cfg-a", "cfg-b", "cfg-c", "cfg-d")
 CASE_OF = {"cfg-a": "case-1", "cfg-b": "case-2", "cfg-c": "case-1", "cfg-d": "case-2"}
@@ -127,6 +135,9 @@ def write_mini_release(root: Path) -> MiniRelease:
 
 def _write_csv(path: Path, spec: ConfigSpec, rows: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
+    if spec.layout == JSON_MAPPING:  # {key: record}, values as JSON values
+        path.write_text(json.dumps({row[spec.keys[0]]: row for row in rows}, indent=2) + "\n", encoding="utf-8")
+        return
     with open(path, "w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(spec.column_names)

@@ -12,6 +12,7 @@ from rlvrambench_hf.followup import (
     FROZEN_METHODS,
     USER_METHOD,
     MethodPredictions,
+    frozen_predictions,
     peak_metrics,
     read_predictions,
     score_panel,
@@ -43,10 +44,16 @@ APPROVAL_KEYS = {
     "unscored_approvals_with_known_margin_exceedance",
 }
 PEAK_KEYS = {
-    "completed_peak_prediction_coverage",
     "completed_peak_mae_mib",
     "completed_peak_mean_signed_error_mib",
     "completed_peak_worst_underestimate_mib",
+}
+# the fields the published evaluation files (and the estimator comparison's fold scores) add to the label metrics
+COUNT_KEYS = {
+    "queries",
+    "distinct_target_configurations",
+    "startup_guard_changed_states",
+    "completed_peak_prediction_coverage",
 }
 LARGER_UNRESOLVED = [
     "est-qwen25-7b-code_heavy_tail-c2-4gpu",
@@ -96,8 +103,11 @@ def test_larger_model_figures(larger: dict) -> None:
         # all six resolved targets are memory failures: no within-margin target, so recall is null, not 0
         assert metrics["target_memory_failure"] == 6 and metrics["target_within_margin"] == 0
         assert metrics["within_margin_recall"] is None
-        # no resolved target has a completed peak: every peak metric is null
+        # no resolved target has a completed peak: every peak error is null, and the coverage count is 0
         assert {k: metrics[k] for k in PEAK_KEYS} == dict.fromkeys(PEAK_KEYS)
+        assert metrics["completed_peak_prediction_coverage"] == 0
+        assert (metrics["queries"], metrics["distinct_target_configurations"]) == (6, 6)
+        assert metrics["startup_guard_changed_states"] == 0
     donor = larger["resolved_subset_metrics"]["donor_copy"]
     assert donor["correct_three_state"] == 0 and donor["approved"] == 6
     assert donor["within_margin_approval_precision"] == 0.0
@@ -111,7 +121,7 @@ def test_resolved_metrics_are_the_transfer_label_metrics(snapshot: Path, larger:
     for method in FROZEN_METHODS:
         expected = label_metrics([r[f"{method}_predicted_state"] for r in rows], [r["observed_state"] for r in rows])
         metrics = larger["resolved_subset_metrics"][method]
-        assert set(metrics) == set(expected) | PEAK_KEYS
+        assert set(metrics) == set(expected) | PEAK_KEYS | COUNT_KEYS
         assert {k: metrics[k] for k in expected} == expected
 
 
@@ -147,6 +157,7 @@ def test_expanded_host_figures(expanded: dict) -> None:
     for method in FROZEN_METHODS:
         assert metrics[method]["target_within_margin"] == 0 and metrics[method]["within_margin_recall"] is None
         assert metrics[method]["completed_peak_mae_mib"] is None
+        assert metrics[method]["completed_peak_prediction_coverage"] == 0 and metrics[method]["queries"] == 3
 
 
 def test_cli_reproduces_the_larger_model_figures(snapshot: Path, tmp_path: Path, larger: dict) -> None:
@@ -274,14 +285,14 @@ def test_peak_metrics_on_completed_targets() -> None:
     ]
     metrics = peak_metrics(resolved, {"a": 31000.0, "b": 33000.0, "c": None, "d": 99999.0})
     assert metrics == {
-        "completed_peak_prediction_coverage": 2 / 3,
+        "completed_peak_prediction_coverage": 2,
         "completed_peak_mae_mib": 2000.0,
         "completed_peak_mean_signed_error_mib": -1000.0,
         "completed_peak_worst_underestimate_mib": 3000.0,
     }
     assert peak_metrics(resolved, {"a": 31000.0})["completed_peak_worst_underestimate_mib"] == 0.0
     assert peak_metrics(resolved[:1], {})["completed_peak_mae_mib"] is None
-    assert peak_metrics(resolved[:1], {})["completed_peak_prediction_coverage"] == 0.0
+    assert peak_metrics(resolved[:1], {})["completed_peak_prediction_coverage"] == 0
 
 
 def test_score_panel_requires_exact_method_coverage() -> None:
@@ -318,3 +329,22 @@ def test_followup_score_through_the_hub(hub, tmp_path: Path, larger: dict) -> No
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(output.read_text()) == json.loads(json.dumps(larger))
+
+
+def test_guard_changes_are_counted_for_the_guarded_frozen_method() -> None:
+    """A regression label that its own peak does not imply was set by the startup guard."""
+    rows = [
+        {
+            "configuration_id": cid,
+            "observed_state": "memory_failure",
+            "known_memory_failure": True,
+            "known_margin_exceedance": False,
+            "completed_peak_mib": None,
+            **{f"{m}_predicted_state": "memory_failure" for m in FROZEN_METHODS},
+            **{f"{m}_predicted_peak_mib": peak for m in FROZEN_METHODS},
+        }
+        for cid, peak in (("a", 30000.0), ("b", 45000.0), ("c", None))
+    ]
+    scores = score_panel(rows, frozen_predictions(rows))["resolved_subset_metrics"]
+    assert scores["component_regression"]["startup_guard_changed_states"] == 1  # only "a": 30000 MiB is within
+    assert scores["donor_copy"]["startup_guard_changed_states"] == 0

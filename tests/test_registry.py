@@ -1,12 +1,13 @@
 """The registry against the real release: card configs, column order, and every value of every column.
 
-The reference conversion here is written independently of the package with the standard csv module, so a
-value that does not fit its declared type, or that the reader converts differently, fails the test.
+The reference conversion here is written independently of the package with the standard csv and json modules, so
+a value that does not fit its declared type, or that the reader converts differently, fails the test.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import re
 from pathlib import Path
 
@@ -30,6 +31,8 @@ ROWS = {
     "configurations": 212,
     "outcomes": 212,
     "not_started_conditions": 6,
+    "estimation_targets": 12,
+    "model_metadata": 4,
 }
 # Label names the protocol defines although this release holds no such value.
 DEFINED_NOT_OBSERVED = {("admission_attempts", "state"): {UNRESOLVED}}
@@ -47,7 +50,13 @@ def test_registry_names_every_card_config_with_its_split_path_and_default(snapsh
     assert len(expected) == 11
     assert [c["config_name"] for c in card if c.get("default")] == [DEFAULT_CONFIG]
     supporting = sorted(s.name for s in REGISTRY.values() if not s.card)
-    assert supporting == ["configurations", "not_started_conditions", "outcomes"]
+    assert supporting == [
+        "configurations",
+        "estimation_targets",
+        "model_metadata",
+        "not_started_conditions",
+        "outcomes",
+    ]
 
 
 def test_every_spec_has_keys_description_and_only_known_columns():
@@ -62,10 +71,30 @@ def test_every_spec_has_keys_description_and_only_known_columns():
 @pytest.mark.parametrize("name", [n for n in ROWS])
 def test_header_order_and_row_count_match_the_file(snapshot, name):
     spec = REGISTRY[name]
-    with open(snapshot / spec.path, newline="", encoding="utf-8") as handle:
-        header = next(csv.reader(handle))
-    assert header == spec.column_names
+    for record in raw_rows(snapshot, spec):
+        assert list(record) == spec.column_names
     assert load_table(name, snapshot).num_rows == ROWS[name]
+
+
+def raw_rows(snapshot: Path, spec) -> list[dict]:
+    """The file's rows as text cells: CSV as written; a JSON mapping's records with their values as a CSV of the
+    release would write them (null blank, True/False, lists and mappings ;-joined, a mapping as key=value)."""
+    if spec.layout == "json_mapping":
+        data = json.loads((snapshot / spec.path).read_text(encoding="utf-8"))
+
+        def text(value) -> str:
+            if value is None:
+                return ""
+            if isinstance(value, bool):
+                return str(value)
+            if isinstance(value, dict):
+                return ";".join(f"{k}={v}" for k, v in value.items())
+            return ";".join(map(str, value)) if isinstance(value, list) else str(value)
+
+        assert all(record[spec.keys[0]] == key for key, record in data.items())
+        return [{k: text(v) for k, v in record.items()} for record in data.values()]
+    with open(snapshot / spec.path, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
 
 
 def reference_value(text: str, kind: str, labels: tuple[str, ...]):
@@ -95,8 +124,7 @@ def reference_value(text: str, kind: str, labels: tuple[str, ...]):
 def test_every_value_of_every_column_fits_its_declared_type(snapshot, name):
     spec = REGISTRY[name]
     typed = load_table(name, snapshot, decode=True).to_pylist()
-    with open(snapshot / spec.path, newline="", encoding="utf-8") as handle:
-        raw = list(csv.DictReader(handle))
+    raw = raw_rows(snapshot, spec)
     assert len(raw) == len(typed)
     for line, (raw_row, typed_row) in enumerate(zip(raw, typed), start=2):
         for column in spec.columns:

@@ -30,7 +30,7 @@ needs_chromium = pytest.mark.skipif(
     CHROMIUM is None or not os.access(CHROMIUM, os.X_OK) or shutil.which("bash") is None,
     reason="headless Chromium (and bash) not found: apt-get install -y chromium, or set CHROMIUM to the binary",
 )
-FIGURES = ("feasibility", "stages", "admission")
+FIGURES = ("feasibility", "stages", "admission", "estimation")
 
 
 class Browser:
@@ -172,6 +172,7 @@ def report_dir(snapshot: Path, tmp_path_factory) -> Path:
 def test_report_content(report_dir: Path) -> None:
     assert sorted(p.name for p in report_dir.iterdir()) == [
         "admission.png",
+        "estimation.png",
         "feasibility.png",
         "index.html",
         "stages.png",
@@ -199,6 +200,9 @@ def test_report_content(report_dir: Path) -> None:
     assert re.search(r"donor_copy\s+12\s+6\s+6\s+3\s+0\s+0\s+6\s+0", text)
     assert re.search(r"component_regression\s+3\s+0\s+3\s+0\s+0\s+6\s+0\s+0", text)
     assert "expanded_host : 3 of 6 planned configurations resolved" in text
+    # estimator comparison: the regression approves 4 memory-failing Granite settings; logistic rejects 6 usable Qwen
+    assert re.search(r"granite33\s+component_regression\s+22\s+30\s+22\s+4\s+4\s+0", text)
+    assert re.search(r"qwen25\s+logistic\s+21\s+16\s+16\s+0\s+0\s+6", text)
 
 
 @needs_chromium

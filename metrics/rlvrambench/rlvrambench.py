@@ -1,5 +1,6 @@
-"""RLVRAMBench metric for `evaluate`: transfer-task scores (config "transfer", the default) and admission-panel
-decision scores (config "admission"), computed by the `rlvrambench_hf` package against hidden labels.
+"""RLVRAMBench metric for `evaluate`: transfer-task scores (config "transfer", the default), admission-panel
+decision scores (config "admission") and held-out-family estimator scores (config "estimation"), computed by the
+`rlvrambench_hf` package against hidden labels.
 
 The caller passes predictions only. The labels are read through `rlvrambench_hf` from the dataset source: the
 Hub repository `kobzaond/RLVRAMBench` at the pinned release commit (cached by huggingface_hub, reusable offline),
@@ -25,7 +26,9 @@ Scores RLVRAMBench predictions against labels the caller does not pass. "transfe
 (within_margin, above_margin or memory_failure) per transfer query; returns the benchmark's score file
 (protocol 1.1: overall, per_track and per_task confusion matrices, approvals, approval errors, within-margin
 recall and approval precision, null rates on zero denominators). "admission": final approve/reject decisions of
-the admission-panel candidates against the hidden evaluation labels.
+the admission-panel candidates against the hidden evaluation labels. "estimation": one predicted label (and
+optionally a peak in MiB) per held-out configuration of the estimator comparison's leave-one-family-out folds,
+scored per fold exactly as the reference estimators are.
 """
 
 _KWARGS_DESCRIPTION = """
@@ -40,6 +43,13 @@ Args (config "transfer"):
 Args (config "admission"):
     candidate_ids (`list` of `str`): admission candidate ids.
     decisions (`list` of `str`): the final decision for each candidate.
+    source, revision: as above.
+Args (config "estimation"):
+    predictions (`list` of `str`): predicted label of each held-out configuration.
+    configuration_ids (`list` of `str`): the configuration of each prediction (all 90 of the pool, or the 30 of
+        `fold`).
+    predicted_peaks_mib (`dict`, optional, a `compute` argument): configuration id -> predicted peak in MiB.
+    fold (`str`, optional): "all" (default) or one held-out family: granite33, phi4, qwen25.
     source, revision: as above.
 Returns:
     The score dict (see the metric card).
@@ -58,6 +68,7 @@ Examples:
 _FEATURES = {
     "transfer": {"predictions": "query_ids"},
     "admission": {"decisions": "candidate_ids"},
+    "estimation": {"predictions": "configuration_ids"},
 }
 
 
@@ -66,19 +77,29 @@ class Rlvrambench(evaluate.Metric):
     def _config(self) -> str:
         name = "transfer" if self.config_name in (None, "default") else self.config_name
         if name not in _FEATURES:
-            raise KeyError(f"unknown RLVRAMBench metric config {self.config_name!r}; use 'transfer' or 'admission'")
+            raise KeyError(
+                f"unknown RLVRAMBench metric config {self.config_name!r}; use 'transfer', 'admission' or 'estimation'"
+            )
         return name
 
     def _info(self):
         if self._config() == "transfer":
-            features = {"predictions": datasets.Value("string"), "query_ids": datasets.Value("string")}
+            features = datasets.Features(
+                {"predictions": datasets.Value("string"), "query_ids": datasets.Value("string")}
+            )
+        elif self._config() == "admission":
+            features = datasets.Features(
+                {"candidate_ids": datasets.Value("string"), "decisions": datasets.Value("string")}
+            )
         else:
-            features = {"candidate_ids": datasets.Value("string"), "decisions": datasets.Value("string")}
+            features = datasets.Features(
+                {"predictions": datasets.Value("string"), "configuration_ids": datasets.Value("string")}
+            )
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features(features),
+            features=features,
             homepage="https://huggingface.co/datasets/kobzaond/RLVRAMBench",
             license="MIT",
         )
@@ -89,10 +110,19 @@ class Rlvrambench(evaluate.Metric):
         query_ids=None,
         candidate_ids=None,
         decisions=None,
+        configuration_ids=None,
+        predicted_peaks_mib=None,
         track="all",
+        fold="all",
         source=None,
         revision=None,
     ):
+        if self._config() == "estimation":
+            from rlvrambench_hf.estimation import score_fold_predictions
+
+            return score_fold_predictions(
+                configuration_ids, predictions, predicted_peaks_mib, fold=fold, source=source, revision=revision
+            )
         if self._config() == "transfer":
             from rlvrambench_hf.transfer import score_lists
 

@@ -52,6 +52,10 @@ def run_demo(args: argparse.Namespace) -> int:
                 "Follow-up studies: the frozen predictions, resolved subset beside unscored approvals",
                 [["followup", "score", "--study", "larger_model"], ["followup", "score", "--study", "expanded_host"]],
             ),
+            (
+                "Estimator comparison: the references with each model family held out",
+                [["estimate", "retrospective", "--output", str(Path(folder) / "retrospective.json")]],
+            ),
         ]
         for title, commands in steps:
             print(f"\n== {title}")

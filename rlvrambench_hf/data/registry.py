@@ -39,6 +39,8 @@ OUTCOME_LABELS: tuple[str, ...] = ("within_margin", "above_margin", "memory_fail
 UNRESOLVED = "unresolved"
 #: The per-device memory limit of the benchmark, in MiB (inclusive).
 MARGIN_LIMIT_MIB = 38_912
+#: The reported capacity of the benchmark's devices (40 GB A100), in MiB.
+DEVICE_CAPACITY_MIB = 40_960
 #: Repository id of the dataset on the Hugging Face Hub.
 DEFAULT_REPO_ID = "kobzaond/RLVRAMBench"
 #: The commit of the published release (``release.json``'s ``huggingface_revision``).
@@ -68,6 +70,10 @@ def citation(repo_id: str = DEFAULT_REPO_ID, release: str | None = None) -> str:
         f"  url          = {{https://huggingface.co/datasets/{repo_id}}}\n"
         "}"
     )
+
+
+#: File layouts the typed reader knows: a CSV file, or a JSON object mapping each key to one record.
+CSV, JSON_MAPPING = "csv", "json_mapping"
 
 
 @dataclass(frozen=True)
@@ -140,6 +146,7 @@ class ConfigSpec:
     keys: tuple[str, ...]
     columns: tuple[Column, ...] = field(repr=False)
     card: bool = True  # a config named by the dataset card; False for supporting tables
+    layout: str = CSV  # JSON_MAPPING: {key: record}, the key repeated as the record's first key column
 
     @property
     def column_names(self) -> list[str]:
@@ -327,6 +334,29 @@ _SPECS: tuple[ConfigSpec, ...] = (
             outcome=("not_attempted",),
         ),
         card=False,
+    ),
+    ConfigSpec(
+        "estimation_targets",
+        "planned",
+        "benchmark/estimation/targets.csv",
+        "Settings of the twelve Qwen2.5-7B targets of the prospective estimator comparison",
+        ("configuration_id",),
+        _columns(_SETTINGS),
+        card=False,
+    ),
+    ConfigSpec(
+        "model_metadata",
+        "models",
+        "benchmark/estimation/model_metadata.json",
+        "Architecture and checkpoint-header counts of the four models (no weights), read by the estimators",
+        ("model_id",),
+        _columns("""all_linear_layer_adapter_elements config_sha256 floating_checkpoint_bytes
+            floating_checkpoint_elements head_dim hidden_size intermediate_size largest_transformer_layer_elements
+            largest_weight_tensor_elements lora_rank model_id non_transformer_layer_elements num_attention_heads
+            num_hidden_layers num_key_value_heads revision scope shard_header_sha256 tensor_count
+            tie_word_embeddings vocab_size"""),
+        card=False,
+        layout=JSON_MAPPING,
     ),
 )
 

@@ -5,11 +5,17 @@ literal ``nan`` becomes null, and any other value must fit its declared type exa
 one-line :class:`~rlvrambench_hf.errors.SchemaError` naming the file, column, line and value. Label columns are
 stored as int64 class indices, as ``datasets`` stores a ``ClassLabel``; :func:`decode_labels` turns them back
 into names for the cores.
+
+A registry entry whose layout is :data:`~.registry.JSON_MAPPING` (a JSON object ``{key: record}``) is read by the
+same function: each value becomes the text the release's CSV files would hold (:func:`text_cell`) and then goes
+through the same conversion, so one set of rules types both layouts.
 """
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -18,15 +24,19 @@ import pyarrow.csv as pacsv
 
 from ..errors import MissingFileError, SchemaError, first_line
 from .arrowtools import string_array
-from .registry import Column, ConfigSpec, get_spec
+from .kinds import LIST_SEPARATOR
+from .registry import JSON_MAPPING, Column, ConfigSpec, get_spec
 from .sources import Source, open_source
 
 NULL_TOKENS = ("", "nan")
 
 
 def read_csv(path: str | os.PathLike, spec: ConfigSpec, *, name: str | None = None) -> pa.Table:
-    """Read ``path`` as the table ``spec`` describes; ``name`` is how errors refer to the file."""
+    """Read ``path`` as the table ``spec`` describes (a CSV file, or a JSON mapping when the spec's layout says
+    so); ``name`` is how errors refer to the file."""
     name = name or spec.path
+    if spec.layout == JSON_MAPPING:
+        return _read_json_mapping(path, spec, name)
     convert = pacsv.ConvertOptions(
         column_types={c.name: pa.string() for c in spec.columns},
         strings_can_be_null=False,
@@ -42,6 +52,43 @@ def read_csv(path: str | os.PathLike, spec: ConfigSpec, *, name: str | None = No
     check_header(raw.column_names, spec, name)
     columns = [cast_column(raw.column(c.name), c, name) for c in spec.columns]
     return pa.Table.from_arrays(columns, schema=spec.arrow_schema)
+
+
+def text_cell(value: object) -> str:
+    """A JSON or YAML value as the release's CSV files write it: null blank, booleans ``True``/``False``, lists
+    ``;``-joined and mappings as ``;``-joined ``key=value`` pairs."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, Mapping):
+        return LIST_SEPARATOR.join(f"{k}={text_cell(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return LIST_SEPARATOR.join(text_cell(v) for v in value)
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def typed_records(records: Sequence[Mapping], columns: Sequence[Column], name: str) -> pa.Table:
+    """Records (JSON or YAML values; an absent key is null) as a table of ``columns``' types."""
+    arrays = [cast_column(string_array([text_cell(r.get(c.name)) for r in records]), c, name) for c in columns]
+    return pa.Table.from_arrays(arrays, schema=pa.schema([pa.field(c.name, c.arrow_type) for c in columns]))
+
+
+def _read_json_mapping(path: str | os.PathLike, spec: ConfigSpec, name: str) -> pa.Table:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SchemaError(f"{name}: cannot be read as JSON: {first_line(exc)}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise SchemaError(f"{name}: expected a JSON object mapping each {spec.keys[0]} to a record")
+    key = spec.keys[0]
+    for mapped, record in data.items():
+        check_header(list(record), spec, f"{name}: record {mapped!r}")
+        if record[key] != mapped:
+            raise SchemaError(f"{name}: record {mapped!r} has {key} {record[key]!r}")
+    return typed_records(list(data.values()), spec.columns, name)
 
 
 def check_header(found: list[str], spec: ConfigSpec, name: str) -> None:

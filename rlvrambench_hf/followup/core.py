@@ -4,8 +4,9 @@ Each study is a table of planned configurations with a repeated label that may b
 method predictions sealed before execution (donor copy, component regression, logistic classification). An
 unresolved target is neither a correct prediction nor a safe approval, so every method gets two views side by
 side: approvals over the full planned panel (scored and unscored, with the known failure evidence of the
-unscored ones) and label and peak metrics over the resolved subset only. The label metrics are those of the
-transfer scoring (:func:`rlvrambench_hf.transfer.label_metrics`).
+unscored ones) and label and peak metrics over the resolved subset only, with the fields of the estimator
+comparison's fold scores (:func:`rlvrambench_hf.scoring.estimators.estimator_scores`: the label metrics,
+``queries``, ``distinct_target_configurations``, the peak-error statistics and ``startup_guard_changed_states``).
 
 This module is the pure core (:func:`score_panel`); :mod:`.api` reads a user's predictions file and loads a
 study from a source.
@@ -17,8 +18,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..data.registry import OUTCOME_LABELS, UNRESOLVED
+from ..data.registry import DEVICE_CAPACITY_MIB, MARGIN_LIMIT_MIB, OUTCOME_LABELS, UNRESOLVED
 from ..errors import InputError
+from ..scoring.estimators import estimator_scores, peak_error_statistics, state_from_peak
 
 #: Study name (command-line spelling) → config holding it.
 STUDIES: dict[str, str] = {
@@ -27,6 +29,9 @@ STUDIES: dict[str, str] = {
 }
 #: The frozen methods, by the prefix of their prediction columns.
 FROZEN_METHODS: tuple[str, ...] = ("donor_copy", "component_regression", "logistic")
+#: The frozen method whose label a startup check may override: its guard changed a label exactly when the label
+#: differs from the one its own peak implies.
+GUARDED_METHOD = "component_regression"
 #: Key under which a user's predictions are scored.
 USER_METHOD = "user"
 APPROVAL = "within_margin"
@@ -41,10 +46,12 @@ PEAK_COLUMN = "predicted_peak_mib"
 
 @dataclass(frozen=True)
 class MethodPredictions:
-    """One method's predictions: a label per configuration id and, optionally, a peak in MiB (None: no peak)."""
+    """One method's predictions: a label per configuration id, optionally a peak in MiB (None: no peak), and
+    whether a startup guard changed the label (absent: no guard)."""
 
     states: Mapping[str, str]
     peaks_mib: Mapping[str, float | None] = field(default_factory=dict)
+    guard_changed: Mapping[str, bool] = field(default_factory=dict)
 
 
 def study_config(study: str) -> str:
@@ -58,13 +65,20 @@ def study_config(study: str) -> str:
 
 def frozen_predictions(rows: Sequence[Mapping]) -> dict[str, MethodPredictions]:
     """The three frozen methods' predictions from a study's own ``<method>_predicted_*`` columns."""
-    return {
+    methods = {
         method: MethodPredictions(
             states={r["configuration_id"]: r[f"{method}_predicted_state"] for r in rows},
             peaks_mib={r["configuration_id"]: r[f"{method}_predicted_peak_mib"] for r in rows},
         )
         for method in FROZEN_METHODS
     }
+    guarded = methods[GUARDED_METHOD]
+    changed = {
+        cid: peak is not None and guarded.states[cid] != state_from_peak(peak, DEVICE_CAPACITY_MIB, MARGIN_LIMIT_MIB)
+        for cid, peak in guarded.peaks_mib.items()
+    }
+    methods[GUARDED_METHOD] = MethodPredictions(guarded.states, guarded.peaks_mib, changed)
+    return methods
 
 
 def score_panel(rows: Sequence[Mapping], methods: Mapping[str, MethodPredictions]) -> dict:
@@ -73,8 +87,6 @@ def score_panel(rows: Sequence[Mapping], methods: Mapping[str, MethodPredictions
     ``rows`` need ``configuration_id``, ``observed_state``, ``known_memory_failure``, ``known_margin_exceedance``
     and ``completed_peak_mib``; every method must predict exactly the rows' configuration ids.
     """
-    from ..scoring.labels import label_metrics
-
     ids = [r["configuration_id"] for r in rows]
     if len(set(ids)) != len(ids):
         raise InputError("study table has duplicate configuration ids")
@@ -97,10 +109,15 @@ def score_panel(rows: Sequence[Mapping], methods: Mapping[str, MethodPredictions
                 bool(r["known_margin_exceedance"]) for r in unscored
             ),
         }
-        labels = label_metrics(
-            [prediction.states[r["configuration_id"]] for r in resolved], [r["observed_state"] for r in resolved]
+        ids_resolved = [r["configuration_id"] for r in resolved]
+        metrics[name] = estimator_scores(
+            ids_resolved,
+            [prediction.states[i] for i in ids_resolved],
+            [r["observed_state"] for r in resolved],
+            predicted_peaks_mib=[prediction.peaks_mib.get(i) for i in ids_resolved],
+            observed_peaks_mib=[r["completed_peak_mib"] for r in resolved],
+            guard_changed=[prediction.guard_changed.get(i) for i in ids_resolved],
         )
-        metrics[name] = {**labels, **peak_metrics(resolved, prediction.peaks_mib)}
     return {
         "planned_configurations": len(rows),
         "resolved_configurations": len(resolved),
@@ -115,21 +132,11 @@ def score_panel(rows: Sequence[Mapping], methods: Mapping[str, MethodPredictions
 
 
 def peak_metrics(resolved: Sequence[Mapping], peaks_mib: Mapping[str, float | None]) -> dict:
-    """Peak-estimate errors over resolved targets with a completed peak (signed error = predicted − observed).
-
-    Coverage is the share of those targets with a predicted peak; the worst underestimate is the largest
-    observed − predicted shortfall (0.0 when every prediction is at or above its target). Each is null when
-    there is nothing to measure it on.
-    """
-    targets = [r for r in resolved if r["completed_peak_mib"] is not None]
-    pairs = [(peaks_mib.get(r["configuration_id"]), r["completed_peak_mib"]) for r in targets]
-    errors = [p - o for p, o in pairs if p is not None]
-    return {
-        "completed_peak_prediction_coverage": len(errors) / len(targets) if targets else None,
-        "completed_peak_mae_mib": math.fsum(abs(e) for e in errors) / len(errors) if errors else None,
-        "completed_peak_mean_signed_error_mib": math.fsum(errors) / len(errors) if errors else None,
-        "completed_peak_worst_underestimate_mib": max(0.0, -min(errors)) if errors else None,
-    }
+    """Peak-estimate errors over resolved targets (see :func:`~rlvrambench_hf.scoring.estimators.peak_error_statistics`:
+    the coverage is the number of targets with both a predicted and a completed peak, 0 when none)."""
+    return peak_error_statistics(
+        [peaks_mib.get(r["configuration_id"]) for r in resolved], [r["completed_peak_mib"] for r in resolved]
+    )
 
 
 def validate_predictions(

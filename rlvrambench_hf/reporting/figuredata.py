@@ -153,3 +153,39 @@ def admission_curve(report: Mapping) -> list[CurvePoint]:
         raise InputError(f"replay report summary is malformed: missing or invalid {exc}") from None
     rules = list(dict.fromkeys(p.rule for p in points))
     return sorted(points, key=lambda p: (rules.index(p.rule), p.budget))
+
+
+@dataclass(frozen=True)
+class FoldApprovals:
+    """One method on one held-out family: approvals by observed label, usable settings rejected, correct labels."""
+
+    fold: str
+    method: str
+    approved_within_margin: int
+    approved_above_margin: int
+    approved_memory_failure: int
+    rejected_within_margin: int
+    correct: int
+    queries: int
+
+
+def fold_approvals(report: Mapping) -> list[FoldApprovals]:
+    """The per-fold comparison of an estimator-comparison report (``rlvrambench estimate retrospective``), in fold
+    then method order."""
+    try:
+        return [
+            FoldApprovals(
+                fold=str(fold),
+                method=str(method),
+                approved_within_margin=int(s["approved_within_margin"]),
+                approved_above_margin=int(s["approved_above_margin"]),
+                approved_memory_failure=int(s["approved_memory_failure"]),
+                rejected_within_margin=int(s["rejected_within_margin"]),
+                correct=int(s["correct_three_state"]),
+                queries=int(s["queries"]),
+            )
+            for fold, content in report["folds"].items()
+            for method, s in content["scores"].items()
+        ]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InputError(f"estimator comparison report is malformed: missing or invalid {exc}") from None

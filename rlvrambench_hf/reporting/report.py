@@ -112,6 +112,7 @@ def build_report(source=None, revision: str | None = None, *, policy: str | None
         ),
         _section("Follow-up studies", "".join(_followup_block(study, scores) for study, scores in followups.items())),
     ]
+    sections.append(_estimation_section(src, images))
     identity = src.identity
     provenance = ", ".join(f"{k} {v}" for k, v in identity.items() if v)
     page = _PAGE.format(title=html.escape(TITLE), provenance=html.escape(provenance), body="\n".join(sections))
@@ -202,6 +203,39 @@ def _followup_block(study: str, scores: Mapping) -> str:
             ]
         )
     return summary + _table(headers, rows) + f"<p class=note>{html.escape(scores['metric_scope'])}</p>"
+
+
+ESTIMATION_CAPTION = (
+    "Each reference method fitted with one model family held out and applied to its 30 configurations: approvals "
+    "by observed label (within margin is useful; above margin and memory failure are errors), correct labels and "
+    "usable settings rejected above each bar."
+)
+ESTIMATION_COLUMNS = (
+    "fold",
+    "method",
+    "correct",
+    "approved",
+    "approved_within_margin",
+    "approved_above_margin",
+    "approved_memory_failure",
+    "rejected_within_margin",
+    "peak_mae_mib",
+)
+
+
+def _estimation_section(src, images: dict[str, bytes]) -> str:
+    """The per-fold estimator comparison: its figure (added to ``images``) and table."""
+    from ..estimation import fold_table, run_retrospective
+    from .figuredata import fold_approvals
+    from .plots import estimation_figure, figure_png
+
+    report = run_retrospective(src)
+    images["estimation.png"] = figure_png(estimation_figure(fold_approvals(report)))
+    rows = [[r[c] for c in ESTIMATION_COLUMNS] for r in fold_table(report)]
+    return _section(
+        "Estimator comparison, model families held out",
+        _figure("estimation.png", images["estimation.png"], ESTIMATION_CAPTION) + _table(ESTIMATION_COLUMNS, rows),
+    )
 
 
 def _figure(name: str, data: bytes, caption: str) -> str:

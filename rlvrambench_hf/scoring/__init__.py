@@ -1,2 +1,3 @@
-"""What every scorer shares: the label metrics (:mod:`.labels`), the predictions-file reader
-(:mod:`.predictions`) and fast matching of fixed-width ids (:mod:`.idmatch`)."""
+"""What every scorer shares: the label metrics (:mod:`.labels`), estimator scores with peak errors
+(:mod:`.estimators`), the predictions-file reader (:mod:`.predictions`), fast matching of fixed-width ids
+(:mod:`.idmatch`) and users' own objects (:mod:`.user`)."""

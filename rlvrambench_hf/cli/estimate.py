@@ -1,0 +1,258 @@
+"""``rlvrambench estimate retrospective|fit|prospective|compare|advise``: the estimator comparison.
+
+Argument parsing and printing only; the work is done by :mod:`rlvrambench_hf.estimation`. ``--output`` files are
+written atomically as JSON (indent 2, no NaN); the table on stdout is the readable summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ._common import format_table, source_of
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "estimate",
+        help="estimator comparison: held-out model families, your estimator, advice for a planned run",
+        description="Memory estimators compared with whole model families held out (dataset card use #3).",
+    )
+    commands = parser.add_subparsers(dest="estimate_command", required=True, metavar="SUBCOMMAND")
+
+    p = commands.add_parser("retrospective", help="the three leave-one-family-out folds, scored per method")
+    _output(p, "the folds (fitted parameters, 90 prediction rows, scores, source costs)")
+    p.set_defaults(handler=run_retrospective)
+
+    p = commands.add_parser("fit", help="the final fit of the three references on all 90 configurations")
+    _output(p, "the fitted model (parameters, source cost of the 12 prospective targets' donors)")
+    p.set_defaults(handler=run_fit)
+
+    p = commands.add_parser(
+        "prospective", help="the 36 prospective predictions, checked against the release's predictions.json"
+    )
+    _output(p, "the predictions in the layout of the release's predictions.json")
+    p.set_defaults(handler=run_prospective)
+
+    p = commands.add_parser("compare", help="score your own estimator under the same folds, beside the references")
+    p.add_argument(
+        "--estimator",
+        action="append",
+        required=True,
+        metavar="[NAME=]MODULE:ATTR",
+        help="an object or class with fit(training) and predict(targets) (module or path/to/file.py); repeatable",
+    )
+    _output(p, "the folds with your estimators' scores and prediction rows")
+    p.set_defaults(handler=run_compare)
+
+    p = commands.add_parser("advise", help="ask the measurements about planned configurations")
+    p.add_argument(
+        "--planned",
+        required=True,
+        metavar="F.yaml|F.json|F.csv",
+        help="a mapping of settings (or a list of them) or a CSV with the columns of targets.csv",
+    )
+    p.add_argument(
+        "--device-capacity-mib",
+        type=int,
+        metavar="MIB",
+        help="plan for a device other than the benchmark's 40 GB A100 (every row is then flagged)",
+    )
+    p.add_argument(
+        "--margin-limit-mib",
+        type=int,
+        metavar="MIB",
+        help="the per-device limit on that device (default: its capacity minus the benchmark's 2048 MiB headroom)",
+    )
+    p.add_argument("--model-revision", metavar="REV", help="Hub revision of a model outside the release (default main)")
+    p.add_argument("--nearest", type=int, default=3, metavar="K", help="measured configurations to list (default 3)")
+    _output(p, "the advice")
+    p.set_defaults(handler=run_advise)
+
+
+def _output(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--output", metavar="F.json", help=f"write {what} as JSON (atomically)")
+
+
+def _write(path: str | None, data: object, *, sort_keys: bool = False) -> None:
+    if path:
+        from ..data.output import write_atomic
+
+        write_atomic(path, json.dumps(data, indent=2, sort_keys=sort_keys, allow_nan=False) + "\n")
+
+
+def run_retrospective(args: argparse.Namespace) -> int:
+    from ..estimation import run_retrospective
+
+    report = run_retrospective(source_of(args))
+    _write(args.output, report)
+    print(render_folds(report))
+    return 0
+
+
+def run_fit(args: argparse.Namespace) -> int:
+    from ..estimation import run_prospective
+
+    model = run_prospective(source_of(args))["fitted_model"]
+    _write(args.output, model)
+    rows = [[n, v] for n, v in zip(["intercept", *model["feature_names"]], model["component_coefficients_gib"])]
+    donors = model["source_cost"]["distinct_selected_donors"]
+    print(
+        f"fitted on {len(model['training_configuration_ids'])} configurations "
+        f"({model['eligible_source_processes']} processes, {model['recorded_source_attempts']} attempts); "
+        f"regression on {len(model['regression_training_configuration_ids'])} complete ones, residual norm "
+        f"{model['component_training_residual_norm_gib']:.6f} GiB; "
+        f"classifier iterations {model['classifier_iterations']}"
+    )
+    print(
+        f"the 12 prospective targets copy {donors['configurations']} distinct donors "
+        f"({donors['eligible_source_processes']} processes, {donors['recorded_source_attempts']} attempts)"
+    )
+    print(format_table(["term", "coefficient_gib"], rows))
+    return 0
+
+
+def run_prospective(args: argparse.Namespace) -> int:
+    from ..estimation import run_prospective
+
+    result = run_prospective(source_of(args))
+    _write(args.output, result["predictions"], sort_keys=True)
+    by_target: dict[str, dict] = {}
+    for row in result["predictions"]:
+        by_target.setdefault(row["configuration_id"], {})[row["method"]] = row
+    body = [
+        [
+            cid,
+            m["donor_copy"]["predicted_state"],
+            m["donor_copy"]["donor_configuration_id"],
+            m["component_regression"]["predicted_state"],
+            m["component_regression"]["predicted_peak_mib"],
+            m["logistic"]["predicted_state"],
+            m["donor_copy"]["startup_budget_diagnostic"]["budget_plus_actor_mib"],
+        ]
+        for cid, m in by_target.items()
+    ]
+    headers = ["target", "donor_copy", "donor", "regression", "regression_peak_mib", "logistic", "startup_mib"]
+    print(format_table(headers, body))
+    check = result["published_check"]
+    if not check["available"]:
+        print("the release has no predictions.json to check against")
+        return 0
+    if check["matches"]:
+        print(
+            f"equal to the release's predictions.json: {check['rows']} rows, labels and donors identical, "
+            f"peaks within {check['max_peak_difference_mib']:.1e} MiB"
+        )
+        return 0
+    print(f"rlvrambench: differs from the release's predictions.json: {check['differences'][:3]}", file=sys.stderr)
+    return 1
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from ..estimation import run_retrospective
+
+    estimators = {}
+    for given in args.estimator:
+        name, sep, spec = given.partition("=")
+        if not sep or ":" in name:
+            name, spec = given.rsplit(":", 1)[-1], given
+        estimators[name] = spec
+    report = run_retrospective(source_of(args), estimators=estimators)
+    _write(args.output, report)
+    print(render_folds(report))
+    return 0
+
+
+def run_advise(args: argparse.Namespace) -> int:
+    from ..estimation import Hardware, advise_planned
+    from ..estimation.advisor import BENCHMARK_HARDWARE, HEADROOM_MIB
+
+    hardware = BENCHMARK_HARDWARE
+    if args.device_capacity_mib is not None:
+        margin = args.margin_limit_mib or args.device_capacity_mib - HEADROOM_MIB
+        hardware = Hardware(args.device_capacity_mib, margin)
+    elif args.margin_limit_mib is not None:
+        from ..errors import InputError
+
+        raise InputError("--margin-limit-mib needs --device-capacity-mib")
+    advice = advise_planned(
+        args.planned, source_of(args), hardware=hardware, model_revision=args.model_revision, nearest=args.nearest
+    )
+    _write(args.output, advice)
+    print(render_advice(advice))
+    return 0
+
+
+def render_folds(report: dict) -> str:
+    """Correct labels and approvals by observed label, per fold and method; then the source costs."""
+    from ..estimation import fold_table
+
+    rows = [
+        [
+            r["fold"],
+            r["method"],
+            f"{r['correct']}/{r['queries']}",
+            r["approved"],
+            r["approved_within_margin"],
+            r["approved_above_margin"],
+            r["approved_memory_failure"],
+            r["rejected_within_margin"],
+            r["peak_mae_mib"],
+        ]
+        for r in fold_table(report)
+    ]
+    headers = ["fold", "method", "correct", "approved", "W", "A", "F", "usable_rejected", "peak_mae_mib"]
+    lines = [format_table(headers, rows), ""]
+    for family, fold in report["folds"].items():
+        pool, donors = (
+            fold["source_cost"]["full_permitted_fitting_pool"],
+            fold["source_cost"]["distinct_selected_donors"],
+        )
+        lines.append(
+            f"{family}: pool {pool['configurations']} configurations / {pool['eligible_source_processes']} processes / "
+            f"{pool['recorded_source_attempts']} attempts; donors {donors['configurations']} / "
+            f"{donors['eligible_source_processes']} / {donors['recorded_source_attempts']}"
+        )
+    lines.append("W, A, F: approved targets observed within margin, above margin, memory failure.")
+    return "\n".join(lines)
+
+
+def render_advice(advice: dict) -> str:
+    """Per planned configuration: the three methods, the donor's measured outcome, nearest measurements, flags."""
+    lines = [advice["statement"]]
+    for c in advice["configurations"]:
+        p = c["predictions"]
+        lines += ["", f"== {c['configuration_id']}: {c['model_id']} ({c['model_family'] or 'family not measured'})"]
+        body = [
+            ["donor_copy", p["donor_copy"]["predicted_state"], p["donor_copy"]["predicted_peak_mib"]],
+            [
+                "component_regression",
+                p["component_regression"]["predicted_state"],
+                p["component_regression"]["predicted_peak_mib"],
+            ],
+            ["logistic", p["logistic"]["predicted_state"], None],
+        ]
+        lines.append(format_table(["method", "predicted_state", "predicted_peak_mib"], body))
+        check = c["startup_check"]
+        lines.append(
+            f"startup check: {check['budget_plus_actor_mib']} MiB, failure predicted: "
+            f"{check['predicted_startup_budget_failure']}"
+            if check["applicable"]
+            else "startup check: not applicable (parameters offloaded)"
+        )
+        d = c["donor"]
+        lines.append(
+            f"donor: {d['configuration_id']} ({d['model_id']}, {d['gpu_count']} GPUs) measured {d['observed_state']}, "
+            f"peak {d['max_completed_run_peak_mib']} MiB"
+            if d
+            else "donor: none"
+        )
+        nearest = ", ".join(
+            f"{n['configuration_id']} {n['observed_state']} (distance {n['distance']:.2f})"
+            for n in c["nearest_measured"]
+        )
+        lines.append(f"nearest measured: {nearest}")
+        for flag in c["scope_flags"] or ["none: within the measured families, settings and hardware"]:
+            lines.append(f"scope: {flag}")
+    return "\n".join(lines)

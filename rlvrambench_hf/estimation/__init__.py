@@ -1,0 +1,58 @@
+"""The estimator comparison (dataset card use #3): memory estimators with whole model families held out.
+
+Pure cores: :mod:`.features` (the eight features, families, startup check), :mod:`.donor`, :mod:`.regression`,
+:mod:`.logistic` and :mod:`.references` (the three reference methods), :mod:`.folds` (pool, leave-one-family-out
+retrospective, final fit, prospective predictions), :mod:`.user` (your own estimator), :mod:`.advisor` (a planned
+run), :mod:`.hubmeta` (metadata of a Hub model from its headers). :mod:`.api` is where they meet a source.
+scipy and scikit-learn are imported when a method is fitted, not here.
+"""
+
+from .advisor import STATEMENT, Hardware, advise
+from .api import (
+    ALL_FOLDS,
+    advise_planned,
+    check_against_published,
+    load_estimator,
+    load_inputs,
+    run_final_fit,
+    run_prospective,
+    run_retrospective,
+    score_fold_predictions,
+)
+from .features import FAMILIES, FEATURE_NAMES, coarse_family, feature_matrix, feature_vector
+from .folds import fold_table, retrospective
+from .hubmeta import fetch_model_metadata, metadata_from_shapes
+from .references import METHODS, Examples, FittedReferences, fit_references
+from .user import OUTCOME_COLUMNS, Estimator, target_view, training_view
+
+__all__ = [
+    "ALL_FOLDS",
+    "FAMILIES",
+    "FEATURE_NAMES",
+    "METHODS",
+    "OUTCOME_COLUMNS",
+    "STATEMENT",
+    "Estimator",
+    "Examples",
+    "FittedReferences",
+    "Hardware",
+    "advise",
+    "advise_planned",
+    "check_against_published",
+    "coarse_family",
+    "feature_matrix",
+    "feature_vector",
+    "fetch_model_metadata",
+    "fit_references",
+    "fold_table",
+    "load_estimator",
+    "load_inputs",
+    "metadata_from_shapes",
+    "retrospective",
+    "run_final_fit",
+    "run_prospective",
+    "run_retrospective",
+    "score_fold_predictions",
+    "target_view",
+    "training_view",
+]
