@@ -1,11 +1,34 @@
-"""Helpers shared by the command modules: the source of a command and plain-text tables."""
+"""Helpers shared by the command modules: the source of a command, plain-text tables and help texts."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterable, Sequence
 
 from ..data.sources import Source, open_source
+
+#: How option help names the accepted predictions formats.
+PREDICTIONS_FORMATS = "CSV, JSON Lines or Parquet, optionally .gz/.bz2/.zst-compressed; - reads standard input"
+#: Exit status of every error.
+EXIT_ERROR = 2
+
+
+def needs_subcommand(parser: argparse.ArgumentParser) -> None:
+    """Make ``parser`` (a command group) print its usage and one error line, exit 2, when no subcommand is given."""
+
+    def usage(args: argparse.Namespace) -> int:
+        parser.print_usage(sys.stderr)
+        print(f"{parser.prog}: error: choose a subcommand (see {parser.prog} --help)", file=sys.stderr)
+        return EXIT_ERROR
+
+    parser.set_defaults(handler=usage)
+
+
+def choices_text(names: Iterable[str]) -> str:
+    """``a, b or c``: a list of names as help texts write it."""
+    items = list(names)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
 
 
 def source_of(args: argparse.Namespace) -> Source:
