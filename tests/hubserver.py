@@ -1,6 +1,7 @@
 """A real Hub-protocol server for the tests: olah serving git repositories made from release folders.
 
-``HubServer`` lays out an olah mirrors folder (``datasets/<org>/<name>`` git repositories), starts
+``HubServer`` lays out an olah mirrors folder (``datasets/<org>/<name>`` git repositories, and ``spaces/...`` or
+``models/...`` ones when asked with ``repo_type``), starts
 ``olah-cli`` in offline mode on a loopback port and waits until it answers. Repositories can get new commits and
 tags while it runs; the clients see them through ``HF_ENDPOINT`` exactly as they would see huggingface.co.
 """
@@ -70,21 +71,22 @@ class HubServer:
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen | None = None
 
-    def repo_path(self, repo_id: str) -> Path:
-        return self.mirrors / "datasets" / repo_id
+    def repo_path(self, repo_id: str, repo_type: str = "datasets") -> Path:
+        return self.mirrors / repo_type / repo_id
 
-    def add_repo(self, repo_id: str, folder: Path, message: str = "release") -> str:
-        """Create ``repo_id`` from the files of ``folder``; returns the commit id."""
-        repo = self.repo_path(repo_id)
+    def add_repo(self, repo_id: str, folder: Path, message: str = "release", repo_type: str = "datasets") -> str:
+        """Create ``repo_id`` (of ``repo_type``: datasets, spaces or models) from the files of ``folder``; returns
+        the commit id."""
+        repo = self.repo_path(repo_id, repo_type)
         shutil.copytree(folder, repo, ignore=shutil.ignore_patterns(".git"))
         for path in repo.rglob("*"):
             path.chmod(0o755 if path.is_dir() else 0o644)
         git(repo, "init", "-q", "-b", "main")
-        return self.commit(repo_id, message)
+        return self.commit(repo_id, message, repo_type)
 
-    def commit(self, repo_id: str, message: str) -> str:
+    def commit(self, repo_id: str, message: str, repo_type: str = "datasets") -> str:
         """Commit every change in the repository's work tree; returns the new commit id."""
-        repo = self.repo_path(repo_id)
+        repo = self.repo_path(repo_id, repo_type)
         git(repo, "add", "-A")
         git(repo, "commit", "-q", "--allow-empty", "-m", message)
         return git(repo, "rev-parse", "HEAD")

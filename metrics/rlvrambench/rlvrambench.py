@@ -4,11 +4,14 @@ decision scores (config "admission"), computed by the `rlvrambench_hf` package a
 The caller passes predictions only. The labels are read through `rlvrambench_hf` from the dataset source: the
 Hub repository `kobzaond/RLVRAMBench` at the pinned release commit (cached by huggingface_hub, reusable offline),
 a local folder, or whatever `RLVRAMBENCH_SOURCE` / `RLVRAMBENCH_REVISION` (or the `source` / `revision` arguments
-of `compute`) name. This module is a thin adapter: all validation and scoring live in the package.
+of `compute`) name. This module is a thin adapter: all validation and scoring live in the package, which also
+carries this module in its wheel: `evaluate.load(rlvrambench_hf.metric_path())` loads it from any folder.
 """
 
 import datasets
 import evaluate
+
+from rlvrambench_hf.transfer import ALL_TRACKS, TRACKS
 
 _CITATION = """\
 @misc{kobza2026rlvrambench,
@@ -28,13 +31,12 @@ recall and approval precision, null rates on zero denominators). "admission": fi
 the admission-panel candidates against the hidden evaluation labels.
 """
 
-_KWARGS_DESCRIPTION = """
+_KWARGS_DESCRIPTION = f"""
 Args (config "transfer"):
     predictions (`list` of `str`): predicted label of each query: within_margin, above_margin or memory_failure.
     query_ids (`list` of `str`): the query id of each prediction; together they must cover the selected queries
         exactly once.
-    track (`str`, optional): "all" (default) or one of model_transfer, workload_transfer, gpu_count_transfer,
-        horizon_transfer.
+    track (`str`, optional): "{ALL_TRACKS}" (default) or one of {", ".join(TRACKS)}.
     source (`str`, optional): Hub repo id or local folder (default: $RLVRAMBENCH_SOURCE, else the Hub release).
     revision (`str`, optional): Hub revision (default: $RLVRAMBENCH_REVISION, else the pinned release commit).
 Args (config "admission"):
@@ -44,9 +46,12 @@ Args (config "admission"):
 Returns:
     The score dict (see the metric card).
 Examples:
-    >>> metric = evaluate.load("metrics/rlvrambench")                                  # doctest: +SKIP
-    >>> scores = metric.compute(predictions=labels, query_ids=ids, track="all")        # doctest: +SKIP
-    >>> scores["per_track"]["gpu_count_transfer"]["within_margin_recall"]              # doctest: +SKIP
+    >>> import evaluate, rlvrambench_hf
+    >>> metric = evaluate.load(rlvrambench_hf.metric_path())
+    >>> ids = rlvrambench_hf.load_table("transfer_queries").column("query_id").to_pylist()
+    >>> scores = metric.compute(predictions=["within_margin"] * len(ids), query_ids=ids, track="{ALL_TRACKS}")
+    >>> scores["per_track"]["gpu_count_transfer"]["within_margin_recall"]
+    1.0
 """
 
 _FEATURES = {
@@ -60,7 +65,8 @@ class Rlvrambench(evaluate.Metric):
     def _config(self) -> str:
         name = "transfer" if self.config_name in (None, "default") else self.config_name
         if name not in _FEATURES:
-            raise KeyError(f"unknown RLVRAMBench metric config {self.config_name!r}; use 'transfer' or 'admission'")
+            choices = " or ".join(repr(name) for name in _FEATURES)
+            raise KeyError(f"unknown RLVRAMBench metric config {self.config_name!r}; use {choices}")
         return name
 
     def _info(self):
@@ -83,7 +89,7 @@ class Rlvrambench(evaluate.Metric):
         query_ids=None,
         candidate_ids=None,
         decisions=None,
-        track="all",
+        track=ALL_TRACKS,
         source=None,
         revision=None,
     ):

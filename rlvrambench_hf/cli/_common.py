@@ -54,3 +54,18 @@ def format_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> st
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in body]
     return "\n".join(lines)
+
+
+def print_push(result, *, repo_id: str, revision: str, dry_run: bool, as_json: bool) -> None:
+    """What ``release push`` and ``metric push`` print: the plan (text or JSON), then what was done."""
+    import json
+
+    print(json.dumps(result.plan.as_json(), indent=2) if as_json else result.plan.describe())
+    if dry_run:
+        print("dry run: nothing was changed")
+    elif result.commit_url:
+        print(f"committed: {result.commit_url}")
+    else:
+        print(f"nothing to commit: {repo_id}@{revision} already holds this folder")
+    if result.tag and not dry_run:
+        print(f"tagged {result.commit} as {result.tag}")

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from ._common import format_table, needs_subcommand, source_of
+from ._common import format_table, needs_subcommand, print_push, source_of
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -186,18 +186,7 @@ def _push(args: argparse.Namespace) -> int:
         message=args.message,
         dry_run=args.dry_run,
     )
-    if args.json:
-        print(json.dumps(result.plan.as_json(), indent=2))
-    else:
-        print(result.plan.describe())
-    if args.dry_run:
-        print("dry run: nothing was changed")
-    elif result.commit_url:
-        print(f"committed: {result.commit_url}")
-    else:
-        print(f"nothing to commit: {args.repo_id}@{args.push_revision} already holds this release")
-    if result.tag and not args.dry_run:
-        print(f"tagged {result.commit} as {result.tag}")
+    print_push(result, repo_id=args.repo_id, revision=args.push_revision, dry_run=args.dry_run, as_json=args.json)
     return 0
 
 

@@ -167,7 +167,7 @@ def _kind(source: _Input, head: bytes) -> str:
         elif ".parquet" in source.suffixes:
             seen = "text, although it is named .parquet"
         elif text.lstrip().startswith("["):
-            seen = "a JSON array (write JSON Lines: one object per line, as Dataset.to_json does)"
+            seen = "a JSON array, not JSON Lines (one object per line, as Dataset.to_json writes)"
         elif text.lstrip().startswith("{"):
             return "jsonl"
         elif _JSON_SUFFIXES & set(source.suffixes):
