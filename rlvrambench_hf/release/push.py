@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..data.hub import hub_errors
-from ..errors import InputError
+from ..errors import InputError, SourceError
 from .layout import folder_files, git_blob_sha1
 from .verify import check_release, read_record
 
@@ -204,14 +204,20 @@ def push_folder(
     if not dry_run:
         token = resolve_token(token)
     api = HfApi(token=token)
-    with hub_errors(repo_id, revision, repo_type=repo_type):
-        missing = create is not None and not api.repo_exists(repo_id, repo_type=repo_type)
+    missing = False
+    try:
+        commit, remote = remote_state(repo_id, revision, token, repo_type)
+    except SourceError:
+        with hub_errors(repo_id, revision, repo_type=repo_type):
+            missing = create is not None and not api.repo_exists(repo_id, repo_type=repo_type)
+        if not missing:
+            raise
+        commit, remote = None, {}
     if tag is not None and not missing:
         with hub_errors(repo_id, revision, repo_type=repo_type):
             refs = api.list_repo_refs(repo_id, repo_type=repo_type)
         if any(t.name == tag for t in refs.tags):
             raise InputError(f"tag {tag} already exists in {repo_id}")
-    commit, remote = (None, {}) if missing else remote_state(repo_id, revision, token, repo_type)
     plan = plan_push(folder, remote, repo_id=repo_id, revision=revision, remote_commit=commit)
     result = PushResult(plan, tag=tag)
     if dry_run:
