@@ -25,6 +25,17 @@ def needs_subcommand(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(handler=usage)
 
 
+def add_group(
+    subparsers: argparse._SubParsersAction, name: str, *, help: str, description: str, metavar: str
+) -> argparse._SubParsersAction:
+    """A command group ``name`` (e.g. ``release``) and its subcommands' action; without a subcommand it prints its
+    usage and exits 2."""
+    parser = subparsers.add_parser(name, help=help, description=description)
+    commands = parser.add_subparsers(dest=f"{name}_command", metavar=metavar)
+    needs_subcommand(parser)
+    return commands
+
+
 def choices_text(names: Iterable[str]) -> str:
     """``a, b or c``: a list of names as help texts write it."""
     items = list(names)
@@ -54,6 +65,33 @@ def format_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> st
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in body]
     return "\n".join(lines)
+
+
+def add_push_options(parser: argparse.ArgumentParser, *, default_message: str, tag: bool = False) -> None:
+    """The options of the verify-plan-commit commands (``release push``, ``metric push``)."""
+    parser.add_argument("--revision", dest="push_revision", default="main", help="branch to commit to (default main)")
+    parser.add_argument("--create-pr", action="store_true", help="open a pull request instead of committing")
+    if tag:
+        parser.add_argument("--tag", help="tag the new commit, e.g. v1.1.0")
+    parser.add_argument("--message", help=f"commit message (default: {default_message})")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
+    parser.add_argument("--json", action="store_true", help="print the plan as JSON")
+
+
+def push_and_print(push, args: argparse.Namespace, **options) -> int:
+    """Run ``push(args.folder, args.repo_id, ...)`` with the options of :func:`add_push_options` and print the plan
+    and what was done."""
+    result = push(
+        args.folder,
+        args.repo_id,
+        revision=args.push_revision,
+        create_pr=args.create_pr,
+        message=args.message,
+        dry_run=args.dry_run,
+        **options,
+    )
+    print_push(result, repo_id=args.repo_id, revision=args.push_revision, dry_run=args.dry_run, as_json=args.json)
+    return 0
 
 
 def print_push(result, *, repo_id: str, revision: str, dry_run: bool, as_json: bool) -> None:

@@ -6,18 +6,18 @@ import argparse
 import json
 
 from ..followup.core import STUDIES
-from ._common import PREDICTIONS_FORMATS, format_table, needs_subcommand, source_of
+from ._common import PREDICTIONS_FORMATS, add_group, format_table, source_of
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    commands = add_group(
+        subparsers,
         "followup",
         help="score the larger-model and expanded-host follow-up studies",
         description="Score the follow-up studies: the three method predictions frozen before execution (donor "
         "copy, component regression, logistic), and your own predictions beside them.",
+        metavar="SUBCOMMAND",
     )
-    commands = parser.add_subparsers(dest="followup_command", metavar="SUBCOMMAND")
-    needs_subcommand(parser)
     score = commands.add_parser(
         "score",
         help="score the three frozen methods and, optionally, your predictions",

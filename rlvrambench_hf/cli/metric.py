@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import needs_subcommand, print_push
+from ._common import add_group, add_push_options, push_and_print
 
 _SPACE_ID_HELP = "the Space OWNER/NAME; evaluate.load('OWNER/NAME') loads NAME.py from it (default: {})"
 
@@ -15,15 +15,15 @@ _SPACE_ID_HELP = "the Space OWNER/NAME; evaluate.load('OWNER/NAME') loads NAME.p
 def register(subparsers: argparse._SubParsersAction) -> None:
     from ..release.space import DEFAULT_SPACE_ID
 
-    parser = subparsers.add_parser(
+    commands = add_group(
+        subparsers,
         "metric",
         help="the evaluate module: its installed path, and its Hub Space folder",
         description="The RLVRAMBench metric travels in the wheel: `evaluate.load(rlvrambench_hf.metric_path())` "
         "loads it from any folder (configs transfer and admission). These commands print that path, write the "
         "metric's Hub Space folder and publish it, so that evaluate.load('OWNER/NAME') works for everyone.",
+        metavar="ACTION",
     )
-    commands = parser.add_subparsers(dest="metric_command", metavar="ACTION")
-    needs_subcommand(parser)
 
     path = commands.add_parser(
         "path",
@@ -54,11 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     push.add_argument("folder", metavar="FOLDER", help="the Space folder (written by metric space)")
     push.add_argument("--repo-id", default=DEFAULT_SPACE_ID, help=_SPACE_ID_HELP.format(DEFAULT_SPACE_ID))
-    push.add_argument("--revision", dest="push_revision", default="main", help="branch to commit to (default main)")
-    push.add_argument("--create-pr", action="store_true", help="open a pull request instead of committing")
-    push.add_argument("--message", help="commit message (default: names the package version)")
-    push.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
-    push.add_argument("--json", action="store_true", help="print the plan as JSON")
+    add_push_options(push, default_message="names the package version")
     push.set_defaults(handler=run_push)
 
 
@@ -81,13 +77,4 @@ def run_space(args: argparse.Namespace) -> int:
 def run_push(args: argparse.Namespace) -> int:
     from ..release.space import push_space
 
-    result = push_space(
-        args.folder,
-        args.repo_id,
-        revision=args.push_revision,
-        create_pr=args.create_pr,
-        message=args.message,
-        dry_run=args.dry_run,
-    )
-    print_push(result, repo_id=args.repo_id, revision=args.push_revision, dry_run=args.dry_run, as_json=args.json)
-    return 0
+    return push_and_print(push_space, args)

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import needs_subcommand
+from ._common import add_group
 
 EXTRA_NOTE = "Needs matplotlib: pip install 'rlvrambench-hf[plots]'."
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    kinds = add_group(
+        subparsers,
         "plot",
         help="draw the feasibility heatmap, stage peaks or admission curves (extra [plots])",
         description=f"Draw a figure of the release to a PNG file, atomically. {EXTRA_NOTE}",
+        metavar="FIGURE",
     )
-    kinds = parser.add_subparsers(dest="plot_kind", metavar="FIGURE")
-    needs_subcommand(parser)
 
     feasibility = kinds.add_parser(
         "feasibility",

@@ -6,19 +6,19 @@ import argparse
 import json
 import sys
 
-from ._common import format_table, needs_subcommand, print_push, source_of
+from ._common import add_group, add_push_options, format_table, push_and_print, source_of
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    commands = add_group(
+        subparsers,
         "release",
         help="build, verify, compare and publish typed Hub releases",
         description="Typed Hub releases of the dataset: build a release folder (Parquet with embedded features, "
         "card, Croissant, digests), verify it, compare two releases, push one to a Hub dataset repository or "
         "commit it into a local olah mirror.",
+        metavar="ACTION",
     )
-    commands = parser.add_subparsers(dest="release_command", metavar="ACTION")
-    needs_subcommand(parser)
 
     build = commands.add_parser(
         "build",
@@ -68,12 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     push.add_argument("folder", metavar="FOLDER", help="the release folder (written by release build)")
     push.add_argument("--repo-id", required=True, help="Hub dataset repository to push to, e.g. ORG/NAME")
-    push.add_argument("--revision", dest="push_revision", default="main", help="branch to commit to (default main)")
-    push.add_argument("--create-pr", action="store_true", help="open a pull request instead of committing")
-    push.add_argument("--tag", help="tag the new commit, e.g. v1.1.0")
-    push.add_argument("--message", help="commit message (default: Release X.Y.Z)")
-    push.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
-    push.add_argument("--json", action="store_true", help="print the plan as JSON")
+    add_push_options(push, default_message="Release X.Y.Z", tag=True)
     push.set_defaults(handler=_push)
 
     mirror = commands.add_parser(
@@ -177,17 +172,7 @@ def _key(key: dict) -> str:
 def _push(args: argparse.Namespace) -> int:
     from ..release.push import push_release
 
-    result = push_release(
-        args.folder,
-        args.repo_id,
-        revision=args.push_revision,
-        create_pr=args.create_pr,
-        tag=args.tag,
-        message=args.message,
-        dry_run=args.dry_run,
-    )
-    print_push(result, repo_id=args.repo_id, revision=args.push_revision, dry_run=args.dry_run, as_json=args.json)
-    return 0
+    return push_and_print(push_release, args, tag=args.tag)
 
 
 def _publish_mirror(args: argparse.Namespace) -> int:
