@@ -6,7 +6,7 @@ OLAH_VENV := .venv-olah
 SNAPSHOT ?= $(abspath ../shared/rlvrambench/hub)
 export RLVRAMBENCH_SNAPSHOT ?= $(SNAPSHOT)
 
-.PHONY: install browser demo lint test bench clean
+.PHONY: install browser demo lint package-check test bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -35,11 +35,16 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-test: lint $(VENV)/.installed $(OLAH_VENV)/.installed browser
-	OLAH_CLI=$(abspath $(OLAH_VENV))/bin/olah-cli $(VENV)/bin/python -m pytest -q
+# Packaging: sdist and wheel built with `build` and checked (twine, check-wheel-contents); the wheel installed alone
+# into a fresh virtualenv outside the repository and used from a folder outside it (tests/test_packaging.py).
+package-check: $(VENV)/.installed $(OLAH_VENV)/.installed
+	OLAH_CLI=$(abspath $(OLAH_VENV))/bin/olah-cli $(VENV)/bin/python -m pytest -q tests/test_packaging.py
+
+test: lint $(VENV)/.installed $(OLAH_VENV)/.installed browser package-check
+	OLAH_CLI=$(abspath $(OLAH_VENV))/bin/olah-cli $(VENV)/bin/python -m pytest -q --ignore=tests/test_packaging.py
 
 bench: $(VENV)/.installed $(OLAH_VENV)/.installed
 	for b in bench/bench_*.py; do OLAH_CLI=$(abspath $(OLAH_VENV))/bin/olah-cli $(VENV)/bin/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(OLAH_VENV) build *.egg-info
+	rm -rf $(VENV) $(OLAH_VENV) build dist *.egg-info

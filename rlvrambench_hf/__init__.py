@@ -2,6 +2,9 @@
 
 >>> from rlvrambench_hf import load_dataset
 >>> runs = load_dataset("eligible_runs", split="measured")            # doctest: +SKIP
+
+The metric travels in the wheel; from any folder: ``evaluate.load(rlvrambench_hf.metric_path())`` (config
+"transfer") or ``evaluate.load(rlvrambench_hf.metric_path(), "admission")``.
 """
 
 from __future__ import annotations
@@ -35,8 +38,25 @@ __all__ = [
     "get_spec",
     "load_dataset",
     "load_table",
+    "loading_script_path",
+    "metric_path",
     "open_source",
 ]
+
+
+def metric_path() -> str:
+    """The folder of the installed ``evaluate`` module, for ``evaluate.load(metric_path())`` (config "transfer",
+    the default) or ``evaluate.load(metric_path(), "admission")`` — from any folder, without the repository."""
+    from importlib import resources
+
+    return str(resources.files("rlvrambench_hf.metrics").joinpath("rlvrambench"))
+
+
+def loading_script_path() -> str:
+    """The installed builder module a release carries (``loading_script/rlvrambench.py`` of the repository)."""
+    from importlib import resources
+
+    return str(resources.files("rlvrambench_hf.loading_script").joinpath("rlvrambench.py"))
 
 
 def load_dataset(*args, **kwargs):

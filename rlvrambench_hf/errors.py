@@ -36,6 +36,25 @@ class InputError(RLVRAMBenchError, ValueError):
     """A user-supplied file or argument (predictions, decisions, policy, options) is invalid."""
 
 
+class MissingExtraError(RLVRAMBenchError, ImportError):
+    """An optional dependency is not installed; the message names the ``pip install`` that brings it."""
+
+
+def import_extra(module: str, extra: str, purpose: str, alternative: str = ""):
+    """Import ``module`` of the optional extra ``extra``, or raise a one-line :class:`MissingExtraError` saying
+    which ``pip install 'rlvrambench-hf[extra]'`` brings it (``purpose``: what needs it, e.g. "drawing figures";
+    ``alternative``: another way out, appended after "or")."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingExtraError(
+            f"{purpose} needs {module.split('.')[0]}, which is not installed: "
+            f"pip install 'rlvrambench-hf[{extra}]'" + (f" (or {alternative})" if alternative else "")
+        ) from None
+
+
 def first_line(exc: BaseException, *, typed: bool = False) -> str:
     """The first line of a library exception's message (its type name when empty), for one-line errors;
     ``typed`` prefixes the type name (``ValueError: ...``), for exceptions raised by a user's own code."""

@@ -1,7 +1,7 @@
 """A real Hub-protocol server for the tests: olah serving git repositories made from release folders.
 
-``HubServer`` lays out an olah mirrors folder (``datasets/<org>/<name>`` and ``models/<org>/<name>`` git
-repositories), starts
+``HubServer`` lays out an olah mirrors folder (``datasets/<org>/<name>`` git repositories, and ``models/...`` or
+``spaces/...`` ones when asked with ``repo_type``), starts
 ``olah-cli`` in offline mode on a loopback port and waits until it answers. Repositories can get new commits and
 tags while it runs; the clients see them through ``HF_ENDPOINT`` exactly as they would see huggingface.co.
 """
@@ -75,8 +75,8 @@ class HubServer:
         return self.mirrors / f"{repo_type}s" / repo_id
 
     def add_repo(self, repo_id: str, folder: Path, message: str = "release", repo_type: str = "dataset") -> str:
-        """Create ``repo_id`` (a ``dataset`` or ``model`` repository) from the files of ``folder``; returns the
-        commit id."""
+        """Create ``repo_id`` (a ``dataset``, ``model`` or ``space`` repository) from the files of ``folder``;
+        returns the commit id."""
         repo = self.repo_path(repo_id, repo_type)
         shutil.copytree(folder, repo, ignore=shutil.ignore_patterns(".git"))
         for path in repo.rglob("*"):

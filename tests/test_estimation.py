@@ -392,8 +392,9 @@ def test_the_new_registry_entries_through_the_data_commands(snapshot: Path, tmp_
 
 def test_per_fold_comparison_figure(report: dict) -> None:
     pytest.importorskip("matplotlib")
+    from rlvrambench_hf.reporting.canvas import figure_png
+    from rlvrambench_hf.reporting.comparison import estimation_figure
     from rlvrambench_hf.reporting.figuredata import fold_approvals
-    from rlvrambench_hf.reporting.plots import estimation_figure, figure_png
 
     bars = fold_approvals(report)
     assert [(b.fold, b.method) for b in bars] == list(PUBLISHED_FOLDS)

@@ -163,7 +163,7 @@ def test_metric_admission_config(local_source, snapshot):
 
 
 def test_metric_unknown_config():
-    with pytest.raises(KeyError, match="use 'transfer', 'admission' or 'estimation'"):
+    with pytest.raises(KeyError, match="use 'transfer' or 'admission' or 'estimation'"):
         evaluate.load(METRIC, "leaderboard")
 
 

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from rlvrambench_hf.transfer import TRACKS
+
 from conftest import run_cli
 
 CHROMIUM = os.environ.get("CHROMIUM") or next(
@@ -30,7 +32,7 @@ needs_chromium = pytest.mark.skipif(
     CHROMIUM is None or not os.access(CHROMIUM, os.X_OK) or shutil.which("bash") is None,
     reason="headless Chromium (and bash) not found: apt-get install -y chromium, or set CHROMIUM to the binary",
 )
-FIGURES = ("feasibility", "stages", "admission", "estimation")
+FIGURES = ("feasibility", "stages", "admission", "attempts", "estimation")
 
 
 class Browser:
@@ -172,6 +174,7 @@ def report_dir(snapshot: Path, tmp_path_factory) -> Path:
 def test_report_content(report_dir: Path) -> None:
     assert sorted(p.name for p in report_dir.iterdir()) == [
         "admission.png",
+        "attempts.png",
         "estimation.png",
         "feasibility.png",
         "index.html",
@@ -196,10 +199,10 @@ def test_report_content(report_dir: Path) -> None:
     for budget, recall in enumerate(("0", "0.25", "0.75", "1")):
         assert re.search(rf"direct_screen\s+{budget}\s+4\s+4\s+{re.escape(recall)}\s", text)
     # follow-up scores: the larger-model figures
-    assert "larger_model : 6 of 12 planned configurations resolved (full-panel coverage 0.5)" in text
+    assert "larger_model  6 of 12 configurations resolved (full-panel coverage 0.5)" in text
     assert re.search(r"donor_copy\s+12\s+6\s+6\s+3\s+0\s+0\s+6\s+0", text)
     assert re.search(r"component_regression\s+3\s+0\s+3\s+0\s+0\s+6\s+0\s+0", text)
-    assert "expanded_host : 3 of 6 planned configurations resolved" in text
+    assert "expanded_host  3 of 6 configurations resolved" in text
     # estimator comparison: the regression approves 4 memory-failing Granite settings; logistic rejects 6 usable Qwen
     assert re.search(r"granite33\s+component_regression\s+22\s+30\s+22\s+4\s+4\s+0", text)
     assert re.search(r"qwen25\s+logistic\s+21\s+16\s+16\s+0\s+0\s+6", text)
@@ -243,3 +246,122 @@ def test_report_with_a_bad_policy_writes_nothing(snapshot: Path, tmp_path: Path)
     result = run_cli("--source", str(snapshot), "report", "--output", str(output), "--policy", "no_such_module:X")
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
     assert not output.exists()
+
+
+def page_text(folder: Path) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", " ", (folder / "index.html").read_text(encoding="utf-8")))
+
+
+def test_report_provenance_overall_row_track_order_and_confusion(report_dir: Path) -> None:
+    from rlvrambench_hf import __version__
+
+    text = page_text(report_dir)
+    head = text[: text.index("Configs")]
+    assert re.search(rf"package\s+rlvrambench-hf {re.escape(__version__)}\s", head)
+    assert re.search(r"source\s+\S+hub \(local folder\)", head)
+    assert re.search(r"commit\s+none: a local folder has no commit", head)
+    assert re.search(r"run at\s+20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC", head)
+    transfer = text[text.index("Transfer tasks") : text.index("Admission replay")]
+    # the overall row first, then the tracks in the documented order (not alphabetical)
+    assert re.search(
+        r"overall\s+source_label\s+400\s+352\s+0\.88\s+249\s+235\s+2\s+12\s+14\s+0\.9438\s+0\.9438", transfer
+    )
+    firsts = [transfer.index(f" {scope} ") for scope in ("overall", *TRACKS)]
+    assert firsts == sorted(firsts)
+    # confusion matrices: predicted rows, observed columns, overall then each track
+    page = (report_dir / "index.html").read_text(encoding="utf-8")
+    block = page[page.index("<h3>source_label</h3>") :]
+    rows = re.findall(r"<tr><th>(WM|AM|MF)</th>((?:<td>\d+</td>)+)</tr>", block)[:3]
+    cells = {label: [int(v) for v in re.findall(r"\d+", row)] for label, row in rows}
+    assert cells["WM"][:3] == [235, 12, 2] and cells["MF"][:3] == [2, 10, 92]
+    assert cells["WM"][9:12] == [20, 4, 2]  # gpu_count_transfer: 20 right approvals, 4 AM, 2 MF approved
+    assert all(len(v) == 15 for v in cells.values())
+    # admission: total attempts = target + donor; source_copy's recall at budget 0 rests on 36 donor attempts
+    admission = text[text.index("Admission replay") : text.index("Follow-up studies")]
+    assert re.search(r"source_copy\s+0\s+4\s+4\s+1\s+6\s+6\s+0\s+0\s+0\s+36\s+36\s+36", admission)
+    assert re.search(r"direct_screen\s+3\s+4\s+4\s+1\s+6\s+6\s+0\s+0\s+12\s+0\s+12\s+12", admission)
+
+
+@pytest.fixture(scope="module")
+def user_report_dir(snapshot: Path, tmp_path_factory) -> Path:
+    """A report with the user's transfer predictions (always_approve, as JSON Lines) and larger-model
+    predictions (everything approved) beside the reference ones."""
+    from rlvrambench_hf.followup import study_rows
+    from rlvrambench_hf.transfer import load_transfer_tables, reference_predictions
+
+    work = tmp_path_factory.mktemp("user-report")
+    tables = load_transfer_tables(snapshot)
+    mine = reference_predictions(tables["queries"], tables["outcomes"], "always_approve")
+    (work / "mine.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in reversed(mine.to_pylist())), encoding="utf-8"
+    )
+    ids = [r["configuration_id"] for r in study_rows("larger_model", snapshot)]
+    (work / "larger.csv").write_text(
+        "configuration_id,predicted_state\n" + "".join(f"{c},within_margin\n" for c in ids)
+    )
+    output = work / "site"
+    result = run_cli(
+        "--source",
+        str(snapshot),
+        "report",
+        "--output",
+        str(output),
+        "--predictions",
+        str(work / "mine.jsonl"),
+        "--followup-predictions",
+        f"larger_model={work / 'larger.csv'}",
+    )
+    assert result.returncode == 0, result.stderr
+    return output
+
+
+def test_report_shows_your_predictions_beside_the_reference_rules(user_report_dir: Path) -> None:
+    text = page_text(user_report_dir)
+    head = text[: text.index("Configs")]
+    assert re.search(r"transfer predictions\s+\S+mine\.jsonl", head)
+    assert re.search(r"larger_model predictions\s+\S+larger\.csv", head)
+    transfer = text[text.index("Transfer tasks") : text.index("Admission replay")]
+    for scope in ("overall", *TRACKS):  # your row equals always_approve's in every scope
+        approve = re.search(rf"{scope}\s+always_approve((?:\s+\S+){{10}})", transfer)
+        user = re.search(rf"{scope}\s+user((?:\s+\S+){{10}})", transfer)
+        assert approve and user and approve.group(1).split() == user.group(1).split(), scope
+    assert "<h3>user</h3>" in (user_report_dir / "index.html").read_text(encoding="utf-8")
+    followup = text[text.index("Follow-up studies") :]
+    larger, expanded = followup.split("expanded_host")[0], followup.split("expanded_host")[1]
+    assert re.search(r"user\s+12\s+6\s+6\s+3\s+0\s+0\s+6\s+0", larger)  # as donor copy: everything approved
+    assert not re.search(r"\suser\s", expanded)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--followup-predictions", "nope=x.csv"], "unknown study 'nope'"),
+        (["--followup-predictions", "larger_model"], "must be STUDY=FILE"),
+        (["--predictions", "{W}/bad.csv"], "bad.csv is separated by ';' (semicolons), not commas"),
+    ],
+)
+def test_report_refuses_bad_user_inputs_and_writes_nothing(snapshot: Path, tmp_path: Path, argv, message) -> None:
+    (tmp_path / "bad.csv").write_text("query_id;predicted_state\nq;within_margin\n")
+    output = tmp_path / "site"
+    argv = [a.replace("{W}", str(tmp_path)) for a in argv]
+    result = run_cli("--source", str(snapshot), "report", "--output", str(output), *argv)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert message in result.stderr
+    assert not output.exists()
+
+
+def test_provenance_of_a_hub_source_names_revision_and_commit(hub) -> None:
+    import datetime as dt
+
+    from rlvrambench_hf.data.sources import open_source
+    from rlvrambench_hf.reporting.report import provenance
+
+    when = dt.datetime(2026, 9, 15, 12, 30, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+    items = dict(provenance(open_source("kobzaond/RLVRAMBench", "main"), "9.9.9", when, {"policy": None}))
+    assert items == {
+        "package": "rlvrambench-hf 9.9.9",
+        "source": "kobzaond/RLVRAMBench (Hub repository)",
+        "revision": "main",
+        "commit": hub.first_commit,
+        "run at": "2026-09-15 10:30:00 UTC",
+    }

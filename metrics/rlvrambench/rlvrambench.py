@@ -5,21 +5,20 @@ decision scores (config "admission") and held-out-family estimator scores (confi
 The caller passes predictions only. The labels are read through `rlvrambench_hf` from the dataset source: the
 Hub repository `kobzaond/RLVRAMBench` at the pinned release commit (cached by huggingface_hub, reusable offline),
 a local folder, or whatever `RLVRAMBENCH_SOURCE` / `RLVRAMBENCH_REVISION` (or the `source` / `revision` arguments
-of `compute`) name. This module is a thin adapter: all validation and scoring live in the package.
+of `compute`) name. This module is a thin adapter: all validation and scoring live in the package, which also
+carries this module in its wheel: `evaluate.load(rlvrambench_hf.metric_path())` loads it from any folder.
 """
 
 import datasets
 import evaluate
 
-_CITATION = """\
-@misc{kobza2026rlvrambench,
-  title  = {{RLVRAMBench}},
-  author = {Kobza, Ond{\\v{r}}ej and {\\v{S}}ediv{\\'y}, Jan},
-  year   = {2026},
-  howpublished = {Hugging Face dataset kobzaond/RLVRAMBench},
-  note   = {Evidence release 2026.09.14, MIT licence}
-}
-"""
+from rlvrambench_hf.data.registry import citation
+from rlvrambench_hf.estimation import ALL_FOLDS, FAMILIES
+from rlvrambench_hf.transfer import ALL_TRACKS, TRACKS
+
+_FOLDS = sorted(set(FAMILIES.values()))
+
+_CITATION = citation()
 
 _DESCRIPTION = """\
 Scores RLVRAMBench predictions against labels the caller does not pass. "transfer": one predicted label
@@ -31,13 +30,12 @@ optionally a peak in MiB) per held-out configuration of the estimator comparison
 scored per fold exactly as the reference estimators are.
 """
 
-_KWARGS_DESCRIPTION = """
+_KWARGS_DESCRIPTION = f"""
 Args (config "transfer"):
     predictions (`list` of `str`): predicted label of each query: within_margin, above_margin or memory_failure.
     query_ids (`list` of `str`): the query id of each prediction; together they must cover the selected queries
         exactly once.
-    track (`str`, optional): "all" (default) or one of model_transfer, workload_transfer, gpu_count_transfer,
-        horizon_transfer.
+    track (`str`, optional): "{ALL_TRACKS}" (default) or one of {", ".join(TRACKS)}.
     source (`str`, optional): Hub repo id or local folder (default: $RLVRAMBENCH_SOURCE, else the Hub release).
     revision (`str`, optional): Hub revision (default: $RLVRAMBENCH_REVISION, else the pinned release commit).
 Args (config "admission"):
@@ -49,15 +47,15 @@ Args (config "estimation"):
     configuration_ids (`list` of `str`): the configuration of each prediction (all 90 of the pool, or the 30 of
         `fold`).
     predicted_peaks_mib (`dict`, optional, a `compute` argument): configuration id -> predicted peak in MiB.
-    fold (`str`, optional): "all" (default) or one held-out family: granite33, phi4, qwen25.
+    fold (`str`, optional): "{ALL_FOLDS}" (default) or one held-out family: {", ".join(_FOLDS)}.
     source, revision: as above.
 Returns:
     The score dict (see the metric card).
 Examples:
     The four queries of the horizon track, all approved:
 
-    >>> import evaluate
-    >>> metric = evaluate.load("metrics/rlvrambench")
+    >>> import evaluate, rlvrambench_hf
+    >>> metric = evaluate.load(rlvrambench_hf.metric_path())
     >>> ids = ["query-69f16a44c67f378b", "query-8d86cf5af0ae2aca", "query-a9650bee46606c7d", "query-c706b21190a01dfb"]
     >>> scores = metric.compute(predictions=["within_margin"] * 4, query_ids=ids, track="horizon_transfer")
     >>> overall = scores["overall"]
@@ -77,9 +75,8 @@ class Rlvrambench(evaluate.Metric):
     def _config(self) -> str:
         name = "transfer" if self.config_name in (None, "default") else self.config_name
         if name not in _FEATURES:
-            raise KeyError(
-                f"unknown RLVRAMBench metric config {self.config_name!r}; use 'transfer', 'admission' or 'estimation'"
-            )
+            choices = " or ".join(repr(name) for name in _FEATURES)
+            raise KeyError(f"unknown RLVRAMBench metric config {self.config_name!r}; use {choices}")
         return name
 
     def _info(self):
@@ -112,8 +109,8 @@ class Rlvrambench(evaluate.Metric):
         decisions=None,
         configuration_ids=None,
         predicted_peaks_mib=None,
-        track="all",
-        fold="all",
+        track=ALL_TRACKS,
+        fold=ALL_FOLDS,
         source=None,
         revision=None,
     ):

@@ -14,9 +14,15 @@ import pkgutil
 import sys
 from typing import NoReturn
 
+from .. import __version__
 from ..errors import RLVRAMBenchError
+from ._common import EXIT_ERROR, needs_subcommand
 
-EXIT_ERROR = 2
+EPILOG = (
+    "Every error prints one line and exits with status 2 (--debug shows the traceback). Optional extras: "
+    "pip install 'rlvrambench-hf[plots]' for plot and report, 'rlvrambench-hf[release]' for the Croissant check "
+    "of release verify. COMMAND --help describes each command."
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -25,7 +31,13 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="rlvrambench", description="Typed access, metrics and releases for RLVRAMBench.")
+    parser = _Parser(
+        prog="rlvrambench",
+        description="Typed access, metrics, admission replay, follow-up scores and releases for RLVRAMBench "
+        "(the kobzaond/RLVRAMBench dataset on the Hugging Face Hub).",
+        epilog=EPILOG,
+    )
+    parser.add_argument("--version", action="version", version=f"rlvrambench-hf {__version__}")
     parser.add_argument(
         "--source", help="Hub repo id or local directory (default: $RLVRAMBENCH_SOURCE, else kobzaond/RLVRAMBench)"
     )
@@ -34,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="Hub revision: branch, tag or commit (default: $RLVRAMBENCH_REVISION, else the pinned release commit)",
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+    subparsers = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
+    needs_subcommand(parser)
     for module in pkgutil.iter_modules(__path__):
         if not module.name.startswith("_"):
             importlib.import_module(f"{__name__}.{module.name}").register(subparsers)

@@ -1,11 +1,45 @@
-"""Helpers shared by the command modules: the source of a command and plain-text tables."""
+"""Helpers shared by the command modules: the source of a command, plain-text tables and help texts."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterable, Sequence
 
 from ..data.sources import Source, open_source
+
+#: How option help names the accepted predictions formats.
+PREDICTIONS_FORMATS = "CSV, JSON Lines or Parquet, optionally .gz/.bz2/.zst-compressed; - reads standard input"
+#: Exit status of every error.
+EXIT_ERROR = 2
+
+
+def needs_subcommand(parser: argparse.ArgumentParser) -> None:
+    """Make ``parser`` (a command group) print its usage and one error line, exit 2, when no subcommand is given."""
+
+    def usage(args: argparse.Namespace) -> int:
+        parser.print_usage(sys.stderr)
+        print(f"{parser.prog}: error: choose a subcommand (see {parser.prog} --help)", file=sys.stderr)
+        return EXIT_ERROR
+
+    parser.set_defaults(handler=usage)
+
+
+def add_group(
+    subparsers: argparse._SubParsersAction, name: str, *, help: str, description: str, metavar: str
+) -> argparse._SubParsersAction:
+    """A command group ``name`` (e.g. ``release``) and its subcommands' action; without a subcommand it prints its
+    usage and exits 2."""
+    parser = subparsers.add_parser(name, help=help, description=description)
+    commands = parser.add_subparsers(dest=f"{name}_command", metavar=metavar)
+    needs_subcommand(parser)
+    return commands
+
+
+def choices_text(names: Iterable[str]) -> str:
+    """``a, b or c``: a list of names as help texts write it."""
+    items = list(names)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
 
 
 def source_of(args: argparse.Namespace) -> Source:
@@ -31,3 +65,45 @@ def format_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> st
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in body]
     return "\n".join(lines)
+
+
+def add_push_options(parser: argparse.ArgumentParser, *, default_message: str, tag: bool = False) -> None:
+    """The options of the verify-plan-commit commands (``release push``, ``metric push``)."""
+    parser.add_argument("--revision", dest="push_revision", default="main", help="branch to commit to (default main)")
+    parser.add_argument("--create-pr", action="store_true", help="open a pull request instead of committing")
+    if tag:
+        parser.add_argument("--tag", help="tag the new commit, e.g. v1.1.0")
+    parser.add_argument("--message", help=f"commit message (default: {default_message})")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
+    parser.add_argument("--json", action="store_true", help="print the plan as JSON")
+
+
+def push_and_print(push, args: argparse.Namespace, **options) -> int:
+    """Run ``push(args.folder, args.repo_id, ...)`` with the options of :func:`add_push_options` and print the plan
+    and what was done."""
+    result = push(
+        args.folder,
+        args.repo_id,
+        revision=args.push_revision,
+        create_pr=args.create_pr,
+        message=args.message,
+        dry_run=args.dry_run,
+        **options,
+    )
+    print_push(result, repo_id=args.repo_id, revision=args.push_revision, dry_run=args.dry_run, as_json=args.json)
+    return 0
+
+
+def print_push(result, *, repo_id: str, revision: str, dry_run: bool, as_json: bool) -> None:
+    """What ``release push`` and ``metric push`` print: the plan (text or JSON), then what was done."""
+    import json
+
+    print(json.dumps(result.plan.as_json(), indent=2) if as_json else result.plan.describe())
+    if dry_run:
+        print("dry run: nothing was changed")
+    elif result.commit_url:
+        print(f"committed: {result.commit_url}")
+    else:
+        print(f"nothing to commit: {repo_id}@{revision} already holds this folder")
+    if result.tag and not dry_run:
+        print(f"tagged {result.commit} as {result.tag}")

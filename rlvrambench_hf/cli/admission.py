@@ -8,10 +8,11 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..admission.policy import RULES
 from ..errors import InputError
-from ._common import format_table, source_of
+from ._common import choices_text, format_table, source_of
 
-RULE_NAMES = ("source_copy", "headroom_guard", "direct_screen")
+RULE_NAMES: tuple[str, ...] = tuple(RULES)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--rule",
         action="append",
         choices=RULE_NAMES,
-        help="a published rule to replay (repeatable; default: all three)",
+        help=f"a published rule to replay: {choices_text(RULE_NAMES)} (repeatable; default: all)",
     )
     which.add_argument("--policy", metavar="MODULE:ATTR", help="your policy (an object or a class to instantiate)")
     p.add_argument("--budgets", default="0,1,2,3", help="comma-separated target attempts per case (default: 0,1,2,3)")
@@ -37,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="attempt records as JSON (like results/attempts.json) or "
         "CSV (like results/attempts.csv); default: the typed admission_attempts config",
     )
-    p.add_argument("--output", required=True, help="score JSON file to write")
+    p.add_argument("--output", required=True, metavar="FILE.json", help="score JSON file to write")
     p.add_argument("--summary", metavar="CSV", help="also write the summary rows as CSV")
     p.set_defaults(handler=run_replay)
 

@@ -5,33 +5,52 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..data.export import FORMATS
 from ..data.registry import REGISTRY, ConfigSpec, card_configs, get_spec
 from ..data.tables import config_file, decode_labels, read_csv
 from ..errors import MissingFileError, RLVRAMBenchError, UnknownConfigError
-from ._common import format_table, source_of
-
-EXPORT_FORMATS = ("csv", "parquet", "jsonl")
+from ._common import choices_text, format_table, source_of
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("configs", help="list the configs with their split, rows and availability")
+    configs = ", ".join(REGISTRY)
+    p = subparsers.add_parser(
+        "configs",
+        help="list the configs with their split, rows and availability",
+        description="List the configs of the dataset card: split, rows, columns, whether the source has the "
+        "config's file, and what it holds. A config whose file is absent shows 'no' and does not fail the others.",
+    )
     p.add_argument("--all", action="store_true", help="include the supporting tables the card does not name")
     p.set_defaults(handler=cmd_configs)
 
-    p = subparsers.add_parser("show", help="typed preview of a config")
-    p.add_argument("config")
+    p = subparsers.add_parser(
+        "show",
+        help="typed preview of a config",
+        description="Print the first rows of a config, one column per line with its type; null is shown as null.",
+    )
+    p.add_argument("config", metavar="CONFIG", help=f"the config to show: {configs}")
     p.add_argument("--split", help="the config's split (each config has one; checked when given)")
     p.add_argument("--limit", type=_positive, default=5, help="rows to show (default 5)")
     p.set_defaults(handler=cmd_show)
 
-    p = subparsers.add_parser("export", help="write a config as CSV, Parquet or JSON lines")
-    p.add_argument("config")
+    p = subparsers.add_parser(
+        "export",
+        help="write a config as CSV, Parquet or JSON Lines",
+        description="Write a typed config to a file, atomically: CSV with the release's conventions (blank null, "
+        "';' lists), Parquet with the datasets features embedded, or JSON Lines with label names.",
+    )
+    p.add_argument("config", metavar="CONFIG", help=f"the config to export: {configs}")
     p.add_argument("--split", help="the config's split (each config has one; checked when given)")
-    p.add_argument("--format", choices=EXPORT_FORMATS, required=True)
-    p.add_argument("--output", required=True)
+    p.add_argument("--format", choices=FORMATS, required=True, help=f"file format: {choices_text(FORMATS)}")
+    p.add_argument("--output", required=True, metavar="FILE", help="file to write (replaced atomically)")
     p.set_defaults(handler=cmd_export)
 
-    p = subparsers.add_parser("verify", help="check digests, row counts, keys and cross-table joins")
+    p = subparsers.add_parser(
+        "verify",
+        help="check digests, row counts, keys and cross-table joins",
+        description="Verify the source: every file against the SHA-256 of the release manifests (corrupted and "
+        "listed-but-absent told apart), row counts, key uniqueness and the joins between tables.",
+    )
     p.set_defaults(handler=cmd_verify)
 
 

@@ -10,32 +10,55 @@ import argparse
 import json
 import sys
 
-from ._common import format_table, source_of
+from ._common import add_group, format_table, source_of
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    commands = add_group(
+        subparsers,
         "estimate",
         help="estimator comparison: held-out model families, your estimator, advice for a planned run",
-        description="Memory estimators compared with whole model families held out (dataset card use #3).",
+        description="Memory estimators compared with whole model families held out (dataset card use #3): the "
+        "three reference methods (donor copy, component regression, logistic classification) refitted from the "
+        "release, your own estimator under the same folds, and advice about a run you plan.",
+        metavar="SUBCOMMAND",
     )
-    commands = parser.add_subparsers(dest="estimate_command", required=True, metavar="SUBCOMMAND")
 
-    p = commands.add_parser("retrospective", help="the three leave-one-family-out folds, scored per method")
+    p = commands.add_parser(
+        "retrospective",
+        help="the three leave-one-family-out folds, scored per method",
+        description="Fit each reference method on 60 configurations with one model family held out at a time and "
+        "score it on that family's 30: approvals by observed label, correct labels, peak errors, startup-guard "
+        "changes and the source cost of the evidence.",
+    )
     _output(p, "the folds (fitted parameters, 90 prediction rows, scores, source costs)")
     p.set_defaults(handler=run_retrospective)
 
-    p = commands.add_parser("fit", help="the final fit of the three references on all 90 configurations")
+    p = commands.add_parser(
+        "fit",
+        help="the final fit of the three references on all 90 configurations",
+        description="Fit the three reference methods on all 90 historical configurations, as the release's "
+        "prospective predictions were made: regression coefficients, classifier parameters and iterations.",
+    )
     _output(p, "the fitted model (parameters, source cost of the 12 prospective targets' donors)")
     p.set_defaults(handler=run_fit)
 
     p = commands.add_parser(
-        "prospective", help="the 36 prospective predictions, checked against the release's predictions.json"
+        "prospective",
+        help="the 36 prospective predictions, checked against the release's predictions.json",
+        description="Predict the 12 planned Qwen2.5-7B targets with the three methods fitted on all 90 "
+        "configurations and compare them with the sealed predictions.json (exit 1 if they differ).",
     )
     _output(p, "the predictions in the layout of the release's predictions.json")
     p.set_defaults(handler=run_prospective)
 
-    p = commands.add_parser("compare", help="score your own estimator under the same folds, beside the references")
+    p = commands.add_parser(
+        "compare",
+        help="score your own estimator under the same folds, beside the references",
+        description="Fit your estimator on each training fold (settings, features and outcomes of 60 "
+        "configurations) and let it predict the held-out family from settings and features only; scored exactly "
+        "like the references, side by side with them.",
+    )
     p.add_argument(
         "--estimator",
         action="append",
@@ -46,7 +69,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _output(p, "the folds with your estimators' scores and prediction rows")
     p.set_defaults(handler=run_compare)
 
-    p = commands.add_parser("advise", help="ask the measurements about planned configurations")
+    p = commands.add_parser(
+        "advise",
+        help="ask the measurements about planned configurations",
+        description="For each planned configuration: the three methods' labels and peaks (fitted on all 90), the "
+        "startup check, the donor with its measured outcome and the nearest measured configurations, with scope "
+        "flags where the plan leaves what was measured. Predictions of the reference methods, not measurements.",
+    )
     p.add_argument(
         "--planned",
         required=True,

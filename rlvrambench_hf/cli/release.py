@@ -6,49 +6,81 @@ import argparse
 import json
 import sys
 
-from ._common import format_table, source_of
+from ._common import add_group, add_push_options, format_table, push_and_print, source_of
 
 
-def register(subparsers) -> None:
-    parser = subparsers.add_parser("release", help="build, verify, compare and publish typed Hub releases")
-    commands = parser.add_subparsers(dest="release_command", required=True, metavar="ACTION")
+def register(subparsers: argparse._SubParsersAction) -> None:
+    commands = add_group(
+        subparsers,
+        "release",
+        help="build, verify, compare and publish typed Hub releases",
+        description="Typed Hub releases of the dataset: build a release folder (Parquet with embedded features, "
+        "card, Croissant, digests), verify it, compare two releases, push one to a Hub dataset repository or "
+        "commit it into a local olah mirror.",
+        metavar="ACTION",
+    )
 
-    build = commands.add_parser("build", help="build a Hub-ready release folder from --source/--revision")
+    build = commands.add_parser(
+        "build",
+        help="build a Hub-ready release folder from --source/--revision",
+        description="Read every config of --source/--revision (digests checked) and write a release folder: one "
+        "Parquet file per config with the datasets features embedded, the card with its YAML, Croissant "
+        "metadata and release.json with every file's digest.",
+    )
     build.add_argument("--version", required=True, help="release version X.Y.Z")
     build.add_argument("--output", required=True, help="folder to create (must not exist or be empty)")
     build.add_argument("--repo-id", help="Hub repository named in the card and Croissant (default: the source's)")
     build.add_argument("--overwrite", action="store_true", help="replace a previous build in --output")
     build.set_defaults(handler=_build)
 
-    verify = commands.add_parser("verify", help="check digests, card, Parquet files and Croissant of a release")
-    verify.add_argument("folder")
+    verify = commands.add_parser(
+        "verify",
+        help="check digests, card, Parquet files and Croissant of a release (extra [release])",
+        description="Check a built release folder: every digest of release.json, the card's YAML against the "
+        "registry, each Parquet file's schema and rows, and Croissant (rendered and validated with mlcroissant: "
+        "pip install 'rlvrambench-hf[release]', or --no-croissant to skip the validator).",
+    )
+    verify.add_argument("folder", metavar="FOLDER", help="the release folder (written by release build)")
+    verify.add_argument(
+        "--no-croissant", action="store_true", help="skip the mlcroissant validator (Croissant is still compared)"
+    )
     verify.set_defaults(handler=_verify)
 
-    diff = commands.add_parser("diff", help="rows added, removed and changed between two releases")
+    diff = commands.add_parser(
+        "diff",
+        help="rows added, removed and changed between two releases",
+        description="Compare two releases config by config: rows added and removed (by key), changed cells, and "
+        "label changes listed apart.",
+    )
     diff.add_argument("old", help="folder, REPO_ID@REVISION, or a revision of the --source Hub repository")
     diff.add_argument("new", help="same forms as OLD")
     diff.add_argument("--config", action="append", dest="configs", help="compare only this config (repeatable)")
-    diff.add_argument("--format", choices=("table", "json"), default="table")
+    diff.add_argument("--format", choices=("table", "json"), default="table", help="output on stdout: table or json")
     diff.add_argument("--output", help="also write the JSON report to this file")
     diff.add_argument("--limit", type=int, default=50, help="changed cells listed in the table (default 50)")
     diff.set_defaults(handler=_diff)
 
-    push = commands.add_parser("push", help="verify, then commit a release folder to a Hub dataset repository")
-    push.add_argument("folder")
-    push.add_argument("--repo-id", required=True)
-    push.add_argument("--revision", dest="push_revision", default="main", help="branch to commit to (default main)")
-    push.add_argument("--create-pr", action="store_true", help="open a pull request instead of committing")
-    push.add_argument("--tag", help="tag the new commit, e.g. v1.1.0")
-    push.add_argument("--message", help="commit message (default: Release X.Y.Z)")
-    push.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
-    push.add_argument("--json", action="store_true", help="print the plan as JSON")
+    push = commands.add_parser(
+        "push",
+        help="verify, then commit a release folder to a Hub dataset repository",
+        description="Verify a release folder, compare it with the remote revision file by file, print the plan "
+        "and commit the changes as one atomic commit (optionally tagged). --dry-run needs no token.",
+    )
+    push.add_argument("folder", metavar="FOLDER", help="the release folder (written by release build)")
+    push.add_argument("--repo-id", required=True, help="Hub dataset repository to push to, e.g. ORG/NAME")
+    add_push_options(push, default_message="Release X.Y.Z", tag=True)
     push.set_defaults(handler=_push)
 
-    mirror = commands.add_parser("publish-mirror", help="commit a release folder into a local olah mirror repo")
-    mirror.add_argument("folder")
+    mirror = commands.add_parser(
+        "publish-mirror",
+        help="commit a release folder into a local olah mirror repo",
+        description="Verify a release folder and commit it, tagged, into a local git repository laid out for an "
+        "olah mirror (MIRRORS/datasets/ORG/NAME); the branch and tag move in one transaction.",
+    )
+    mirror.add_argument("folder", metavar="FOLDER", help="the release folder (written by release build)")
     mirror.add_argument("--mirror", required=True, help="git repository, e.g. MIRRORS/datasets/ORG/NAME")
     mirror.add_argument("--tag", required=True, help="tag of the new commit, e.g. v1.1.0")
-    mirror.add_argument("--branch", default="main")
+    mirror.add_argument("--branch", default="main", help="branch of the mirror repository to commit to (default main)")
     mirror.add_argument("--message", help="commit message (default: Release X.Y.Z)")
     mirror.set_defaults(handler=_publish_mirror)
 
@@ -66,18 +98,13 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from ..errors import IntegrityError
-    from ..release.verify import verify_release
+    from ..release.verify import check_release
 
-    report = verify_release(args.folder)
-    if report.problems:
-        for problem in report.problems:  # the full list is the report (stdout); stderr gets the one-line error
-            print(f"problem: {problem}")
-        more = f" (and {len(report.problems) - 1} more, listed above)" if len(report.problems) > 1 else ""
-        raise IntegrityError(f"release {report.folder} failed verification: {report.problems[0]}{more}")
+    report = check_release(args.folder, croissant=not args.no_croissant)
+    checked = "Croissant (mlcroissant skipped)" if args.no_croissant else "Croissant"
     print(
         f"release {report.folder} verified: {report.files} files, {len(report.configs)} configs; digests, "
-        "card, Parquet schemas and rows and Croissant agree with the registry"
+        f"card, Parquet schemas and rows and {checked} agree with the registry"
     )
     return 0
 
@@ -145,28 +172,7 @@ def _key(key: dict) -> str:
 def _push(args: argparse.Namespace) -> int:
     from ..release.push import push_release
 
-    result = push_release(
-        args.folder,
-        args.repo_id,
-        revision=args.push_revision,
-        create_pr=args.create_pr,
-        tag=args.tag,
-        message=args.message,
-        dry_run=args.dry_run,
-    )
-    if args.json:
-        print(json.dumps(result.plan.as_json(), indent=2))
-    else:
-        print(result.plan.describe())
-    if args.dry_run:
-        print("dry run: nothing was changed")
-    elif result.commit_url:
-        print(f"committed: {result.commit_url}")
-    else:
-        print(f"nothing to commit: {args.repo_id}@{args.push_revision} already holds this release")
-    if result.tag and not args.dry_run:
-        print(f"tagged {result.commit} as {result.tag}")
-    return 0
+    return push_and_print(push_release, args, tag=args.tag)
 
 
 def _publish_mirror(args: argparse.Namespace) -> int:

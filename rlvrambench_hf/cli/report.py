@@ -1,21 +1,71 @@
-"""``rlvrambench report --output DIR``: write the HTML report of a release."""
+"""``rlvrambench report --output DIR``: write the HTML report of a release (and of your predictions)."""
 
 from __future__ import annotations
 
 import argparse
 
+from ..errors import InputError
+from ..followup.core import STUDIES
+from ._common import PREDICTIONS_FORMATS, choices_text
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("report", help="write an HTML report (index.html and its figures) to DIR")
+    parser = subparsers.add_parser(
+        "report",
+        help="write an HTML report (index.html and its figures) to DIR (extra [plots])",
+        description="Write a self-contained HTML report of the release to DIR: provenance (package version, "
+        "source and commit, time of the run), the configs, the figures, the transfer scores of the reference "
+        "rules per scope with confusion matrices, the admission replay (recall against budget and against the "
+        "attempts spent) and the follow-up scores — with your own predictions beside the reference ones when "
+        "given. Needs matplotlib: pip install 'rlvrambench-hf[plots]'.",
+    )
     parser.add_argument("--output", required=True, metavar="DIR", help="folder to write (created if missing)")
-    parser.add_argument("--policy", metavar="MODULE:ATTR", help="also replay this admission policy")
+    parser.add_argument(
+        "--predictions",
+        metavar="FILE",
+        help=f"your transfer predictions (query_id,predicted_state), scored beside the reference rules: "
+        f"{PREDICTIONS_FORMATS}",
+    )
+    parser.add_argument(
+        "--followup-predictions",
+        action="append",
+        default=[],
+        metavar="STUDY=FILE",
+        help=f"your predictions of a follow-up study ({choices_text(STUDIES)}), scored beside the frozen "
+        "methods (repeatable, one per study)",
+    )
+    parser.add_argument("--policy", metavar="MODULE:ATTR", help="also replay this admission policy of yours")
     parser.set_defaults(handler=run_report)
 
 
+def followup_files(pairs: list[str]) -> dict[str, str]:
+    """``["larger_model=a.csv"]`` → ``{"larger_model": "a.csv"}``; a bad pair or study is a one-line error."""
+    files: dict[str, str] = {}
+    for pair in pairs:
+        study, sep, path = pair.partition("=")
+        if not sep or not path:
+            raise InputError(f"--followup-predictions {pair!r} must be STUDY=FILE")
+        if study not in STUDIES:
+            raise InputError(f"--followup-predictions: unknown study {study!r}; studies: {', '.join(STUDIES)}")
+        if study in files:
+            raise InputError(f"--followup-predictions: study {study} is given twice")
+        files[study] = path
+    return files
+
+
 def run_report(args: argparse.Namespace) -> int:
+    from ..reporting.plots import require_matplotlib
     from ..reporting.report import write_report
     from ._common import source_of
 
-    index = write_report(args.output, source_of(args), policy=args.policy)
+    followup = followup_files(args.followup_predictions)
+    require_matplotlib()
+    index = write_report(
+        args.output,
+        source_of(args),
+        policy=args.policy,
+        predictions=args.predictions,
+        followup_predictions=followup,
+    )
     print(f"wrote {index}")
     return 0

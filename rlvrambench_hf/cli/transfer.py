@@ -9,10 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..admission.policy import RULES as ADMISSION_RULES
 from ..errors import InputError
-from ._common import format_table, source_of
+from ..transfer.key import ALL_TRACKS, TRACKS
+from ..transfer.tasks import RULES
+from ._common import PREDICTIONS_FORMATS, choices_text, format_table, source_of
 
-_TRACK_HELP = "model_transfer, workload_transfer, gpu_count_transfer, horizon_transfer or all (default: all)"
+_TRACK_HELP = f"the track to select: {choices_text((*TRACKS, ALL_TRACKS))} (default: {ALL_TRACKS})"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,8 +28,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--track", help=_TRACK_HELP)
     p.add_argument("--admission", action="store_true", help="export admission-panel policy inputs instead")
-    p.add_argument("--rule", help="admission rule whose view to export (with --admission)")
-    p.add_argument("--output", required=True, help="JSON file to write")
+    p.add_argument(
+        "--rule",
+        help=f"with --admission: the admission rule whose view to export ({choices_text(ADMISSION_RULES)})",
+    )
+    p.add_argument("--output", required=True, metavar="FILE.json", help="JSON file to write")
     p.set_defaults(handler=run_inputs)
 
     p = subparsers.add_parser(
@@ -34,20 +40,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="write a reference rule's predictions as CSV",
         description="Write query_id,predicted_state for a built-in rule, sorted by query id.",
     )
-    p.add_argument("--rule", default="source_label", help="source_label (default), always_approve or always_reject")
+    p.add_argument("--rule", default=RULES[0], help=f"the reference rule: {choices_text(RULES)} (default: {RULES[0]})")
     p.add_argument("--track", help=_TRACK_HELP)
-    p.add_argument("--output", required=True, help="CSV file to write")
+    p.add_argument("--output", required=True, metavar="FILE.csv", help="CSV file to write")
     p.set_defaults(handler=run_baseline)
 
     p = subparsers.add_parser(
         "evaluate",
-        help="score a predictions CSV against the transfer labels",
-        description="Score query_id,predicted_state rows (exactly the selected queries) and "
-        "print a per-track table; --output writes the full score file.",
+        help="score a predictions file against the transfer labels",
+        description="Score query_id,predicted_state rows (exactly the selected queries) against the hidden "
+        "labels and print a per-track table; --output writes the full score file.",
     )
-    p.add_argument("--predictions", required=True, help="CSV with columns query_id,predicted_state")
+    p.add_argument(
+        "--predictions",
+        required=True,
+        metavar="FILE",
+        help=f"your predictions, columns query_id,predicted_state: {PREDICTIONS_FORMATS}",
+    )
     p.add_argument("--track", help=_TRACK_HELP)
-    p.add_argument("--output", help="score JSON file to write")
+    p.add_argument("--output", metavar="FILE.json", help="also write the score file (JSON)")
     p.set_defaults(handler=run_evaluate)
 
 
@@ -95,12 +106,14 @@ def run_baseline(args: argparse.Namespace) -> int:
 
 def run_evaluate(args: argparse.Namespace) -> int:
     from .. import transfer
+    from ..scoring.predictions import STDIN
 
     track = transfer.check_track(args.track)
     query_ids, states = transfer.read_predictions(args.predictions)
     tables = transfer.load_transfer_tables(source_of(args))
     key = transfer.scoring_key(tables["queries"], tables["outcomes"], track)
-    scores = transfer.score_predictions(key, query_ids, states, origin=f"predictions file {args.predictions}")
+    origin = "predictions from standard input" if args.predictions == STDIN else f"predictions file {args.predictions}"
+    scores = transfer.score_predictions(key, query_ids, states, origin=origin)
     if args.output:
         _write_json(args.output, scores)
     print(score_table(scores))

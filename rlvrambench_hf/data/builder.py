@@ -9,6 +9,10 @@ Hugging Face datasets cache::
 
 The config carries the SHA-256 of the data file it was prepared from (:func:`builder_for` fills it in), so
 the prepared cache is keyed by content: a pinned revision always gets its own rows, offline too.
+
+Each split is cut into several shards, consecutive row ranges of its file (:func:`row_ranges`), so that
+``datasets.distributed.split_dataset_by_node`` and DataLoader workers give each rank whole shards of its own instead
+of every rank reading every row; the rows, their order and their types are those of the non-streaming split.
 """
 
 from __future__ import annotations
@@ -23,8 +27,11 @@ from .registry import DEFAULT_CONFIG, REGISTRY, get_spec
 from .sources import Source, open_source, sha256_file
 from .tables import config_file, read_csv
 
-#: Rows per Arrow batch when generating (several shards let streaming start early and split across ranks).
+#: Rows per Arrow batch when generating.
 BATCH_ROWS = 256
+#: Shards per split (fewer for a table with fewer rows): divisible by 2, 3, 4, 6, 8 and 12, so that
+#: ``split_dataset_by_node`` hands each of that many ranks whole shards.
+SHARDS = 24
 _VERSION = datasets.Version("1.0.0")
 
 
@@ -63,15 +70,26 @@ class RLVRAMBench(datasets.ArrowBasedBuilder):
             from ..errors import IntegrityError
 
             raise IntegrityError(f"{spec.path} changed since this builder was configured; create it again")
-        return [datasets.SplitGenerator(name=spec.split, gen_kwargs={"path": str(path)})]
+        shards = row_ranges(read_csv(path, spec).num_rows)
+        return [datasets.SplitGenerator(name=spec.split, gen_kwargs={"path": str(path), "shards": shards})]
 
-    def _generate_shards(self, path: str):
-        yield path
+    def _generate_shards(self, path: str, shards: list[tuple[int, int, int]]):
+        for _, start, stop in shards:
+            yield {"path": path, "rows": (start, stop)}
 
-    def _generate_tables(self, path: str):
+    def _generate_tables(self, path: str, shards: list[tuple[int, int, int]]):
         table = read_csv(path, get_spec(self.config.name))
-        for index, start in enumerate(range(0, max(table.num_rows, 1), BATCH_ROWS)):
-            yield Key(0, index), table.slice(start, BATCH_ROWS)
+        for shard, start, stop in shards:
+            for index, begin in enumerate(range(start, max(stop, start + 1), BATCH_ROWS)):
+                yield Key(shard, index), table.slice(begin, min(BATCH_ROWS, stop - begin))
+
+
+def row_ranges(num_rows: int, shards: int = SHARDS) -> list[tuple[int, int, int]]:
+    """``(shard, start, stop)`` of ``shards`` consecutive row ranges of near-equal size covering ``num_rows`` rows
+    (one shard per row when there are fewer rows; one empty shard for an empty table)."""
+    count = max(1, min(shards, num_rows))
+    bounds = [num_rows * i // count for i in range(count + 1)]
+    return [(i, bounds[i], bounds[i + 1]) for i in range(count)]
 
 
 def builder_for(

@@ -14,6 +14,9 @@ from .output import atomic_output
 from .registry import ConfigSpec
 from .tables import decode_labels
 
+#: The export formats, as the command line names them.
+FORMATS: tuple[str, ...] = ("csv", "parquet", "jsonl")
+
 
 def with_features_metadata(table: pa.Table, spec: ConfigSpec) -> pa.Table:
     """``table`` with the registry's ``datasets.Features`` in its schema metadata, exactly as ``datasets``
@@ -42,5 +45,5 @@ def export_table(spec: ConfigSpec, table: pa.Table, fmt: str, output: str | os.P
             for row in decode_labels(table, spec).to_pylist():
                 handle.write(json.dumps(row, ensure_ascii=False) + "\n")
     else:
-        raise InputError(f"unknown export format {fmt!r}; use csv, parquet or jsonl")
+        raise InputError(f"unknown export format {fmt!r}; use {', '.join(FORMATS)}")
     return table.num_rows

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..data.tables import load_table
-from ..scoring.predictions import WHITESPACE, read_prediction_file
+from ..scoring.predictions import STDIN, WHITESPACE, read_prediction_file
 from .core import (
     PEAK_COLUMN,
     PREDICTION_COLUMNS,
@@ -23,14 +23,16 @@ from .core import (
 def read_predictions(path: str | os.PathLike, configuration_ids: Sequence[str]) -> MethodPredictions:
     """Read ``configuration_id,predicted_state[,predicted_peak_mib]`` covering exactly ``configuration_ids``.
 
-    The file rules are those of every predictions file (:mod:`rlvrambench_hf.predictions`): a UTF-8 BOM, blank
-    lines and spaces or tabs around cells are tolerated; labels are case-sensitive (lower case). A blank peak
-    means no peak prediction. Every problem is a one-line :class:`InputError` naming counts and example ids.
+    The formats and file rules are those of every predictions file (:mod:`rlvrambench_hf.scoring.predictions`:
+    CSV, JSON Lines, Parquet, compressed or not, ``-`` for standard input); labels are case-sensitive (lower
+    case). A blank or missing peak means no peak prediction. Every problem is a one-line :class:`InputError`
+    naming counts and example ids.
     """
     columns = read_prediction_file(path, PREDICTION_COLUMNS, (PEAK_COLUMN,))
     cells = {name: [v.strip(WHITESPACE) for v in values.to_pylist()] for name, values in columns.items()}
     rows = [dict(zip(cells, row)) for row in zip(*cells.values())]
-    return validate_predictions(rows, configuration_ids, name=Path(path).name)
+    name = "from standard input" if os.fspath(path) == STDIN else Path(path).name
+    return validate_predictions(rows, configuration_ids, name=name)
 
 
 def study_rows(study: str, source=None, revision: str | None = None) -> list[dict]:

@@ -155,8 +155,9 @@ def _record_set(b: BuiltConfig) -> dict:
 
 def validate_croissant(path: str) -> list[str]:
     """Problems ``mlcroissant`` finds in a Croissant file (empty when it validates); warnings are included."""
-    import mlcroissant as mlc
+    from ..errors import import_extra
 
+    mlc = import_extra("mlcroissant", "release", "Croissant validation", "skip it with --no-croissant")
     try:
         dataset = mlc.Dataset(jsonld=path)
     except mlc.ValidationError as exc:

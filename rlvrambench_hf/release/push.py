@@ -3,6 +3,7 @@
 The plan compares the folder with the remote revision file by file (SHA-256 for LFS files, the git blob id for
 the others): files to add, to replace, to delete and unchanged. ``.gitattributes`` on the remote is kept.
 Tokens come from huggingface_hub (``HF_TOKEN``, ``hf auth login``); they are never printed or written.
+:func:`push_folder` is the verify-plan-commit path for any repository type (the metric's Space uses it too).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..data.hub import hub_errors
-from ..errors import InputError
+from ..errors import InputError, SourceError
 from .layout import folder_files, git_blob_sha1
 from .verify import check_release, read_record
 
@@ -106,15 +107,17 @@ def commit_operations(plan: PushPlan, folder: str | os.PathLike) -> list:
     return ops
 
 
-def remote_state(repo_id: str, revision: str, token: str | None = None) -> tuple[str, dict[str, RemoteFile]]:
+def remote_state(
+    repo_id: str, revision: str, token: str | None = None, repo_type: str = "dataset"
+) -> tuple[str, dict[str, RemoteFile]]:
     """The commit ``revision`` resolves to and the files it holds."""
     from huggingface_hub import HfApi
     from huggingface_hub.hf_api import RepoFile
 
     api = HfApi(token=token)
-    with hub_errors(repo_id, revision):
-        commit = str(api.dataset_info(repo_id, revision=revision).sha)
-        entries = api.list_repo_tree(repo_id, revision=commit, recursive=True, repo_type="dataset")
+    with hub_errors(repo_id, revision, repo_type=repo_type):
+        commit = str(api.repo_info(repo_id, revision=revision, repo_type=repo_type).sha)
+        entries = api.list_repo_tree(repo_id, revision=commit, recursive=True, repo_type=repo_type)
         files = {}
         for entry in entries:
             if isinstance(entry, RepoFile):
@@ -154,47 +157,87 @@ def push_release(
     dry_run: bool = False,
     token: str | None = None,
 ) -> PushResult:
-    """Verify ``folder``, plan against ``repo_id@revision`` and (unless ``dry_run``) commit it atomically."""
+    """Verify the release ``folder``, plan against ``repo_id@revision`` and (unless ``dry_run``) commit it
+    atomically to the Hub dataset repository."""
+    folder = Path(folder).expanduser()
+    _check_tag(tag)
+    check_release(folder)
+    version = read_record(folder).get("version")
+    return push_folder(
+        folder,
+        repo_id,
+        repo_type="dataset",
+        revision=revision,
+        create_pr=create_pr,
+        tag=tag,
+        message=message or f"Release {version}",
+        dry_run=dry_run,
+        token=token,
+    )
+
+
+def _check_tag(tag: str | None) -> None:
+    if tag is not None and not _TAG.match(tag):
+        raise InputError(f"tag {tag!r} is not a valid tag name (letters, digits, '.', '_', '-')")
+
+
+def push_folder(
+    folder: str | os.PathLike,
+    repo_id: str,
+    *,
+    repo_type: str,
+    message: str,
+    revision: str = "main",
+    create_pr: bool = False,
+    tag: str | None = None,
+    dry_run: bool = False,
+    token: str | None = None,
+    create: dict | None = None,
+) -> PushResult:
+    """Plan an already verified ``folder`` against ``repo_id@revision`` (a ``repo_type`` repository) and, unless
+    ``dry_run``, commit it as one atomic commit (then tag it). With ``create`` (keyword arguments of
+    ``HfApi.create_repo``, e.g. a Space's SDK), a missing repository is planned as empty and created on commit."""
     from huggingface_hub import HfApi
 
     folder = Path(folder).expanduser()
-    if tag is not None and not _TAG.match(tag):
-        raise InputError(f"tag {tag!r} is not a valid tag name (letters, digits, '.', '_', '-')")
-    check_release(folder)
-    version = read_record(folder).get("version")
+    _check_tag(tag)
     if not dry_run:
         token = resolve_token(token)
     api = HfApi(token=token)
-    if tag is not None:
-        with hub_errors(repo_id, revision):
-            refs = api.list_repo_refs(repo_id, repo_type="dataset")
+    missing = False
+    try:
+        commit, remote = remote_state(repo_id, revision, token, repo_type)
+    except SourceError:
+        with hub_errors(repo_id, revision, repo_type=repo_type):
+            missing = create is not None and not api.repo_exists(repo_id, repo_type=repo_type)
+        if not missing:
+            raise
+        commit, remote = None, {}
+    if tag is not None and not missing:
+        with hub_errors(repo_id, revision, repo_type=repo_type):
+            refs = api.list_repo_refs(repo_id, repo_type=repo_type)
         if any(t.name == tag for t in refs.tags):
             raise InputError(f"tag {tag} already exists in {repo_id}")
-    commit, remote = remote_state(repo_id, revision, token)
     plan = plan_push(folder, remote, repo_id=repo_id, revision=revision, remote_commit=commit)
     result = PushResult(plan, tag=tag)
     if dry_run:
         return result
-    with hub_errors(repo_id, revision):
+    with hub_errors(repo_id, revision, repo_type=repo_type):
+        if missing:
+            api.create_repo(repo_id, repo_type=repo_type, **(create or {}))
         if plan.has_changes:
             info = api.create_commit(
                 repo_id,
                 commit_operations(plan, folder),
-                commit_message=message or f"Release {version}",
+                commit_message=message,
                 revision=revision,
                 create_pr=create_pr,
                 parent_commit=commit,
-                repo_type="dataset",
+                repo_type=repo_type,
             )
             result.commit, result.commit_url = info.oid, info.pr_url or info.commit_url
         else:
             result.commit = commit
         if tag is not None:
-            api.create_tag(
-                repo_id,
-                tag=tag,
-                revision=result.commit,
-                repo_type="dataset",
-                tag_message=message or f"Release {version}",
-            )
+            api.create_tag(repo_id, tag=tag, revision=result.commit, repo_type=repo_type, tag_message=message)
     return result

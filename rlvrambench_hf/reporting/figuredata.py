@@ -1,7 +1,8 @@
 """What the figures show, as pure functions over typed tables and score files (no matplotlib).
 
 :func:`feasibility_matrix` (the boundary grid), :func:`stage_table` (per-stage peaks of the eligible processes) and
-:func:`admission_curve` (recall against the screening budget); :mod:`.plots` draws them.
+:func:`admission_curve` (recall against the screening budget, and against the total attempts spent);
+:mod:`.plots` and :mod:`.curves` draw them.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ STAGES: tuple[str, ...] = (
     "checkpoint",
     "idle",
 )
-#: Okabe–Ito colours of the repeated labels.
 
 
 @dataclass(frozen=True)
@@ -49,13 +49,21 @@ class FeasibilityMatrix:
 
 @dataclass(frozen=True)
 class CurvePoint:
-    """One point of an admission curve: a rule's case-averaged recall at a per-case budget."""
+    """One point of an admission curve: a rule's case-averaged recall at a per-case budget, with the attempts it
+    cost (target attempts spent within the budget, donor attempts charged to the rule)."""
 
     rule: str
     budget: int
     macro_recall: float | None
     approved_memory_failure: int
     approved_above_margin: int
+    target_attempts: int = 0
+    donor_attempts: int = 0
+
+    @property
+    def total_attempts(self) -> int:
+        """Target plus donor attempts: what the recall really cost."""
+        return self.target_attempts + self.donor_attempts
 
 
 def feasibility_matrix(configurations: pa.Table) -> FeasibilityMatrix:
@@ -146,6 +154,8 @@ def admission_curve(report: Mapping) -> list[CurvePoint]:
                 macro_recall=item["macro_case_within_margin_recall"],
                 approved_memory_failure=int(item["approved_memory_failure"]),
                 approved_above_margin=int(item["approved_above_margin"]),
+                target_attempts=int(item["spent_target_attempts"]),
+                donor_attempts=int(item["donor_attempts"]),
             )
             for item in report["summary"]
         ]

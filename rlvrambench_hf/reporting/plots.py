@@ -1,38 +1,42 @@
-"""Figures of the release: the boundary feasibility heatmap, per-stage peaks and admission recall curves.
+"""Figures of the release: the boundary feasibility heatmap, per-stage peaks and the admission curves.
 
-Each figure has a data function in :mod:`.figuredata` (pure, tested) and a drawing function here returning a
-matplotlib ``Figure`` (:func:`feasibility_figure`, :func:`stages_figure`, :func:`admission_figure`); ``plot_*``
-load the data from a source and draw it.
-matplotlib is imported inside the drawing functions; each figure is drawn on its own non-interactive Agg canvas
-(no pyplot state is touched, so an interactive session keeps its backend).
+Each figure has a data function in :mod:`.figuredata` (pure, tested) and a drawing function returning a matplotlib
+``Figure``: :func:`feasibility_figure` and :func:`stages_figure` here, :func:`admission_figure` (recall against the
+budget) and :func:`attempts_figure` (recall against the attempts spent) in :mod:`.curves`; ``plot_*`` load the data
+from a source and draw it. :mod:`.canvas` holds what they share (the matplotlib check, the Agg canvas, PNG bytes).
 Colours follow the Okabe–Ito palette, which stays distinguishable under the common colour-vision deficiencies;
 labels are also told apart by hatching or marker shape, never by colour alone.
 """
 
 from __future__ import annotations
 
-import io
-import os
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from ..data.registry import MARGIN_LIMIT_MIB
 from ..errors import InputError
-from .figuredata import (
-    MIB_PER_GIB,
-    CurvePoint,
-    FeasibilityMatrix,
-    FoldApprovals,
-    admission_curve,
-    feasibility_matrix,
-    fold_approvals,
-    stage_table,
-)
+from .canvas import PLOTS_EXTRA, RULE_STYLES, figure_png, new_figure, require_matplotlib, save_png
+from .curves import admission_figure, attempts_figure
+from .figuredata import MIB_PER_GIB, FeasibilityMatrix, admission_curve, feasibility_matrix, stage_table
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
+
+__all__ = [
+    "PLOTS_EXTRA",
+    "RULE_STYLES",
+    "admission_figure",
+    "attempts_figure",
+    "feasibility_figure",
+    "figure_png",
+    "plot_admission",
+    "plot_feasibility",
+    "plot_stages",
+    "require_matplotlib",
+    "save_png",
+    "stages_figure",
+]
 
 LABEL_COLOURS: dict[str, str] = {
     "within_margin": "#009E73",  # bluish green
@@ -52,21 +56,14 @@ COVERAGE_STYLES: dict[str, tuple[str, str, str, str]] = {
     "terminal_stage_partial": ("failure, partial stage", "X", "#D55E00", "#000000"),
     "stage_completion_not_certified": ("completion not certified", "^", "none", "#CC79A7"),
 }
-RULE_STYLES: tuple[tuple[str, str, str | tuple], ...] = (  # (colour, marker, line style), cycled over the rules
-    ("#0072B2", "o", "-"),
-    ("#E69F00", "s", "--"),
-    ("#009E73", "D", ":"),
-    ("#CC79A7", "^", "-."),
-    ("#56B4E9", "v", (0, (5, 1))),
-    ("#000000", "P", (0, (3, 1, 1, 1))),
-)
 
 
 def feasibility_figure(matrix: FeasibilityMatrix) -> Figure:
     """Heatmap: repeated label per cell, annotated with the maximum completed peak in GiB (blank for failures)."""
+    require_matplotlib()
     from matplotlib.patches import Patch, Rectangle
 
-    fig, ax = _new_figure(figsize=(8.6, 1.0 + 0.45 * len(matrix.rows)))
+    fig, ax = new_figure(figsize=(8.6, 1.0 + 0.45 * len(matrix.rows)))
     for i, row_states in enumerate(matrix.states):
         for j, state in enumerate(row_states):
             colour = LABEL_COLOURS.get(state or "", "#FFFFFF")
@@ -119,6 +116,7 @@ def feasibility_figure(matrix: FeasibilityMatrix) -> Figure:
 
 def stages_figure(table: pa.Table, *, title: str = "Per-stage device-memory peaks") -> Figure:
     """Per-stage peaks (GiB) as boxes of completed runs with every record as a strip, against the limit line."""
+    require_matplotlib()
     import numpy as np
     from matplotlib.lines import Line2D
 
@@ -128,7 +126,7 @@ def stages_figure(table: pa.Table, *, title: str = "Per-stage device-memory peak
     peaks = np.asarray(table.column("observed_peak_mib").to_numpy(zero_copy_only=False), dtype=float) / MIB_PER_GIB
     stages = np.asarray(table.column("stage").to_pylist(), dtype=object)
     coverage = np.asarray(table.column("coverage").to_pylist(), dtype=object)
-    fig, ax = _new_figure(figsize=(9.0, 4.8))
+    fig, ax = new_figure(figsize=(9.0, 4.8))
     completed = [peaks[(stages == s) & (coverage == "completed_run") & ~np.isnan(peaks)] for s in stage_names]
     ax.boxplot(
         [c if len(c) else [np.nan] for c in completed],
@@ -183,70 +181,9 @@ def stages_figure(table: pa.Table, *, title: str = "Per-stage device-memory peak
     return fig
 
 
-def admission_figure(points: Sequence[CurvePoint]) -> Figure:
-    """Case-averaged within-margin recall (%) against the per-case screening budget, one line per rule.
-
-    Rules are told apart by colour, marker and line style, and dodged slightly so identical curves stay visible;
-    a budget at which a rule approves a memory failure or an above-margin target gets a labelled ring.
-    """
-    if not points:
-        raise InputError("no admission curve points to plot")
-    fig, ax = _new_figure(figsize=(7.2, 4.6))
-    rules = list(dict.fromkeys(p.rule for p in points))
-    budgets = sorted({p.budget for p in points})
-    errors = 0
-    for k, rule in enumerate(rules):
-        colour, marker, style = RULE_STYLES[k % len(RULE_STYLES)]
-        dodge = (k - (len(rules) - 1) / 2) * 0.04
-        mine = [p for p in points if p.rule == rule and p.macro_recall is not None]
-        ax.plot(
-            [p.budget + dodge for p in mine],
-            [100 * _recall(p) for p in mine],
-            color=colour,
-            marker=marker,
-            linestyle=style,
-            linewidth=1.6,
-            markersize=7,
-            label=rule,
-        )
-        for p in mine:
-            if p.approved_memory_failure or p.approved_above_margin:
-                errors += 1
-                ax.scatter(
-                    [p.budget + dodge],
-                    [100 * _recall(p)],
-                    s=260,
-                    facecolors="none",
-                    edgecolors="#D55E00",
-                    linewidths=2,
-                    zorder=4,
-                )
-                ax.annotate(
-                    f"MF {p.approved_memory_failure} / AM {p.approved_above_margin}",
-                    (p.budget + dodge, 100 * _recall(p)),
-                    textcoords="offset points",
-                    xytext=(6, -14),
-                    fontsize=7,
-                    color="#D55E00",
-                )
-    ax.set_xticks(budgets)
-    ax.set_xlim(budgets[0] - 0.25, budgets[-1] + (0.6 if errors else 0.25))  # room for the error labels
-    ax.set_ylim(-5, 105)
-    ax.set_xlabel("Screening budget (target attempts per case)")
-    ax.set_ylabel("Case-averaged within-margin recall (%)")
-    ax.set_title("Admission panel: recall against screening budget")
-    note = (
-        "ringed: approvals of memory failures (MF) / above-margin targets (AM)"
-        if errors
-        else "no rule approves a memory failure or an above-margin target at any budget"
-    )
-    ax.legend(title=note, title_fontsize=7, fontsize=8, loc="lower right")
-    fig.tight_layout()
-    return fig
-
-
 def plot_feasibility(source=None, revision: str | None = None) -> Figure:
     """The feasibility heatmap of a release."""
+    require_matplotlib()
     from ..data.tables import load_table
 
     return feasibility_figure(feasibility_matrix(load_table("all_configurations", source, revision, decode=True)))
@@ -256,6 +193,7 @@ def plot_stages(
     source=None, revision: str | None = None, *, configuration_id: str | None = None, study: str | None = None
 ) -> Figure:
     """The per-stage peak figure of a release, for one configuration, one study or everything."""
+    require_matplotlib()
     from ..data.tables import load_table
 
     table = stage_table(
@@ -274,23 +212,16 @@ def plot_stages(
     return stages_figure(table, title=f"Per-stage device-memory peaks: {scope}")
 
 
-def plot_admission(source=None, revision: str | None = None, *, policy: str | None = None) -> Figure:
-    """The admission curves of the published rules (and a ``module:attr`` policy, if given)."""
-    return admission_figure(admission_curve(_replay(source, revision, policy)))
-
-
-def figure_png(fig: Figure) -> bytes:
-    """The PNG bytes of ``fig``."""
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=120)
-    return buffer.getvalue()
-
-
-def save_png(fig: Figure, path: str | os.PathLike) -> None:
-    """Write ``fig`` to ``path`` as PNG, atomically."""
-    from ..data.output import write_atomic
-
-    write_atomic(path, figure_png(fig))
+def plot_admission(
+    source=None, revision: str | None = None, *, policy: str | None = None, against: str = "budget"
+) -> Figure:
+    """The admission curves of the published rules (and a ``module:attr`` policy, if given): recall against the
+    per-case budget (``against="budget"``) or against the attempts spent, target plus donor (``"attempts"``)."""
+    if against not in ("budget", "attempts"):
+        raise InputError(f"admission curves are drawn against 'budget' or 'attempts', not {against!r}")
+    require_matplotlib()
+    points = admission_curve(_replay(source, revision, policy))
+    return admission_figure(points) if against == "budget" else attempts_figure(points)
 
 
 def _replay(source, revision: str | None, policy: str | None) -> dict:
@@ -305,73 +236,3 @@ def _peak_text(state: str | None, peak_mib: float | None) -> str:
     if state is None or state == "memory_failure" or peak_mib is None or peak_mib <= 0:
         return ""
     return f"{peak_mib / MIB_PER_GIB:.1f}"
-
-
-def _new_figure(figsize: tuple[float, float]):
-    """A figure on its own Agg canvas (no pyplot state, whatever backend the session uses)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=figsize)
-    FigureCanvasAgg(fig)
-    return fig, fig.add_subplot()
-
-
-def _recall(point: CurvePoint) -> float:
-    """The recall of a point that has one (points without are not drawn)."""
-    assert point.macro_recall is not None
-    return point.macro_recall
-
-
-def estimation_figure(bars: Sequence[FoldApprovals]) -> Figure:
-    """Stacked approvals per held-out family and method: within-margin (useful), above-margin and memory-failure
-    approvals (errors); correct labels and usable settings rejected are written above each bar."""
-    from matplotlib.patches import Patch
-
-    if not bars:
-        raise InputError("no estimator comparison to plot")
-    folds, methods = list(dict.fromkeys(b.fold for b in bars)), list(dict.fromkeys(b.method for b in bars))
-    width = 0.8 / len(methods)
-    fig, ax = _new_figure(figsize=(8.6, 4.8))
-    layers = {
-        "within_margin": "within margin (useful)",
-        "above_margin": "above margin",
-        "memory_failure": "memory failure",
-    }
-    style: dict[str, dict[str, Any]] = {
-        label: {"facecolor": LABEL_COLOURS[label], "hatch": LABEL_HATCHES[label], "edgecolor": "#333"}
-        for label in layers
-    }
-    for bar in bars:
-        x = folds.index(bar.fold) + (methods.index(bar.method) - (len(methods) - 1) / 2) * width
-        bottom = 0
-        for label in layers:
-            value = getattr(bar, f"approved_{label}")
-            if value:
-                ax.bar(x, value, width * 0.92, bottom=bottom, linewidth=0.6, **style[label])
-            bottom += value
-        note = f"{bar.correct}/{bar.queries}" + (
-            f"\n−{bar.rejected_within_margin} usable" if bar.rejected_within_margin else ""
-        )
-        ax.text(x, bottom + 0.4, note, ha="center", va="bottom", fontsize=7)
-        name = bar.method.replace("_", " ").replace("component ", "")
-        ax.text(x, -0.6, name, ha="center", va="top", fontsize=7, rotation=30)
-    ax.set_xticks(range(len(folds)))
-    ax.set_xticklabels([f"\n\n\nheld out: {f}" for f in folds])
-    ax.set_ylim(
-        0, max(b.approved_within_margin + b.approved_above_margin + b.approved_memory_failure for b in bars) + 12
-    )
-    ax.set_ylabel("Approved held-out configurations (of 30)")
-    ax.set_title("Estimator comparison: approvals per held-out model family")
-    handles = [Patch(label=f"approved, {text}", **style[label]) for label, text in layers.items()]
-    title = "above each bar: correct labels of 30, and usable settings rejected"
-    ax.legend(handles=handles, fontsize=7, loc="upper center", ncol=3, title=title, title_fontsize=7)
-    fig.tight_layout()
-    return fig
-
-
-def plot_estimation(source=None, revision: str | None = None) -> Figure:
-    """The per-fold estimator comparison of a release (references fitted with each family held out)."""
-    from ..estimation import run_retrospective
-
-    return estimation_figure(fold_approvals(run_retrospective(source, revision)))

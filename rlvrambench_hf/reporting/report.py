@@ -1,215 +1,60 @@
-"""A one-page HTML report of a release: configs, the three figures, reference scores and follow-up scores.
+"""A one-page HTML report of a release and, if given, of your own predictions beside the reference ones.
 
-:func:`build_report` computes everything in memory (nothing is written if any part fails);
-:func:`write_report` then writes ``index.html`` — self-contained, the figures embedded as PNG data URIs — and
-the same PNGs beside it.
+Top to bottom: provenance (package version, source, revision and commit, time of the run, your input files), the
+configs, the figures, the transfer scores (overall then the tracks in the documented order; reference rules and
+your predictions) with their confusion matrices, the admission replay (recall against the budget and against the
+attempts really spent, target plus donor), the follow-up studies (frozen methods and your predictions) and the
+estimator comparison with model families held out.
+
+:func:`build_report` computes everything in memory (nothing is written if any part fails); :func:`write_report`
+then writes ``index.html`` — self-contained, the figures embedded as PNG data URIs — and the same PNGs beside it.
+The HTML of each section is in :mod:`.sections`, the tables in :mod:`.tables`.
 """
 
 from __future__ import annotations
 
-import base64
+import datetime as dt
 import html
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..data.registry import MARGIN_LIMIT_MIB, card_configs
 from ..errors import InputError, MissingFileError
+from . import sections as s
 
 TITLE = "RLVRAMBench report"
-REFERENCE_RULES = ("source_label", "always_approve", "always_reject")
-TRANSFER_COLUMNS = (
-    "queries",
-    "correct_three_state",
-    "three_state_accuracy",
-    "approved",
-    "approved_within_margin",
-    "approved_memory_failure",
-    "approved_above_margin",
-    "rejected_within_margin",
-    "within_margin_recall",
-    "within_margin_approval_precision",
-)
-ADMISSION_COLUMNS = (
-    "rule",
-    "budget_target_attempts_per_case",
-    "cases",
-    "cases_with_defined_recall",
-    "macro_case_within_margin_recall",
-    "approved",
-    "approved_within_margin",
-    "approved_memory_failure",
-    "approved_above_margin",
-    "spent_target_attempts",
-    "donor_attempts",
-    "cold_start_attributed_attempts",
-)
-FIGURES = (
-    (
-        "feasibility.png",
+#: The method name under which your predictions appear (the follow-up scoring's name for them).
+USER_METHOD = "user"
+FIGURES: dict[str, tuple[str, str]] = {  # file name -> (title, caption)
+    "feasibility.png": (
         "Boundary-study feasibility",
         f"Repeated label of each 2-GPU boundary configuration (c0–c5); numbers are the maximum completed per-device "
         f"peak in GiB, blank for memory failures. Limit: {MARGIN_LIMIT_MIB:,} MiB per device.",
     ),
-    (
-        "stages.png",
+    "stages.png": (
         "Per-stage peaks",
         f"Per-stage device-memory peaks of every eligible process against the {MARGIN_LIMIT_MIB:,} MiB limit; "
         "boxes summarise completed runs, crosses are failure-partial stage records.",
     ),
-    (
-        "admission.png",
-        "Admission curves",
-        "Case-averaged within-margin recall against the per-case screening budget for each rule.",
+    "admission.png": (
+        "Admission recall against the screening budget",
+        "Case-averaged within-margin recall against the per-case screening budget (target attempts) for each rule.",
     ),
-)
-
-
-@dataclass(frozen=True)
-class Report:
-    """The rendered page and the PNG bytes of its figures, by file name."""
-
-    html: str
-    images: Mapping[str, bytes]
-
-
-def build_report(source=None, revision: str | None = None, *, policy: str | None = None) -> Report:
-    """Compute every section of the report for ``source`` (a ``module:attr`` policy joins the admission replay)."""
-    from .. import admission, transfer
-    from ..data.sources import open_source
-    from ..data.tables import load_table
-    from ..followup import STUDIES, score_study
-    from .figuredata import admission_curve, feasibility_matrix, stage_table
-    from .plots import admission_figure, feasibility_figure, figure_png, stages_figure
-
-    src = open_source(source, revision)
-    configurations = load_table("all_configurations", src, decode=True)
-    replay = (
-        admission.replay_report(src)
-        if policy is None
-        else admission.replay_report(src, policy=admission.load_policy(policy))
-    )
-    images = {
-        "feasibility.png": figure_png(feasibility_figure(feasibility_matrix(configurations))),
-        "stages.png": figure_png(
-            stages_figure(
-                stage_table(load_table("stage_measurements", src, decode=True), configurations),
-                title="Per-stage device-memory peaks: all eligible processes",
-            )
-        ),
-        "admission.png": figure_png(admission_figure(admission_curve(replay))),
-    }
-    references = {rule: transfer.reference_scores(rule, src) for rule in REFERENCE_RULES}
-    followups = {study: score_study(study, src) for study in STUDIES}
-    sections = [
-        _section("Configs", _configs_table(src)),
-        *(_section(title, _figure(name, images[name], caption)) for name, title, caption in FIGURES),
-        _section("Transfer reference rules, per track", _transfer_table(references)),
-        _section(
-            "Admission replay summary",
-            _table(ADMISSION_COLUMNS, [[row.get(c) for c in ADMISSION_COLUMNS] for row in replay["summary"]]),
-        ),
-        _section("Follow-up studies", "".join(_followup_block(study, scores) for study, scores in followups.items())),
-    ]
-    sections.append(_estimation_section(src, images))
-    identity = src.identity
-    provenance = ", ".join(f"{k} {v}" for k, v in identity.items() if v)
-    page = _PAGE.format(title=html.escape(TITLE), provenance=html.escape(provenance), body="\n".join(sections))
-    return Report(page, images)
-
-
-def write_report(
-    output_dir: str | os.PathLike, source=None, revision: str | None = None, *, policy: str | None = None
-) -> Path:
-    """Build the report and write ``index.html`` and its PNGs into ``output_dir`` (created if needed)."""
-    from ..data.output import write_atomic
-
-    target = Path(output_dir)
-    if target.exists() and not target.is_dir():
-        raise InputError(f"output {target} exists and is not a directory")
-    if not target.parent.is_dir():
-        raise InputError(f"output folder {target.parent} does not exist")
-    report = build_report(source, revision, policy=policy)
-    target.mkdir(exist_ok=True)
-    for name, data in report.images.items():
-        write_atomic(target / name, data)
-    write_atomic(target / "index.html", report.html)
-    return target / "index.html"
-
-
-def _configs_table(src) -> str:
-    from ..data.tables import load_table
-
-    rows = []
-    for spec in card_configs():
-        try:
-            count: object = f"{load_table(spec.name, src).num_rows:,}"
-        except MissingFileError:
-            count = "not in this revision"
-        rows.append([spec.name, spec.split, count, spec.path, spec.description])
-    return _table(("config", "split", "rows", "file", "description"), rows)
-
-
-def _transfer_table(references: Mapping[str, Mapping]) -> str:
-    rows = []
-    for rule, scores in references.items():
-        for track, metrics in scores["per_track"].items():
-            rows.append([track, rule, *(metrics.get(c) for c in TRANSFER_COLUMNS)])
-    rows.sort(key=lambda r: (r[0], REFERENCE_RULES.index(r[1])))
-    return _table(("track", "rule") + TRANSFER_COLUMNS, rows)
-
-
-def _followup_block(study: str, scores: Mapping) -> str:
-    summary = (
-        f"<p><strong>{html.escape(study)}</strong>: {scores['resolved_configurations']} of "
-        f"{scores['planned_configurations']} planned configurations resolved (full-panel coverage "
-        f"{_cell(scores['full_panel_coverage'])}). Unresolved: "
-        f"{html.escape(', '.join(scores['unresolved_ids']) or 'none')}.</p>"
-    )
-    headers = (
-        "method",
-        "approved (full panel)",
-        "scored approvals",
-        "unscored approvals",
-        "unscored with known failure",
-        "unscored with known exceedance",
-        "correct on resolved",
-        "approved memory failures",
-        "approved above margin",
-        "recall",
-        "precision",
-        "peak coverage",
-        "peak MAE (MiB)",
-    )
-    rows = []
-    for method, a in scores["approvals"].items():
-        m = scores["resolved_subset_metrics"][method]
-        rows.append(
-            [
-                method,
-                a["full_panel_approved_configurations"],
-                a["scored_approved_configurations"],
-                a["unscored_approved_configurations"],
-                a["unscored_approvals_with_known_failure"],
-                a["unscored_approvals_with_known_margin_exceedance"],
-                m.get("correct_three_state"),
-                m.get("approved_memory_failure"),
-                m.get("approved_above_margin"),
-                m.get("within_margin_recall"),
-                m.get("within_margin_approval_precision"),
-                m.get("completed_peak_prediction_coverage"),
-                m.get("completed_peak_mae_mib"),
-            ]
-        )
-    return summary + _table(headers, rows) + f"<p class=note>{html.escape(scores['metric_scope'])}</p>"
-
-
-ESTIMATION_CAPTION = (
-    "Each reference method fitted with one model family held out and applied to its 30 configurations: approvals "
-    "by observed label (within margin is useful; above margin and memory failure are errors), correct labels and "
-    "usable settings rejected above each bar."
-)
+    "attempts.png": (
+        "Admission recall against the attempts spent",
+        "The same recall against every attempt the rule relied on: target attempts spent plus donor attempts. "
+        "At budget 0 a donor-based rule's recall rests on its donor attempts alone.",
+    ),
+    "estimation.png": (
+        "Approvals per held-out model family",
+        "Each reference method fitted with one model family held out and applied to its 30 configurations: approvals "
+        "by observed label (within margin is useful; above margin and memory failure are errors), correct labels and "
+        "usable settings rejected above each bar.",
+    ),
+}
+#: Columns of the estimator comparison table (one row per held-out family and method).
 ESTIMATION_COLUMNS = (
     "fold",
     "method",
@@ -223,66 +68,154 @@ ESTIMATION_COLUMNS = (
 )
 
 
-def _estimation_section(src, images: dict[str, bytes]) -> str:
-    """The per-fold estimator comparison: its figure (added to ``images``) and table."""
+@dataclass(frozen=True)
+class Report:
+    """The rendered page and the PNG bytes of its figures, by file name."""
+
+    html: str
+    images: Mapping[str, bytes]
+
+
+def build_report(
+    source=None,
+    revision: str | None = None,
+    *,
+    policy: str | None = None,
+    predictions: str | os.PathLike | None = None,
+    followup_predictions: Mapping[str, str | os.PathLike] | None = None,
+    now: dt.datetime | None = None,
+) -> Report:
+    """Compute every section of the report for ``source``. ``predictions`` (a transfer predictions file) and
+    ``followup_predictions`` (study → predictions file) are scored beside the reference rules and frozen methods;
+    a ``module:attr`` ``policy`` joins the admission replay. Your files are read and checked first."""
+    from .. import __version__, admission, transfer
+    from ..data.sources import open_source
+    from ..data.tables import load_table
     from ..estimation import fold_table, run_retrospective
-    from .figuredata import fold_approvals
-    from .plots import estimation_figure, figure_png
+    from ..followup import STUDIES, score_study, study_config
+    from .canvas import figure_png, require_matplotlib
+    from .comparison import estimation_figure
+    from .curves import admission_figure, attempts_figure
+    from .figuredata import admission_curve, feasibility_matrix, fold_approvals, stage_table
+    from .plots import feasibility_figure, stages_figure
 
-    report = run_retrospective(src)
-    images["estimation.png"] = figure_png(estimation_figure(fold_approvals(report)))
-    rows = [[r[c] for c in ESTIMATION_COLUMNS] for r in fold_table(report)]
-    return _section(
-        "Estimator comparison, model families held out",
-        _figure("estimation.png", images["estimation.png"], ESTIMATION_CAPTION) + _table(ESTIMATION_COLUMNS, rows),
+    require_matplotlib()
+    followup_files = dict(followup_predictions or {})
+    for study in followup_files:
+        study_config(study)  # an unknown study fails before any work
+    src = open_source(source, revision)
+    tables = transfer.load_transfer_tables(src)
+    methods = {rule: transfer.reference_scores(rule, src) for rule in transfer.RULES}
+    if predictions is not None:
+        key = transfer.scoring_key(tables["queries"], tables["outcomes"])
+        ids, states = transfer.read_predictions(predictions)
+        methods[USER_METHOD] = transfer.score_predictions(key, ids, states, origin=f"predictions file {predictions}")
+    followups = {study: score_study(study, src, predictions=followup_files.get(study)) for study in STUDIES}
+    replay = admission.replay_report(src, policy=None if policy is None else admission.load_policy(policy))
+    configurations = load_table("all_configurations", src, decode=True)
+    points = admission_curve(replay)
+    retrospective = run_retrospective(src)
+    images = {
+        "feasibility.png": figure_png(feasibility_figure(feasibility_matrix(configurations))),
+        "stages.png": figure_png(
+            stages_figure(
+                stage_table(load_table("stage_measurements", src, decode=True), configurations),
+                title="Per-stage device-memory peaks: all eligible processes",
+            )
+        ),
+        "admission.png": figure_png(admission_figure(points)),
+        "attempts.png": figure_png(attempts_figure(points)),
+        "estimation.png": figure_png(estimation_figure(fold_approvals(retrospective))),
+    }
+    inputs: dict[str, str | os.PathLike | None] = {"transfer predictions": predictions, "admission policy": policy}
+    inputs.update({f"{study} predictions": path for study, path in followup_files.items()})
+    body = [
+        s.section("Configs", _configs_table(src), "configs"),
+        s.section("Figures of the release", _figures(images, ("feasibility.png", "stages.png")), "figures"),
+        s.section("Transfer tasks", _transfer_body(methods), "transfer"),
+        s.section(
+            "Admission replay",
+            _figures(images, ("admission.png", "attempts.png")) + s.admission_summary(replay["summary"]),
+            "admission",
+        ),
+        s.section("Follow-up studies", "".join(s.followup_block(k, v) for k, v in followups.items()), "followup"),
+        s.section(
+            "Estimator comparison, model families held out",
+            _figures(images, ("estimation.png",))
+            + s.table(ESTIMATION_COLUMNS, [[row[c] for c in ESTIMATION_COLUMNS] for row in fold_table(retrospective)]),
+            "estimation",
+        ),
+    ]
+    items = provenance(src, __version__, now or dt.datetime.now(dt.UTC), inputs)
+    page = s.PAGE.format(title=html.escape(TITLE), provenance=s.provenance(items), body="\n".join(body))
+    return Report(page, images)
+
+
+def provenance(
+    src, version: str, now: dt.datetime, inputs: Mapping[str, str | os.PathLike | None] | None = None
+) -> list[tuple[str, str]]:
+    """What the report was made from: package version, source, revision, commit, time of the run and the user's
+    inputs that were given."""
+    identity = src.identity
+    local = identity.get("commit") is None
+    items = [
+        ("package", f"rlvrambench-hf {version}"),
+        ("source", f"{identity['source']}" + (" (local folder)" if local else " (Hub repository)")),
+        ("revision", str(identity.get("revision") or "none: a local folder has no revision")),
+        ("commit", str(identity.get("commit") or "none: a local folder has no commit")),
+        ("run at", now.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")),
+    ]
+    items += [(name, os.fspath(value)) for name, value in (inputs or {}).items() if value is not None]
+    return items
+
+
+def write_report(output_dir: str | os.PathLike, source=None, revision: str | None = None, **options) -> Path:
+    """Build the report (``options`` as :func:`build_report`) and write ``index.html`` and its PNGs into
+    ``output_dir`` (created if needed)."""
+    from ..data.output import write_atomic
+
+    target = Path(output_dir)
+    if target.exists() and not target.is_dir():
+        raise InputError(f"output {target} exists and is not a directory")
+    if not target.parent.is_dir():
+        raise InputError(f"output folder {target.parent} does not exist")
+    report = build_report(source, revision, **options)
+    target.mkdir(exist_ok=True)
+    for name, data in report.images.items():
+        write_atomic(target / name, data)
+    write_atomic(target / "index.html", report.html)
+    return target / "index.html"
+
+
+def _figures(images: Mapping[str, bytes], names: tuple[str, ...]) -> str:
+    return "".join(f"<h3>{html.escape(FIGURES[n][0])}</h3>{s.figure(n, images[n], FIGURES[n][1])}" for n in names)
+
+
+def _configs_table(src) -> str:
+    from ..data.tables import load_table
+
+    rows = []
+    for spec in card_configs():
+        try:
+            count: object = f"{load_table(spec.name, src).num_rows:,}"
+        except MissingFileError:
+            count = "not in this revision"
+        rows.append([spec.name, spec.split, count, spec.path, spec.description])
+    return s.table(("config", "split", "rows", "file", "description"), rows)
+
+
+def _transfer_body(methods: Mapping[str, Mapping]) -> str:
+    from .tables import transfer_table
+
+    intro = (
+        "Reference rules" + (" and your predictions (method user)" if USER_METHOD in methods else "") + ", "
+        "overall and per track in the documented order. Report within-margin recall and approval precision with "
+        "the memory-failure and above-margin approvals, per track."
     )
-
-
-def _figure(name: str, data: bytes, caption: str) -> str:
-    encoded = base64.b64encode(data).decode("ascii")
-    return (
-        f'<figure><img id="{html.escape(name.split(".")[0])}" src="data:image/png;base64,{encoded}" '
-        f'alt="{html.escape(caption)}"><figcaption>{html.escape(caption)}</figcaption></figure>'
+    matrices = "".join(s.confusion_block(method, scores) for method, scores in methods.items())
+    legend = s.paragraph(
+        "Confusion matrices: predicted label (rows) against observed label (columns) per scope; "
+        "WM within_margin, AM above_margin, MF memory_failure.",
+        "note",
     )
-
-
-def _section(title: str, body: str) -> str:
-    return f"<section><h2>{html.escape(title)}</h2>\n{body}\n</section>"
-
-
-def _table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
-    head = "".join(f"<th>{html.escape(str(h).replace('_', ' '))}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>" for row in rows)
-    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
-
-
-def _cell(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, float):
-        return f"{value:.4f}".rstrip("0").rstrip(".")
-    return str(value)
-
-
-_PAGE = """<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>{title}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1200px; color: #222; }}
-table {{ border-collapse: collapse; font-size: 0.85rem; margin: 0.5rem 0 1rem; }}
-th, td {{ border: 1px solid #ccc; padding: 0.2rem 0.5rem; text-align: left; }}
-th {{ background: #f0f0f0; }}
-figure img {{ max-width: 100%; }}
-.scroll {{ overflow-x: auto; }}
-figcaption, .note {{ font-size: 0.85rem; color: #555; }}
-</style>
-</head>
-<body>
-<h1>{title}</h1>
-<p>Source: {provenance}. A rate with a zero denominator is shown as null.</p>
-{body}
-</body>
-</html>
-"""
+    return s.paragraph(intro) + s.from_table(transfer_table(methods)) + legend + matrices

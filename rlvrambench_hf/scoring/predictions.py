@@ -1,27 +1,59 @@
-"""Reading prediction files: one reader and one set of rules for every scoring feature.
+"""Reading prediction files: one reader for every format a user has, one set of rules for every scoring feature.
 
-A predictions file is a UTF-8 CSV with a header naming exactly the required columns (in any order) and,
-optionally, some optional ones. Tolerated, by design: a UTF-8 byte-order mark, Windows line ends, blank lines,
-and spaces or tabs around cells (the scorers strip them). Not tolerated: other encodings, unknown or repeated
-columns, a missing required column, an empty file or a header without rows. Each problem is a one-line
-:class:`~rlvrambench_hf.errors.InputError`. Only the first 64 KiB are read before the header is checked, so a
-huge file with a wrong header fails at once.
+Accepted (:data:`ACCEPTED`), whatever the file is called — the format is recognised from its first bytes, with the
+extension as a hint for misnamed files:
+
+- **CSV** in UTF-8 with a header naming the columns (``Dataset.to_csv``, ``pandas.to_csv(index=False)``); a
+  byte-order mark, Windows line ends, blank lines and spaces or tabs around cells are tolerated;
+- **JSON Lines**, one object per line (``Dataset.to_json``, ``pandas.to_json(orient="records", lines=True)``);
+- either of them compressed with **gzip, bzip2 or zstandard** (``.csv.gz``, ``.jsonl.zst``, ...);
+- **Parquet** (``Dataset.to_parquet``, ``pandas.to_parquet``); an integer ``ClassLabel`` column is decoded with the
+  label names that ``datasets`` embeds;
+- ``-``: standard input, in any of these formats.
+
+pyarrow reads every format. The columns must be exactly the required ones (any order) plus, optionally, the
+optional ones. Anything else — UTF-16 text, a spreadsheet, a ``;``-separated file, other binary data, unknown or
+repeated columns, a missing column or value, an empty file, a header without rows — is a one-line
+:class:`~rlvrambench_hf.errors.InputError` that names what was seen (never raw bytes). Only the first 64 KiB are
+read before the format and header are checked, so a huge wrong file fails at once.
 """
 
 from __future__ import annotations
 
-import csv
-import io
+import json
 import os
+import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..data.arrowtools import one_chunk
 from ..errors import InputError, first_line
 
 #: Characters stripped around cells and header names.
 WHITESPACE = " \t"
+#: The formats a predictions file may have, as messages name them.
+ACCEPTED = "CSV (UTF-8), JSON Lines or Parquet, optionally gzip/bzip2/zstd-compressed, or - for standard input"
+STDIN = "-"
+_HEAD = 1 << 16
+_COMPRESSION_MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bz2", b"\x28\xb5\x2f\xfd": "zstd"}
+_SEEN_MAGIC = {  # formats recognised only to be named in the refusal
+    b"\xfd7zXZ\x00": "xz-compressed data",
+    b"PK\x03\x04": "a ZIP archive (e.g. an .xlsx or .ods spreadsheet)",
+    b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1": "a legacy Office document (e.g. an .xls spreadsheet)",
+    b"%PDF": "a PDF document",
+    b"ARROW1": "an Arrow IPC file (write Parquet instead)",
+    b"\x00\x00\xfe\xff": "UTF-32 text",
+    b"\xff\xfe\x00\x00": "UTF-32 text",
+    b"\xff\xfe": "UTF-16 text",
+    b"\xfe\xff": "UTF-16 text",
+}
+_SPREADSHEET_SUFFIXES = {".xlsx": "an Excel spreadsheet", ".xls": "an Excel spreadsheet", ".ods": "a spreadsheet"}
+_JSON_SUFFIXES = {".jsonl", ".ndjson", ".json"}
+_OTHER_DELIMITERS = {";": "';' (semicolons)", "\t": "tabs", "|": "'|' (pipes)"}
 
 
 def columns_spec(required: Sequence[str], optional: Sequence[str] = ()) -> str:
@@ -29,45 +61,256 @@ def columns_spec(required: Sequence[str], optional: Sequence[str] = ()) -> str:
     return ",".join(required) + "".join(f"[,{name}]" for name in optional)
 
 
+def describe(path: str | os.PathLike) -> str:
+    """How messages name a predictions file: its path, or ``standard input`` for ``-``."""
+    name = os.fspath(path)
+    return "standard input" if name == STDIN else name
+
+
+@dataclass(frozen=True)
+class _Input:
+    """Where the bytes come from (a file, or standard input held in memory) and how they are compressed."""
+
+    label: str  # "predictions file p.csv" or "predictions from standard input"
+    path: str | None
+    data: pa.Buffer | None
+    compression: str | None = None
+
+    def open(self) -> pa.NativeFile:
+        raw: pa.NativeFile = pa.OSFile(self.path) if self.path is not None else pa.BufferReader(self.data)
+        return pa.CompressedInputStream(raw, self.compression) if self.compression else raw
+
+    @property
+    def suffixes(self) -> list[str]:
+        return [s.lower() for s in Path(self.path).suffixes] if self.path else []
+
+
 def read_prediction_file(
     path: str | os.PathLike, required: Sequence[str], optional: Sequence[str] = ()
 ) -> dict[str, pa.Array]:
-    """The columns of a predictions file as string arrays (cells as written, nothing stripped), keyed by name."""
-    import pyarrow.csv as pacsv
-
-    name = os.fspath(path)
+    """The columns of a predictions file as string arrays without nulls (cells as written; a missing optional
+    value is ``""``), keyed by name. ``path`` is a file in any accepted format, or ``-`` for standard input."""
+    source, head = _open_input(os.fspath(path))
     expected = columns_spec(required, optional)
+    kind = _kind(source, head)
+    if kind == "empty":
+        raise InputError(f"{source.label} is empty (expected the header {expected})")
+    if kind == "csv":
+        names = _csv_header(source, head, expected)
+        _check_names(source, names, required, optional, expected)
+        table = _read_csv(source, names)
+    elif kind == "parquet":
+        parquet = _parquet_file(source)
+        _check_names(source, parquet.schema_arrow.names, required, optional, expected)
+        table = _read_parquet(source, parquet)
+    else:
+        table = _read_json_lines(source)
+        _check_names(source, table.column_names, required, optional, expected)
+    if table.num_rows == 0:
+        raise InputError(f"{source.label} has a header but no prediction rows")
+    columns = {}
+    for raw, name in zip(table.column_names, _stripped(table.column_names)):
+        values = _as_strings(source, name, table.column(raw))
+        if values.null_count and name in required:
+            raise InputError(f"{source.label}: {values.null_count} row(s) have no {name}")
+        columns[name] = pc.fill_null(values, "") if values.null_count else values
+    return columns
+
+
+def _stripped(names: Sequence[str]) -> list[str]:
+    return [n.strip(WHITESPACE) for n in names]
+
+
+def _open_input(path: str) -> tuple[_Input, bytes]:
+    """The input and its first 64 KiB (decompressed), after refusing what is not readable at all."""
+    if path == STDIN:
+        source = _Input("predictions from standard input", None, pa.py_buffer(sys.stdin.buffer.read()))
+    else:
+        if Path(path).is_dir():
+            raise InputError(f"predictions file {path} is a directory, not a file")
+        source = _Input(f"predictions file {path}", path, None)
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(1 << 16)
+        with source.open() as stream:
+            head = stream.read(_HEAD)
     except OSError as exc:
-        raise InputError(f"cannot read predictions file {name}: {exc.strerror or exc}") from None
-    text = head.decode("utf-8", errors="replace").removeprefix("\ufeff")
-    if not text.strip():
-        raise InputError(f"predictions file {name} is empty (expected the header {expected})")
-    header = next(csv.reader(io.StringIO(text.splitlines()[0])), [])  # a blank first line has no names
-    names = [h.strip(WHITESPACE) for h in header]
+        raise InputError(f"cannot read {source.label}: {exc.strerror or first_line(exc)}") from None
+    codec = next((c for magic, c in _COMPRESSION_MAGIC.items() if head.startswith(magic)), None)
+    if codec is None:
+        return source, head
+    source = _Input(source.label, source.path, source.data, codec)
+    try:
+        with source.open() as stream:
+            return source, stream.read(_HEAD)
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(f"{source.label} is not valid {codec} data ({_clean(first_line(exc))})") from None
+
+
+def _kind(source: _Input, head: bytes) -> str:
+    """``parquet``, ``jsonl``, ``csv`` or ``empty``; anything else is refused here."""
+    compressed = f"{source.compression}-compressed " if source.compression else ""
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    seen = next((what for magic, what in _SEEN_MAGIC.items() if head.startswith(magic)), None)
+    if seen is None:
+        seen = next((what for s, what in _SPREADSHEET_SUFFIXES.items() if s in source.suffixes), None)
+    if seen is None and b"\x00" in head:
+        even, odd = head[0::2], head[1::2]
+        seen = "UTF-16 text" if min(even.count(0), odd.count(0)) == 0 and len(head) > 3 else "binary data"
+    if seen is None and _control_bytes(head) > max(2, len(head) // 100):
+        seen = "binary data"
+    if seen is None:
+        text = _utf8_head(head)
+        if text is None:
+            seen = "text that is not UTF-8 (e.g. Latin-1 or Windows-1252; save it as UTF-8)"
+        elif not text.strip():
+            return "empty"
+        elif ".parquet" in source.suffixes:
+            seen = "text, although it is named .parquet"
+        elif text.lstrip().startswith("["):
+            seen = "a JSON array, not JSON Lines (one object per line, as Dataset.to_json writes)"
+        elif text.lstrip().startswith("{"):
+            return "jsonl"
+        elif _JSON_SUFFIXES & set(source.suffixes):
+            seen = "text that is not JSON Lines, although it is named .json/.jsonl"
+        else:
+            return "csv"
+    raise InputError(f"{source.label} is {compressed}{seen}; accepted: {ACCEPTED}")
+
+
+def _control_bytes(head: bytes) -> int:
+    return sum(head.count(bytes([b])) for b in (*range(1, 9), 11, 12, *range(14, 32), 127))
+
+
+def _utf8_head(head: bytes) -> str | None:
+    """``head`` decoded as UTF-8 (a character cut at the 64 KiB boundary is allowed); None if it is not UTF-8."""
+    for cut in range(4 if len(head) == _HEAD else 1):
+        try:
+            return head[: len(head) - cut].decode("utf-8").removeprefix("\ufeff")
+        except UnicodeDecodeError:
+            continue
+    return None
+
+
+def _check_names(
+    source: _Input, raw_names: Sequence[str], required: Sequence[str], optional: Sequence[str], expected: str
+) -> None:
+    names = _stripped(raw_names)
     missing = [c for c in required if c not in names]
     extra = [n for n in names if n not in required and n not in optional]
     if missing or extra or len(names) != len(set(names)):
         found = ",".join(names)
         raise InputError(
-            f"predictions file {name} must have exactly the columns {expected} "
+            f"{source.label} must have exactly the columns {expected} "
             f"(found {found!r}" + (f"; missing {', '.join(missing)}" if missing else "") + ")"
         )
+
+
+def _csv_header(source: _Input, head: bytes, expected: str) -> list[str]:
+    """The header names of a CSV file (as written); a header separated by another delimiter is named as such."""
+    lines = (_utf8_head(head) or "").splitlines()
+    first = lines[0] if lines else ""
+    names = _header_names(first)
+    if len(names) == 1 and "," not in first:
+        for delimiter, called in _OTHER_DELIMITERS.items():
+            if delimiter in first:
+                raise InputError(
+                    f"{source.label} is separated by {called}, not commas: write a comma-separated CSV "
+                    f"with the columns {expected}"
+                )
+    return names
+
+
+def _read_csv(source: _Input, names: list[str]) -> pa.Table:
+    import pyarrow.csv as pacsv
+
     try:
-        table = pacsv.read_csv(
-            path,
-            read_options=pacsv.ReadOptions(column_names=names, skip_rows=1, block_size=1 << 24),
-            convert_options=pacsv.ConvertOptions(
-                column_types={n: pa.string() for n in names},
-                null_values=[],
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-            ),
-        )
-    except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
-        raise InputError(f"predictions file {name} is not a valid UTF-8 CSV: {first_line(exc)}") from None
-    if table.num_rows == 0:
-        raise InputError(f"predictions file {name} has a header but no prediction rows")
-    return {n: one_chunk(table.column(n)) for n in names}
+        with source.open() as stream:
+            return pacsv.read_csv(
+                stream,
+                read_options=pacsv.ReadOptions(column_names=names, skip_rows=1, block_size=1 << 24),
+                convert_options=pacsv.ConvertOptions(
+                    column_types={n: pa.string() for n in names},
+                    null_values=[],
+                    strings_can_be_null=False,
+                    quoted_strings_can_be_null=False,
+                ),
+            )
+    except (pa.ArrowInvalid, UnicodeDecodeError, OSError) as exc:
+        raise InputError(f"{source.label} is not a valid UTF-8 CSV: {_clean(first_line(exc))}") from None
+
+
+def _header_names(first_line_text: str) -> list[str]:
+    """The column names of a CSV header line, as pyarrow reads them (quotes removed; spaces kept)."""
+    import pyarrow.csv as pacsv
+
+    if not first_line_text.strip():
+        return []
+    try:
+        return pacsv.read_csv(pa.py_buffer(first_line_text.encode("utf-8") + b"\n")).column_names
+    except pa.ArrowInvalid:
+        return [first_line_text]
+
+
+def _read_json_lines(source: _Input) -> pa.Table:
+    import pyarrow.json as pajson
+
+    try:
+        with source.open() as stream:
+            return pajson.read_json(stream, read_options=pajson.ReadOptions(block_size=1 << 24))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"{source.label} is not valid JSON Lines: {_clean(first_line(exc))}") from None
+
+
+def _parquet_file(source: _Input):
+    import pyarrow.parquet as pq
+
+    try:
+        if source.compression or source.path is None:
+            with source.open() as stream:
+                return pq.ParquetFile(pa.BufferReader(stream.read()))
+        return pq.ParquetFile(source.path)
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"{source.label} is not a readable Parquet file: {_clean(first_line(exc))}") from None
+
+
+def _read_parquet(source: _Input, parquet) -> pa.Table:
+    try:
+        table = parquet.read()
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"{source.label} is not a readable Parquet file: {_clean(first_line(exc))}") from None
+    return _decode_class_labels(table)
+
+
+def _decode_class_labels(table: pa.Table) -> pa.Table:
+    """Integer columns that ``datasets`` describes as ``ClassLabel`` (in the schema metadata) as label names."""
+    try:
+        features = json.loads((table.schema.metadata or {}).get(b"huggingface", b"{}"))["info"]["features"]
+    except (KeyError, TypeError, ValueError):
+        return table
+    for index, name in enumerate(table.column_names):
+        feature = features.get(name) if isinstance(features, dict) else None
+        column = table.column(name)
+        if isinstance(feature, dict) and feature.get("_type") == "ClassLabel" and pa.types.is_integer(column.type):
+            labels = pa.array([str(n) for n in feature.get("names") or []], pa.string())
+            if pc.max(column).as_py() is not None and pc.max(column).as_py() >= len(labels):
+                continue  # not codes of these names: left as numbers, refused as labels later
+            table = table.set_column(index, name, pc.take(labels, column))
+    return table
+
+
+def _as_strings(source: _Input, name: str, values: pa.ChunkedArray) -> pa.Array:
+    """A column as one string array (numbers as their text; nulls kept)."""
+    kind = values.type
+    if pa.types.is_dictionary(kind):
+        values, kind = values.cast(kind.value_type), kind.value_type
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return one_chunk(values.cast(pa.string()))
+    if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_null(kind):
+        return one_chunk(values.cast(pa.string()))
+    raise InputError(f"{source.label}: column {name} holds {kind} values, not text or numbers")
+
+
+def _clean(message: str, limit: int = 160) -> str:
+    """A library message fit for one line: non-printable characters escaped, cut at ``limit`` characters."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

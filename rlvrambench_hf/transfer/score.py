@@ -112,8 +112,9 @@ def _strings(values: pa.Array | pa.ChunkedArray | Sequence[str]) -> pa.Array:
 
 
 def read_predictions(path: str | os.PathLike) -> tuple[pa.Array, pa.Array]:
-    """The ``query_id`` and ``predicted_state`` columns of a predictions CSV file, as strings (the file rules
-    are those of :mod:`rlvrambench_hf.predictions`)."""
+    """The ``query_id`` and ``predicted_state`` columns of a predictions file, as strings: CSV, JSON Lines or
+    Parquet, compressed or not, or ``-`` for standard input (the formats and rules of
+    :mod:`rlvrambench_hf.scoring.predictions`)."""
     columns = read_prediction_file(path, PREDICTION_COLUMNS)
     return columns["query_id"], columns["predicted_state"]
 

@@ -1,0 +1,157 @@
+"""The score tables of every face, as plain data: headers and rows of raw values (None for a null rate).
+
+One renderer per table, shared by the command line (plain text) and the HTML report: :func:`followup_table` and
+:func:`followup_summary` (a follow-up study's scores), :func:`transfer_table` (transfer scores per scope and
+method, overall first, then the tracks in the documented order), :func:`confusion_matrices` (predicted against
+observed labels, per scope) and :func:`admission_table` (the replay summary with the total attempts). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ..data.registry import OUTCOME_LABELS
+
+#: The scope of a transfer score file that pools every track.
+OVERALL = "overall"
+TRANSFER_COLUMNS: tuple[str, ...] = (
+    "queries",
+    "correct_three_state",
+    "three_state_accuracy",
+    "approved",
+    "approved_within_margin",
+    "approved_memory_failure",
+    "approved_above_margin",
+    "rejected_within_margin",
+    "within_margin_recall",
+    "within_margin_approval_precision",
+)
+ADMISSION_COLUMNS: tuple[str, ...] = (
+    "rule",
+    "budget_target_attempts_per_case",
+    "cases",
+    "cases_with_defined_recall",
+    "macro_case_within_margin_recall",
+    "approved",
+    "approved_within_margin",
+    "approved_memory_failure",
+    "approved_above_margin",
+    "spent_target_attempts",
+    "donor_attempts",
+    "total_attempts",
+    "cold_start_attributed_attempts",
+)
+FOLLOWUP_COLUMNS: tuple[str, ...] = (
+    "method",
+    "approved",
+    "scored",
+    "unscored",
+    "unscored_known_failure",
+    "unscored_known_above",
+    "resolved_correct",
+    "approved_memory_failure",
+    "approved_above_margin",
+    "recall",
+    "precision",
+    "peak_coverage",
+    "peak_mae_mib",
+)
+
+
+@dataclass(frozen=True)
+class Table:
+    """Column names and rows of raw cell values (None: null)."""
+
+    headers: tuple[str, ...]
+    rows: list[list[object]]
+
+
+def followup_summary(scores: Mapping) -> str:
+    """``6 of 12 configurations resolved (full-panel coverage 0.5); unresolved: a, b``."""
+    coverage = scores["full_panel_coverage"]
+    shown = "null" if coverage is None else f"{coverage:.4f}".rstrip("0").rstrip(".")
+    return (
+        f"{scores['resolved_configurations']} of {scores['planned_configurations']} configurations resolved "
+        f"(full-panel coverage {shown}); unresolved: {', '.join(scores['unresolved_ids']) or 'none'}"
+    )
+
+
+def followup_table(scores: Mapping) -> Table:
+    """One row per method: full-panel approvals (scored, unscored and the evidence against the unscored ones)
+    beside the resolved-subset label and peak metrics."""
+    rows = []
+    for method, a in scores["approvals"].items():
+        m = scores["resolved_subset_metrics"][method]
+        rows.append(
+            [
+                method,
+                a["full_panel_approved_configurations"],
+                a["scored_approved_configurations"],
+                a["unscored_approved_configurations"],
+                a["unscored_approvals_with_known_failure"],
+                a["unscored_approvals_with_known_margin_exceedance"],
+                m.get("correct_three_state"),
+                m.get("approved_memory_failure"),
+                m.get("approved_above_margin"),
+                m.get("within_margin_recall"),
+                m.get("within_margin_approval_precision"),
+                m.get("completed_peak_prediction_coverage"),
+                m.get("completed_peak_mae_mib"),
+            ]
+        )
+    return Table(FOLLOWUP_COLUMNS, rows)
+
+
+def followup_notes(scores: Mapping) -> list[str]:
+    """The unscored approvals of each method, by id, and what the metrics cover."""
+    notes = [
+        f"{method} unscored approvals: {', '.join(a['unscored_approved_ids'])}"
+        for method, a in scores["approvals"].items()
+        if a["unscored_approved_ids"]
+    ]
+    return [*notes, scores["metric_scope"]]
+
+
+def transfer_scopes(scores: Mapping) -> list[str]:
+    """``overall``, then the tracks of a score file in the documented order (:data:`transfer.TRACKS`)."""
+    from ..transfer import TRACKS
+
+    present = scores["per_track"]
+    return [OVERALL, *(t for t in TRACKS if t in present), *(t for t in present if t not in TRACKS)]
+
+
+def _scope(scores: Mapping, scope: str) -> Mapping:
+    return scores[OVERALL] if scope == OVERALL else scores["per_track"][scope]
+
+
+def transfer_table(methods: Mapping[str, Mapping]) -> Table:
+    """One row per scope × method (scopes as :func:`transfer_scopes`, methods in the given order)."""
+    scopes = list(dict.fromkeys(s for scores in methods.values() for s in transfer_scopes(scores)))
+    rows = [
+        [scope, method, *(_scope(scores, scope).get(c) for c in TRANSFER_COLUMNS)]
+        for scope in scopes
+        for method, scores in methods.items()
+        if scope == OVERALL or scope in scores["per_track"]
+    ]
+    return Table(("scope", "method", *TRANSFER_COLUMNS), rows)
+
+
+def confusion_matrices(scores: Mapping) -> tuple[list[str], list[list[list[int]]]]:
+    """The scopes of a transfer score file and, per scope, its 3×3 confusion matrix (rows: predicted label,
+    columns: observed label, both in :data:`OUTCOME_LABELS` order)."""
+    scopes = transfer_scopes(scores)
+    matrices = []
+    for scope in scopes:
+        cells = _scope(scores, scope)["confusion_matrix_predicted_rows_observed_columns"]
+        matrices.append([[int(cells[p][o]) for o in OUTCOME_LABELS] for p in OUTCOME_LABELS])
+    return scopes, matrices
+
+
+def admission_table(summary: Sequence[Mapping]) -> Table:
+    """One row per rule × budget of a replay summary, with the total attempts (target + donor)."""
+    rows = []
+    for item in summary:
+        total = {"total_attempts": item["spent_target_attempts"] + item["donor_attempts"]}
+        rows.append([total[c] if c in total else item.get(c) for c in ADMISSION_COLUMNS])
+    return Table(ADMISSION_COLUMNS, rows)
