@@ -1,0 +1,213 @@
+"""A release on the Hub (or on any server ``HF_ENDPOINT`` points at), read through huggingface_hub's cache.
+
+Every file is fetched with ``hf_hub_download`` and checked against its Hub object id before use
+(:mod:`.hubcache`); the manifest check of :class:`~.sources.Source` follows. A copy that fails either check is
+removed and fetched again once, and the command goes on; a second failure is an :class:`IntegrityError` naming the
+file and the server. Offline (``HF_HUB_OFFLINE``, or after the server could not be reached) a bad copy is one line
+saying so. A file the cache records as absent from the commit (``.no_exist``) is "not in this revision" offline
+exactly as online; where a server does not say "does not exist" the way the Hub does, the package records it the
+way huggingface_hub does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path, PurePosixPath
+
+from ..errors import IntegrityError, MissingFileError, SourceError, first_line
+from .hub import endpoint, hub_error, is_network_error, missing_revision
+from .hubcache import (
+    COMMIT_ID,
+    CorruptCopy,
+    check_copy,
+    forget_entry,
+    is_link_loop,
+    record_absent,
+    recorded_absent,
+    remove_bad,
+    repo_cache,
+    snapshot_entry,
+    sweep_interrupted,
+)
+from .registry import CARD_PATH
+from .sources import Digest, Source
+
+
+@dataclass
+class HubSource(Source):
+    """A dataset repository at one revision (a branch, tag or commit)."""
+
+    repo_id: str
+    revision: str
+    _commit: str | None = field(default=None, repr=False)
+    _unreachable: bool = field(default=False, repr=False)  # after one failed attempt, only the cache is read
+
+    @property
+    def label(self) -> str:
+        return f"{self.repo_id}@{self.revision}"
+
+    @property
+    def commit(self) -> str:
+        """The commit the revision resolves to (fetches the card once)."""
+        if self._commit is None:
+            self._fetch(CARD_PATH)
+        return self._commit  # type: ignore[return-value]
+
+    @property
+    def identity(self) -> dict[str, str | None]:
+        return {"source": self.repo_id, "revision": self.revision, "commit": self.commit}
+
+    @cached_property
+    def _storage(self) -> Path:
+        return repo_cache(self.repo_id)
+
+    def _offline(self) -> bool:
+        from huggingface_hub import constants
+
+        return constants.is_offline_mode() or self._unreachable
+
+    def _why_offline(self) -> str:
+        from huggingface_hub import constants
+
+        return "HF_HUB_OFFLINE is set" if constants.is_offline_mode() else f"{endpoint()} could not be reached"
+
+    def _fetch(self, relpath: str) -> Path:
+        if self._recorded_absent(relpath):
+            raise MissingFileError(f"{relpath} is not in this revision ({self.label})")
+        if self._offline():  # huggingface_hub takes a link loop for "not cached"; online it replaces it
+            entry = snapshot_entry(self._storage, self._commit or self.revision, relpath)
+            if entry is not None and is_link_loop(entry):
+                try:
+                    check_copy(entry, self._storage)
+                except CorruptCopy as bad:
+                    return self._heal(relpath, entry, bad)
+        pointer = self._download(relpath)
+        try:
+            check_copy(pointer, self._storage)
+        except CorruptCopy as bad:
+            return self._heal(relpath, pointer, bad)
+        return pointer
+
+    def _heal(self, relpath: str, pointer: Path, bad: CorruptCopy) -> Path:
+        """Remove the bad copy and, online, download it again once."""
+        if remove_bad(bad, self._storage) and bad.entry != pointer and self._offline():
+            forget_entry(pointer)  # no dangling entry: the next offline run says "not cached"
+        if self._offline():
+            raise IntegrityError(
+                f"the cached copy of {relpath} ({self.label}) is corrupted: it {bad.reason}; it was removed, and "
+                f"fetching it again needs a connection to the Hub ({self._why_offline()})"
+            )
+        pointer = self._download(relpath)
+        try:
+            check_copy(pointer, self._storage)
+        except CorruptCopy as again:
+            remove_bad(again, self._storage)
+            raise IntegrityError(
+                f"{relpath} of {self.label} is corrupted as served by {endpoint()}: it {again.reason}, also when "
+                "downloaded again; refused"
+            ) from None
+        return pointer
+
+    def _refuse(self, relpath: str, path: Path, expected: Digest) -> Path:
+        """The copy matches its object id but not the manifest: forget the snapshot entry (the blob is a true
+        copy of a Hub object and stays) and resolve it again once."""
+        forget_entry(path)
+        if self._offline():
+            raise IntegrityError(
+                f"{self._mismatch(relpath, expected)}; the cached copy was refused, and fetching it again needs a "
+                f"connection to the Hub ({self._why_offline()})"
+            )
+        path = self._fetch(relpath)
+        if not self._matches(relpath, path, expected):
+            forget_entry(path)
+            raise IntegrityError(f"{self._mismatch(relpath, expected)}, also as served again by {endpoint()}; refused")
+        return path
+
+    def _recorded_absent(self, relpath: str) -> bool:
+        """Whether the cache records ``relpath`` as absent from this revision's commit (a branch is only trusted
+        offline, or once resolved in this process)."""
+        if self._commit is not None:
+            return recorded_absent(self.repo_id, self._commit, relpath)
+        if COMMIT_ID.fullmatch(self.revision) or self._offline():
+            return recorded_absent(self.repo_id, self.revision, relpath)
+        return False
+
+    def _download(self, relpath: str) -> Path:
+        from huggingface_hub import constants, hf_hub_download
+        from huggingface_hub import errors as hf_errors
+
+        sweep_interrupted(self._storage)
+        try:
+            path = Path(
+                hf_hub_download(
+                    self.repo_id,
+                    relpath,
+                    repo_type="dataset",
+                    revision=self.revision,
+                    local_files_only=self._unreachable,
+                )
+            )
+        except hf_errors.RepositoryNotFoundError:
+            raise self._not_found(relpath) from None
+        except hf_errors.OfflineModeIsEnabled:
+            raise SourceError(f"{relpath} of {self.label} is not in the local cache and the Hub is offline") from None
+        except hf_errors.LocalEntryNotFoundError:
+            if not constants.is_offline_mode() and not self._unreachable:
+                self._unreachable = True
+                if relpath == CARD_PATH and self._commit is None and self._revision_exists() is False:
+                    raise missing_revision(self.repo_id, self.revision) from None
+            raise SourceError(f"{relpath} of {self.label} is not cached and {self._why_offline()}") from None
+        except Exception as exc:
+            mapped = hub_error(exc, self.repo_id, self.revision, what=relpath)
+            if mapped is None:
+                raise
+            raise mapped from None
+        commit = _snapshot_commit(path, relpath)
+        if self._commit is None:
+            self._commit = commit
+        return path
+
+    def _not_found(self, relpath: str) -> SourceError:
+        """Tell a missing file from a missing revision or repository (some servers answer 401 for all three)."""
+        if relpath != CARD_PATH:
+            try:
+                self._fetch(CARD_PATH)
+            except SourceError as exc:
+                return exc
+            if self._revision_exists() is None:
+                return SourceError(f"{relpath} of {self.label}: the repository does not answer (not accessible?)")
+            record_absent(self._storage, self.commit, relpath)
+            return MissingFileError(f"{relpath} is not in this revision ({self.label})")
+        if self._revision_exists() is None:
+            return SourceError(f"dataset repository {self.repo_id} not found (or not accessible)")
+        return missing_revision(self.repo_id, self.revision)
+
+    def _revision_exists(self) -> bool | None:
+        """Whether the revision is one of the repository's branches, tags or their commits (None: the repository
+        does not answer). A commit that no reference points at counts as missing."""
+        from huggingface_hub import HfApi
+
+        for attempt in range(2):  # a server that has just answered 500 may reset the reused connection
+            try:
+                refs = HfApi().list_repo_refs(self.repo_id, repo_type="dataset")
+                break
+            except Exception as exc:
+                if attempt == 0 and is_network_error(exc):
+                    continue
+                return None
+        known = {r.name for r in [*refs.branches, *refs.tags]} | {r.target_commit for r in [*refs.branches, *refs.tags]}
+        return self.revision in known
+
+    def list_files(self) -> list[str]:
+        from huggingface_hub import HfApi
+
+        try:
+            return sorted(HfApi().list_repo_files(self.repo_id, repo_type="dataset", revision=self.commit))
+        except Exception as exc:  # network, auth or offline
+            raise SourceError(f"cannot list the files of {self.label}: {first_line(exc)}") from None
+
+
+def _snapshot_commit(path: Path, relpath: str) -> str:
+    """The commit of a file inside ``.../snapshots/<commit>/<relpath>`` of the Hub cache."""
+    return path.parts[-len(PurePosixPath(relpath).parts) - 1]
