@@ -8,6 +8,7 @@ the same PNGs beside it.
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..data.registry import MARGIN_LIMIT_MIB, card_configs
-from ..errors import InputError, MissingFileError
+from ..errors import MissingFileError
 
 TITLE = "RLVRAMBench report"
 REFERENCE_RULES = ("source_label", "always_approve", "always_reject")
@@ -122,18 +123,28 @@ def write_report(
     output_dir: str | os.PathLike, source=None, revision: str | None = None, *, policy: str | None = None
 ) -> Path:
     """Build the report and write ``index.html`` and its PNGs into ``output_dir`` (created if needed)."""
-    from ..data.output import write_atomic
+    from ..data.output import check_outputs, check_target, object_file, write_all_atomic
+    from ..data.sources import open_source
 
     target = Path(output_dir)
-    if target.exists() and not target.is_dir():
-        raise InputError(f"output {target} exists and is not a directory")
-    if not target.parent.is_dir():
-        raise InputError(f"output folder {target.parent} does not exist")
-    report = build_report(source, revision, policy=policy)
+    check_target(target, folder=True)
+    src = open_source(source, revision)
+    names = ["index.html", *(name for name, _title, _caption in FIGURES)]
+    if target.is_dir():  # an existing folder: only the report's own files are written
+        check_outputs([target / name for name in names], inputs={"--policy": object_file(policy)}, source=src)
+    else:
+        check_outputs(folders=[target], inputs={"--policy": object_file(policy)}, source=src)
+    report = build_report(src, policy=policy)
+    created = not target.is_dir()
     target.mkdir(exist_ok=True)
-    for name, data in report.images.items():
-        write_atomic(target / name, data)
-    write_atomic(target / "index.html", report.html)
+    try:
+        files: dict[Path, str | bytes] = {target / name: report.images[name] for name in names[1:]}
+        write_all_atomic({**files, target / "index.html": report.html})
+    except BaseException:
+        if created:
+            with contextlib.suppress(OSError):
+                target.rmdir()
+        raise
     return target / "index.html"
 
 
