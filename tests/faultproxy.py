@@ -7,6 +7,7 @@ contains ``marker`` takes the next action of ``faults`` (the last action repeats
 - ``"cut"``: only ``cut_after`` bytes of the answer are relayed, then both sides are closed (a flaky network);
 - ``"hold"``: ``cut_after`` bytes are relayed, then the answer stalls until :meth:`close` (``held`` is set), so a
   test can kill the client in the middle of a download;
+- ``"flip"``: relayed with one bit of the body changed, at byte ``cut_after`` (a server or proxy that corrupts);
 - ``"500"``: the proxy answers ``500 Internal Server Error`` itself and closes the connection;
 - ``"reset"``: the connection is reset (TCP RST) without an answer.
 
@@ -25,7 +26,7 @@ _ERROR_500 = (
     b"HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\ncontent-length: 21\r\n"
     b"connection: close\r\n\r\nInternal Server Error"
 )
-ACTIONS = ("pass", "cut", "hold", "500", "reset")
+ACTIONS = ("pass", "cut", "hold", "flip", "500", "reset")
 
 
 class FaultProxy:
@@ -75,7 +76,7 @@ class FaultProxy:
 
     def _serve(self, client: socket.socket) -> None:
         upstream = socket.create_connection(("127.0.0.1", self.upstream_port), timeout=60)
-        state = {"action": "pass", "left": self.cut_after}
+        state: dict = {"action": "pass", "left": self.cut_after, "flip_at": None}
 
         def up() -> None:
             try:
@@ -83,7 +84,7 @@ class FaultProxy:
                     first_line = data.split(b"\r\n", 1)[0]
                     if b" HTTP/1." in first_line:
                         state["action"] = self._next_action(first_line)
-                        state["left"] = self.cut_after
+                        state["left"], state["flip_at"] = self.cut_after, None
                         if state["action"] == "500":
                             client.sendall(_ERROR_500)
                             _close(client, upstream)
@@ -98,6 +99,8 @@ class FaultProxy:
         threading.Thread(target=up, daemon=True).start()
         try:
             while data := upstream.recv(65536):
+                if state["action"] == "flip":
+                    data = self._flip(state, data)
                 if state["action"] in ("cut", "hold"):
                     if len(data) >= state["left"]:
                         client.sendall(data[: state["left"]])
@@ -111,6 +114,19 @@ class FaultProxy:
             pass
         finally:
             _close(client, upstream)
+
+    def _flip(self, state: dict, data: bytes) -> bytes:
+        if state["flip_at"] is None:
+            end = data.find(b"\r\n\r\n")
+            if end < 0:
+                return data
+            state["flip_at"] = end + 4 + self.cut_after
+        at = state["flip_at"]
+        if at >= len(data):
+            state["flip_at"] = at - len(data)
+            return data
+        state["action"] = "pass"
+        return data[:at] + bytes([data[at] ^ 1]) + data[at + 1 :]
 
     def close(self) -> None:
         self._stop.set()

@@ -41,6 +41,8 @@ def hub_error(
     from huggingface_hub import errors as hf_errors
 
     where = f"{repo_id}@{revision}"
+    if isinstance(exc, hf_errors.HFValidationError):
+        return SourceError(f"{repo_id!r} is not a valid Hub {repo_type} repository name: {first_line(exc)}")
     if isinstance(exc, hf_errors.RevisionNotFoundError):
         return missing_revision(repo_id, revision, repo_type=repo_type)
     if isinstance(exc, hf_errors.RepositoryNotFoundError):
@@ -49,6 +51,8 @@ def hub_error(
         return MissingFileError(f"{what} is not in this revision ({where})")
     if isinstance(exc, hf_errors.HfHubHTTPError):
         return SourceError(f"{where}: {what + ': ' if what else ''}{first_line(exc)}")
+    if isinstance(exc, OSError) and exc.filename:  # the local cache, not the network
+        return SourceError(f"{where}: cannot {'fetch ' + what if what else 'proceed'}: {exc.strerror}: {exc.filename}")
     if is_network_error(exc):
         action = f"fetch {what}" if what else "reach"
         return SourceError(f"{where}: cannot {action} from {endpoint()}: {first_line(exc)}")

@@ -181,33 +181,51 @@ def _links_expected(storage: Path) -> bool:
 
 
 def remove_bad(bad: CorruptCopy, storage: Path) -> bool:
-    """Remove the cache entry found bad, unless another process has replaced it in the meantime; whether it did."""
-    with _lock(storage, bad.object_id or "pointer-" + bad.entry.name):
-        try:
+    """Remove the cache entry found bad, unless another process has replaced it in the meantime; whether it did
+    (a read-only cache keeps it)."""
+    try:
+        with _lock(storage, bad.object_id or "pointer-" + bad.entry.name):
             now = os.lstat(bad.entry)
-        except OSError:
-            return False
-        if bad.identity is not None and (now.st_dev, now.st_ino) != bad.identity:
-            return False
-        try:
+            if bad.identity is not None and (now.st_dev, now.st_ino) != bad.identity:
+                return False
             if stat.S_ISDIR(now.st_mode):
                 shutil.rmtree(bad.entry)
             else:
                 bad.entry.unlink()
-        except OSError:
-            return False
-        return True
+            return True
+    except OSError:
+        return False
 
 
-def snapshot_entry(storage: Path, revision: str, relpath: str) -> Path | None:
-    """Where the cache keeps ``relpath`` of ``revision`` (a commit, or a revision ``refs/`` resolves), if known."""
-    commit = revision
-    if not COMMIT_ID.fullmatch(revision):
-        try:
-            commit = (storage / "refs" / revision).read_text().strip()
-        except (OSError, ValueError):
-            return None
-    return storage / "snapshots" / commit / relpath if COMMIT_ID.fullmatch(commit) else None
+class BadReference(Exception):
+    """A ``refs/<revision>`` file of the cache that does not hold a commit id."""
+
+
+def cached_commit(storage: Path, revision: str) -> str | None:
+    """The commit of ``revision`` as the cache records it (a commit id is its own); None when not recorded.
+
+    A ``refs/`` entry that is not a commit id raises :class:`BadReference` after it was removed (where it can be)."""
+    if COMMIT_ID.fullmatch(revision):
+        return revision
+    ref = storage / "refs" / revision
+    try:
+        commit = ref.read_text(encoding="ascii")
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        commit = ""
+    if COMMIT_ID.fullmatch(commit):
+        return commit
+    try:
+        shutil.rmtree(ref) if ref.is_dir() and not ref.is_symlink() else ref.unlink()
+    except OSError:
+        pass
+    raise BadReference(f"refs/{revision}")
+
+
+def snapshot_entry(storage: Path, commit: str, relpath: str) -> Path:
+    """Where the cache keeps ``relpath`` of ``commit``."""
+    return storage / "snapshots" / commit / relpath
 
 
 def is_link_loop(path: Path) -> bool:

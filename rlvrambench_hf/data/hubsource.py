@@ -11,6 +11,8 @@ way huggingface_hub does.
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path, PurePosixPath
@@ -19,7 +21,9 @@ from ..errors import IntegrityError, MissingFileError, SourceError, first_line
 from .hub import endpoint, hub_error, is_network_error, missing_revision
 from .hubcache import (
     COMMIT_ID,
+    BadReference,
     CorruptCopy,
+    cached_commit,
     check_copy,
     forget_entry,
     is_link_loop,
@@ -33,6 +37,9 @@ from .hubcache import (
 from .registry import CARD_PATH
 from .sources import Digest, Source
 
+#: What git accepts in a branch or tag name (and a commit id); ``..`` and ``//`` are refused separately.
+_REVISION = re.compile(r"[A-Za-z0-9_.+@-][A-Za-z0-9_./+@=-]*(?<![./])")
+
 
 @dataclass
 class HubSource(Source):
@@ -42,6 +49,16 @@ class HubSource(Source):
     revision: str
     _commit: str | None = field(default=None, repr=False)
     _unreachable: bool = field(default=False, repr=False)  # after one failed attempt, only the cache is read
+
+    def __post_init__(self) -> None:
+        from huggingface_hub.utils import validate_repo_id
+
+        try:
+            validate_repo_id(self.repo_id)
+        except Exception as exc:
+            raise hub_error(exc, self.repo_id, self.revision) or exc from None
+        if not _REVISION.fullmatch(self.revision) or ".." in self.revision or "//" in self.revision:
+            raise SourceError(f"revision {self.revision!r} is not a valid branch, tag or commit name")
 
     @property
     def label(self) -> str:
@@ -73,11 +90,12 @@ class HubSource(Source):
         return "HF_HUB_OFFLINE is set" if constants.is_offline_mode() else f"{endpoint()} could not be reached"
 
     def _fetch(self, relpath: str) -> Path:
-        if self._recorded_absent(relpath):
-            raise MissingFileError(f"{relpath} is not in this revision ({self.label})")
-        if self._offline():  # huggingface_hub takes a link loop for "not cached"; online it replaces it
-            entry = snapshot_entry(self._storage, self._commit or self.revision, relpath)
-            if entry is not None and is_link_loop(entry):
+        commit = self._known_commit()
+        if commit is not None:
+            entry = snapshot_entry(self._storage, commit, relpath)
+            if not os.path.lexists(entry) and recorded_absent(self.repo_id, commit, relpath):
+                raise MissingFileError(f"{relpath} is not in this revision ({self.label})")
+            if self._offline() and is_link_loop(entry):  # huggingface_hub would call it "not cached"
                 try:
                     check_copy(entry, self._storage)
                 except CorruptCopy as bad:
@@ -91,8 +109,8 @@ class HubSource(Source):
 
     def _heal(self, relpath: str, pointer: Path, bad: CorruptCopy) -> Path:
         """Remove the bad copy and, online, download it again once."""
-        if remove_bad(bad, self._storage) and bad.entry != pointer and self._offline():
-            forget_entry(pointer)  # no dangling entry: the next offline run says "not cached"
+        if remove_bad(bad, self._storage) and bad.entry != pointer:
+            forget_entry(pointer)  # no dangling entry: offline, the next run says "not cached"
         if self._offline():
             raise IntegrityError(
                 f"the cached copy of {relpath} ({self.label}) is corrupted: it {bad.reason}; it was removed, and "
@@ -102,7 +120,8 @@ class HubSource(Source):
         try:
             check_copy(pointer, self._storage)
         except CorruptCopy as again:
-            remove_bad(again, self._storage)
+            if remove_bad(again, self._storage) and again.entry != pointer:
+                forget_entry(pointer)
             raise IntegrityError(
                 f"{relpath} of {self.label} is corrupted as served by {endpoint()}: it {again.reason}, also when "
                 "downloaded again; refused"
@@ -124,14 +143,21 @@ class HubSource(Source):
             raise IntegrityError(f"{self._mismatch(relpath, expected)}, also as served again by {endpoint()}; refused")
         return path
 
-    def _recorded_absent(self, relpath: str) -> bool:
-        """Whether the cache records ``relpath`` as absent from this revision's commit (a branch is only trusted
-        offline, or once resolved in this process)."""
+    def _known_commit(self) -> str | None:
+        """The commit this revision is known to be without asking the server: resolved in this process, a commit
+        id, or (offline) the one the cache records. A branch is asked for online, since it may have moved."""
+        try:
+            cached = cached_commit(self._storage, self.revision)
+        except BadReference as bad:  # removed; online, huggingface_hub records the reference again
+            if self._offline():
+                raise IntegrityError(
+                    f"the cached reference {bad} of {self.repo_id} is corrupted (not a commit id); it was removed, and "
+                    f"resolving {self.revision!r} again needs a connection to the Hub ({self._why_offline()})"
+                ) from None
+            cached = None
         if self._commit is not None:
-            return recorded_absent(self.repo_id, self._commit, relpath)
-        if COMMIT_ID.fullmatch(self.revision) or self._offline():
-            return recorded_absent(self.repo_id, self.revision, relpath)
-        return False
+            return self._commit
+        return cached if COMMIT_ID.fullmatch(self.revision) or self._offline() else None
 
     def _download(self, relpath: str) -> Path:
         from huggingface_hub import constants, hf_hub_download

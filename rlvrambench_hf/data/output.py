@@ -54,9 +54,9 @@ def check_outputs(
         if key in seen:
             raise OutputError(f"output {path} is named twice (also as {seen[key]}); give each output its own path")
         seen[key] = path
-        cache = _hub_cache()
-        if cache is not None and _inside(key, cache):
-            raise OutputError(f"output {path} is inside the Hugging Face cache {cache}; write it elsewhere")
+        for cache in _caches():
+            if _inside(key, cache) or (is_folder and _inside(cache, key)):
+                raise OutputError(f"output {path} is inside the Hugging Face cache {cache}; write it elsewhere")
         for label, (given, is_input_folder) in named.items():
             relation = _relation(path, key, is_folder, given, is_input_folder)
             if relation:
@@ -64,12 +64,22 @@ def check_outputs(
 
 
 def check_target(path: PathLike, *, folder: bool = False) -> None:
-    """Refuse an output path whose folder is missing or is a file, or that is a folder (a file when ``folder``)."""
+    """Refuse an output path whose folder is missing or is a file, that is a folder (a file when ``folder``), or
+    that is a device, FIFO or socket (replacing it would not write to it)."""
     target = Path(path)
+    try:
+        _check_target(target, folder)
+    except OSError as exc:  # a name too long, a permission, a loop of links
+        raise OutputError(f"output {target} cannot be used: {exc.strerror or exc}") from None
+
+
+def _check_target(target: Path, folder: bool) -> None:
     if not folder and target.is_dir():
         raise OutputError(f"output {target} is a directory")
     if folder and target.exists() and not target.is_dir():
         raise OutputError(f"output {target} exists and is not a directory")
+    if not folder and target.exists() and not target.is_file():
+        raise OutputError(f"output {target} is not a regular file (a device, FIFO or socket); name a file")
     parent = target.parent
     if parent.is_dir():
         return
@@ -89,12 +99,12 @@ def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def _hub_cache() -> Path | None:
-    try:
-        from huggingface_hub import constants
-    except ImportError:  # pragma: no cover - a dependency
-        return None
-    return _real(Path(constants.HF_HUB_CACHE).expanduser())
+def _caches() -> list[Path]:
+    """The Hub cache and the datasets cache (where an output would poison what later runs read)."""
+    from huggingface_hub import constants
+
+    datasets_cache = os.environ.get("HF_DATASETS_CACHE") or os.path.join(constants.HF_HOME, "datasets")
+    return [_real(Path(p).expanduser()) for p in (constants.HF_HUB_CACHE, datasets_cache)]
 
 
 def _relation(output: Path, real_output: Path, is_folder: bool, given: Path, input_folder: bool) -> str | None:
