@@ -74,6 +74,35 @@ def env(home: Path, offline: bool = False, **extra: str | None) -> dict[str, str
     return cli_env(HF_HOME=str(home), HF_HUB_OFFLINE="1" if offline else None, **extra)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def slow_failures(hub, tmp_path_factory):
+    """Two bounded failures that take about 20 s each (huggingface_hub retries 5xx answers with a back-off),
+    started before the module's first test and collected by its last one, so that they cost no extra time:
+    - ``broken``: a server answering 500 and then resetting every connection for runs.csv;
+    - ``pinned``: a mirror that lacks the pinned default revision (olah answers 500 for an unknown commit)."""
+    folder = tmp_path_factory.mktemp("slow")
+    homes = {"broken": folder / "broken", "pinned": folder / "pinned"}
+    assert run_cli("--revision", "main", "show", "transfer_queries", env=env(homes["broken"])).returncode == 0
+    proxy = FaultProxy(hub.port, b"runs.csv", ["500", "reset"], methods=(b"HEAD", b"GET"))
+    commands = {
+        "broken": ([*SHOW], env(homes["broken"], HF_ENDPOINT=proxy.endpoint)),
+        "pinned": (["configs"], env(homes["pinned"])),
+    }
+    started = time.monotonic()
+    processes = {
+        name: subprocess.Popen(
+            [sys.executable, "-m", "rlvrambench_hf", *args], env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        for name, (args, environ) in commands.items()
+    }
+    yield {"homes": homes, "proxy": proxy, "processes": processes, "started": started}
+    for process in processes.values():
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    proxy.close()
+
+
 @pytest.fixture(scope="module")
 def warm(hub, tmp_path_factory) -> Path:
     """A Hugging Face home after one online `verify` (every file fetched, absent files recorded)."""
@@ -286,38 +315,6 @@ def test_500_then_reset_once_is_retried(hub, hf_home):
     assert cache_problems(hf_home) == [] and not list(hf_home.rglob("*.incomplete"))
 
 
-def test_persistent_500_then_reset_and_a_mirror_without_the_pinned_release(hub, tmp_path):
-    """Two bounded failures, run at once (huggingface_hub retries 5xx answers for about 20 s):
-    - a server answering 500 and then resetting every connection for runs.csv: one line naming the file and the
-      server; nothing of runs.csv in the cache;
-    - a mirror that lacks the pinned default revision (olah answers 500 for an unknown commit): the error names
-      it as the package's pinned release and says how to choose another."""
-    from rlvrambench_hf import DEFAULT_REVISION
-
-    failing, mirror = tmp_path / "failing", tmp_path / "mirror"
-    assert run_cli("--revision", "main", "show", "transfer_queries", env=env(failing)).returncode == 0
-    proxy = FaultProxy(hub.port, b"runs.csv", ["500", "reset"], methods=(b"HEAD", b"GET"))
-    started = time.monotonic()
-    try:
-        with ThreadPoolExecutor(2) as pool:
-            broken = pool.submit(run_cli, *SHOW, env=env(failing, HF_ENDPOINT=proxy.endpoint), timeout=120)
-            pinned = pool.submit(run_cli, "configs", env=env(mirror), timeout=120)
-            broken_result, pinned_result = broken.result(), pinned.result()
-    finally:
-        proxy.close()
-    assert time.monotonic() - started < 90
-    line = one_line(broken_result)
-    assert broken_result.returncode == 2 and proxy.counts["500"] == 1 and proxy.counts["reset"] >= 1
-    assert f"cannot fetch {RUNS} from {proxy.endpoint}" in line
-    assert not os.path.lexists(entry(failing, RUNS)) and not list(failing.rglob("*.incomplete"))
-    assert cache_problems(failing) == []
-    line = one_line(pinned_result)
-    assert pinned_result.returncode == 2
-    assert f"revision '{DEFAULT_REVISION}' does not exist in {REPO_ID}" in line
-    assert "the release pinned by this version of rlvrambench-hf" in line
-    assert "--revision" in line and "RLVRAMBENCH_REVISION" in line
-
-
 def _kill_when_held(args: list[str], home: Path, proxy: FaultProxy) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "rlvrambench_hf", *args],
@@ -379,3 +376,26 @@ def test_processes_sharing_a_cache_with_a_corrupted_blob_all_heal(hub, cache):
         results = list(pool.map(load, range(4)))
     assert [(r.returncode, r.stdout.strip(), r.stderr) for r in results] == [(0, "612", "")] * 4
     assert cache_problems(cache) == []
+
+
+def test_persistent_500_then_reset_and_a_mirror_without_the_pinned_release(slow_failures):
+    """Bounded, one line each: the failing server names the file and the server and leaves nothing of runs.csv
+    in the cache; the mirror error names the pinned release and says how to choose another revision."""
+    from rlvrambench_hf import DEFAULT_REVISION
+
+    results = {}
+    for name, process in slow_failures["processes"].items():
+        out, err = process.communicate(timeout=120)
+        results[name] = subprocess.CompletedProcess(process.args, process.returncode, out.decode(), err.decode())
+    assert time.monotonic() - slow_failures["started"] < 120
+    proxy, failing = slow_failures["proxy"], slow_failures["homes"]["broken"]
+    line = one_line(results["broken"])
+    assert results["broken"].returncode == 2 and proxy.counts["500"] == 1 and proxy.counts["reset"] >= 1
+    assert f"cannot fetch {RUNS} from {proxy.endpoint}" in line
+    assert not os.path.lexists(entry(failing, RUNS)) and not list(failing.rglob("*.incomplete"))
+    assert cache_problems(failing) == []
+    line = one_line(results["pinned"])
+    assert results["pinned"].returncode == 2
+    assert f"revision '{DEFAULT_REVISION}' does not exist in {REPO_ID}" in line
+    assert "the release pinned by this version of rlvrambench-hf" in line
+    assert "--revision" in line and "RLVRAMBENCH_REVISION" in line
