@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ID, SNAPSHOT, cli_env, run_cli
+from conftest import REPO_ID, REPO_ROOT, SNAPSHOT, cli_env, run_cli
 from faultproxy import FaultProxy
 
 RUNS = "benchmark/runs.csv"
@@ -227,7 +227,7 @@ def test_corrupted_reference_offline_is_one_line(hub, cache):
 
 
 def test_offline_commands_behave_as_online_for_everything_fetched_once(hub, cache):
-    """After one online `verify`, `configs`, `verify` and `show` give the same output offline; the file the
+    """After one online `verify`, `configs`, `verify`, `show` and the metric give the same output offline; the file the
     revision lacks is "not in this revision" offline exactly as online (olah answers 401 for it, so the package
     records the absence in `.no_exist/` as huggingface_hub does after the Hub's 404)."""
     (commit,) = [p.name for p in (storage(cache) / "snapshots").iterdir()]
@@ -240,6 +240,32 @@ def test_offline_commands_behave_as_online_for_everything_fetched_once(hub, cach
         missing = run_cli("--revision", "main", "show", "configuration_feasibility", env=env(cache, offline))
         assert missing.returncode == 2
         assert f"{ABSENT} is not in this revision ({REPO_ID}@main)" in one_line(missing)
+    metric = [
+        subprocess.run(
+            [sys.executable, "-c", METRIC_SCRIPT, str(REPO_ROOT / "metrics" / "rlvrambench")],
+            env=env(cache, offline, RLVRAMBENCH_SOURCE=REPO_ID, RLVRAMBENCH_REVISION="main"),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        for offline in (False, True)
+    ]
+    assert [r.returncode for r in metric] == [0, 0], metric[1].stderr
+    assert metric[0].stdout == metric[1].stdout and "within_margin_recall" in metric[0].stdout
+
+
+METRIC_SCRIPT = """
+import json, sys
+import evaluate
+from rlvrambench_hf import load_table
+queries = load_table("transfer_queries").column("query_id").to_pylist()
+candidates = load_table("admission_candidates").column("candidate_id").to_pylist()
+transfer = evaluate.load(sys.argv[1]).compute(predictions=["within_margin"] * len(queries), query_ids=queries)
+admission = evaluate.load(sys.argv[1], "admission").compute(
+    candidate_ids=candidates, decisions=["approve"] * len(candidates)
+)
+print(json.dumps([transfer, admission], sort_keys=True))
+"""
 
 
 LOAD_SCRIPT = """

@@ -109,12 +109,14 @@ class HubSource(Source):
 
     def _heal(self, relpath: str, pointer: Path, bad: CorruptCopy) -> Path:
         """Remove the bad copy and, online, download it again once."""
-        if remove_bad(bad, self._storage) and bad.entry != pointer:
+        removed = remove_bad(bad, self._storage)
+        if removed and bad.entry != pointer:
             forget_entry(pointer)  # no dangling entry: offline, the next run says "not cached"
         if self._offline():
             raise IntegrityError(
-                f"the cached copy of {relpath} ({self.label}) is corrupted: it {bad.reason}; it was removed, and "
-                f"fetching it again needs a connection to the Hub ({self._why_offline()})"
+                f"the cached copy of {relpath} ({self.label}) is corrupted: it {bad.reason}; "
+                f"{'it was removed, and ' if removed else ''}fetching it again needs a connection to the Hub "
+                f"({self._why_offline()})"
             )
         pointer = self._download(relpath)
         try:
