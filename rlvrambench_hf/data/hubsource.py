@@ -49,6 +49,7 @@ class HubSource(Source):
     revision: str
     _commit: str | None = field(default=None, repr=False)
     _unreachable: bool = field(default=False, repr=False)  # after one failed attempt, only the cache is read
+    _refs: set[str] | bool | None = field(default=None, repr=False)  # branch/tag names and commits; False: no answer
 
     def __post_init__(self) -> None:
         from huggingface_hub.utils import validate_repo_id
@@ -213,19 +214,10 @@ class HubSource(Source):
 
     def _revision_exists(self) -> bool | None:
         """Whether the revision is one of the repository's branches, tags or their commits (None: the repository
-        does not answer). A commit that no reference points at counts as missing."""
-        from huggingface_hub import HfApi
-
-        for attempt in range(2):  # a server that has just answered 500 may reset the reused connection
-            try:
-                refs = HfApi().list_repo_refs(self.repo_id, repo_type="dataset")
-                break
-            except Exception as exc:
-                if attempt == 0 and is_network_error(exc):
-                    continue
-                return None
-        known = {r.name for r in [*refs.branches, *refs.tags]} | {r.target_commit for r in [*refs.branches, *refs.tags]}
-        return self.revision in known
+        does not answer). A commit that no reference points at counts as missing. Asked once per source."""
+        if self._refs is None:
+            self._refs = _reference_names(self.repo_id)
+        return None if not isinstance(self._refs, set) else self.revision in self._refs
 
     def list_files(self) -> list[str]:
         from huggingface_hub import HfApi
@@ -234,6 +226,21 @@ class HubSource(Source):
             return sorted(HfApi().list_repo_files(self.repo_id, repo_type="dataset", revision=self.commit))
         except Exception as exc:  # network, auth or offline
             raise SourceError(f"cannot list the files of {self.label}: {first_line(exc)}") from None
+
+
+def _reference_names(repo_id: str) -> set[str] | bool:
+    """Branch and tag names of a dataset repository and the commits they point at (False: no answer)."""
+    from huggingface_hub import HfApi
+
+    for attempt in range(2):  # a server that has just answered 500 may reset the reused connection
+        try:
+            refs = HfApi().list_repo_refs(repo_id, repo_type="dataset")
+        except Exception as exc:
+            if attempt == 0 and is_network_error(exc):
+                continue
+            return False
+        return {name for r in [*refs.branches, *refs.tags] for name in (r.name, r.target_commit)}
+    return False
 
 
 def _snapshot_commit(path: Path, relpath: str) -> str:
