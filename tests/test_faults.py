@@ -10,6 +10,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from test_fault_matrix import cache_problems
 
 from conftest import REPO_ID, SNAPSHOT, cli_env, run_cli
 from faultproxy import CuttingProxy
@@ -37,7 +38,7 @@ def test_cut_download_fails_clearly_and_a_healthy_retry_succeeds(hub, proxy, hf_
     assert time.monotonic() - started < 120
     assert cut.returncode == 2 and proxy.cuts >= 1
     assert cut.stderr.strip().splitlines() == [cut.stderr.strip()]  # one line
-    assert "cannot fetch benchmark/runs.csv" in cut.stderr and "Traceback" not in cut.stderr
+    assert f"cannot fetch benchmark/runs.csv from {proxy.endpoint}" in cut.stderr and "Traceback" not in cut.stderr
     assert not [p for p in hf_home.rglob("runs.csv")]  # no truncated file is served from the snapshot
     healthy = run_cli("--revision", "main", "show", "eligible_runs", env=cli_env(HF_HOME=str(hf_home)))
     assert healthy.returncode == 0, healthy.stderr
@@ -81,6 +82,7 @@ def test_eight_processes_share_one_cold_cache(hub, hf_home):
     prepared = [p for p in (hf_home / "datasets").rglob("*.arrow")]
     assert len({p.parent for p in prepared}) == 1
     assert not [p for p in hf_home.rglob("*.incomplete")]
+    assert cache_problems(hf_home) == []  # every blob complete and matching its object id
 
 
 METRIC_SCRIPT = """

@@ -53,8 +53,10 @@ def parse_budgets(text: str) -> tuple[int, ...]:
 
 def run_replay(args: argparse.Namespace) -> int:
     from .. import admission
-    from ..data.output import atomic_output
+    from ..data.output import atomic_output, check_outputs, object_file
 
+    inputs = {"--attempts": args.attempts, "--policy": object_file(args.policy)}
+    check_outputs([args.output, args.summary], inputs=inputs, source=source_of(args))
     budgets = parse_budgets(args.budgets)
     if args.policy:
         rules: tuple[str, ...] = ()

@@ -119,9 +119,11 @@ def _shown(value: object) -> object:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from ..data.export import export_table
+    from ..data.output import check_outputs
 
     spec = _spec_of(args)
     source = source_of(args)
+    check_outputs([args.output], source=source)
     rows = export_table(spec, read_csv(config_file(source, spec), spec), args.format, args.output)
     print(f"wrote {rows} rows of {spec.name} to {args.output} ({args.format})")
     return 0

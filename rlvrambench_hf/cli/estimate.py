@@ -104,6 +104,16 @@ def _output(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--output", metavar="F.json", help=f"write {what} as JSON (atomically)")
 
 
+def _source(args: argparse.Namespace, **inputs: str | None):
+    """The command's source, after refusing an ``--output`` that cannot be written or would overwrite an input
+    (``inputs``: option name -> file)."""
+    from ..data.output import check_outputs
+
+    source = source_of(args)
+    check_outputs([args.output], inputs={f"--{k.replace('_', '-')}": v for k, v in inputs.items()}, source=source)
+    return source
+
+
 def _write(path: str | None, data: object, *, sort_keys: bool = False) -> None:
     if path:
         from ..data.output import write_atomic
@@ -114,7 +124,7 @@ def _write(path: str | None, data: object, *, sort_keys: bool = False) -> None:
 def run_retrospective(args: argparse.Namespace) -> int:
     from ..estimation import run_retrospective
 
-    report = run_retrospective(source_of(args))
+    report = run_retrospective(_source(args))
     _write(args.output, report)
     print(render_folds(report))
     return 0
@@ -123,7 +133,7 @@ def run_retrospective(args: argparse.Namespace) -> int:
 def run_fit(args: argparse.Namespace) -> int:
     from ..estimation import run_prospective
 
-    model = run_prospective(source_of(args))["fitted_model"]
+    model = run_prospective(_source(args))["fitted_model"]
     _write(args.output, model)
     rows = [[n, v] for n, v in zip(["intercept", *model["feature_names"]], model["component_coefficients_gib"])]
     donors = model["source_cost"]["distinct_selected_donors"]
@@ -145,7 +155,7 @@ def run_fit(args: argparse.Namespace) -> int:
 def run_prospective(args: argparse.Namespace) -> int:
     from ..estimation import run_prospective
 
-    result = run_prospective(source_of(args))
+    result = run_prospective(_source(args))
     _write(args.output, result["predictions"], sort_keys=True)
     by_target: dict[str, dict] = {}
     for row in result["predictions"]:
@@ -187,7 +197,12 @@ def run_compare(args: argparse.Namespace) -> int:
         if not sep or ":" in name:
             name, spec = given.rsplit(":", 1)[-1], given
         estimators[name] = spec
-    report = run_retrospective(source_of(args), estimators=estimators)
+    from ..data.output import check_outputs, object_file
+
+    files = {f"estimator {name}": object_file(spec) for name, spec in estimators.items()}
+    source = source_of(args)
+    check_outputs([args.output], inputs=files, source=source)
+    report = run_retrospective(source, estimators=estimators)
     _write(args.output, report)
     print(render_folds(report))
     return 0
@@ -206,7 +221,11 @@ def run_advise(args: argparse.Namespace) -> int:
 
         raise InputError("--margin-limit-mib needs --device-capacity-mib")
     advice = advise_planned(
-        args.planned, source_of(args), hardware=hardware, model_revision=args.model_revision, nearest=args.nearest
+        args.planned,
+        _source(args, planned=args.planned),
+        hardware=hardware,
+        model_revision=args.model_revision,
+        nearest=args.nearest,
     )
     _write(args.output, advice)
     print(render_advice(advice))

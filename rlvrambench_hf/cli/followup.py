@@ -39,9 +39,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_score(args: argparse.Namespace) -> int:
-    from ..data.output import write_atomic
+    from ..data.output import check_outputs, write_atomic
     from ..followup import score_study
 
+    check_outputs([args.output], inputs={"--predictions": args.predictions}, source=source_of(args))
     scores = score_study(args.study, source_of(args), predictions=args.predictions)
     if args.output:
         write_atomic(args.output, json.dumps(scores, indent=2, sort_keys=False) + "\n")

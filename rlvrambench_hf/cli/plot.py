@@ -101,9 +101,13 @@ def run_estimation(args: argparse.Namespace) -> int:
 
 
 def _source(args: argparse.Namespace):
+    """The command's source, once its output was checked against its inputs (before any work)."""
+    from ..data.output import check_outputs, object_file
     from ._common import source_of
 
-    return source_of(args)
+    source = source_of(args)
+    check_outputs([args.output], inputs={"--policy": object_file(getattr(args, "policy", None))}, source=source)
+    return source
 
 
 def _save(fig, output: str) -> int:

@@ -110,9 +110,13 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from ..data.output import write_atomic
+    from pathlib import Path
+
+    from ..data.output import check_outputs, write_atomic
     from ..release.diff import diff_releases, resolve_side
 
+    sides = {"OLD": Path(args.old).expanduser(), "NEW": Path(args.new).expanduser()}
+    check_outputs([args.output], input_folders={k: v for k, v in sides.items() if v.is_dir()})
     result = diff_releases(resolve_side(args.old, args.source), resolve_side(args.new, args.source), args.configs)
     document = json.dumps(result.as_json(), indent=2, ensure_ascii=False, default=str) + "\n"
     if args.output:

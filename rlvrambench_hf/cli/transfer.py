@@ -62,6 +62,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run_evaluate)
 
 
+def _check_output(args: argparse.Namespace, predictions: str | None = None) -> None:
+    from ..data.output import check_outputs
+
+    check_outputs([args.output], inputs={"--predictions": predictions}, source=source_of(args))
+
+
 def _write_json(path: str, data: dict) -> None:
     from ..data.output import write_atomic
 
@@ -69,6 +75,7 @@ def _write_json(path: str, data: dict) -> None:
 
 
 def run_inputs(args: argparse.Namespace) -> int:
+    _check_output(args)
     if args.admission:
         if args.track is not None:
             raise InputError("--track applies to transfer inputs, not to --admission")
@@ -96,6 +103,7 @@ def run_baseline(args: argparse.Namespace) -> int:
     from .. import transfer
     from ..data.output import write_atomic
 
+    _check_output(args)
     rule, track = transfer.check_rule(args.rule), transfer.check_track(args.track)
     tables = transfer.load_transfer_tables(source_of(args))
     predictions = transfer.reference_predictions(tables["queries"], tables["outcomes"], rule, track)
@@ -108,6 +116,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from .. import transfer
     from ..scoring.predictions import STDIN
 
+    _check_output(args, predictions=args.predictions)
     track = transfer.check_track(args.track)
     query_ids, states = transfer.read_predictions(args.predictions)
     tables = transfer.load_transfer_tables(source_of(args))

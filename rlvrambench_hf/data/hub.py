@@ -8,6 +8,26 @@ from contextlib import contextmanager
 from ..errors import MissingFileError, RLVRAMBenchError, SourceError, first_line
 
 
+def endpoint() -> str:
+    """The Hub server in use (``HF_ENDPOINT``, else huggingface.co)."""
+    from huggingface_hub import constants
+
+    return constants.ENDPOINT
+
+
+def missing_revision(repo_id: str, revision: str, *, repo_type: str = "dataset") -> SourceError:
+    """The error for a revision the server does not have; the package's pinned release says how to choose another."""
+    from .registry import DEFAULT_REVISION
+
+    if revision == DEFAULT_REVISION:
+        return SourceError(
+            f"revision {revision!r} does not exist in {repo_id} on {endpoint()}: it is the release pinned by this "
+            "version of rlvrambench-hf (rlvrambench_hf.DEFAULT_REVISION), which this server (a mirror?) does not "
+            "have; choose another revision with --revision REV or RLVRAMBENCH_REVISION=REV (e.g. main)"
+        )
+    return SourceError(f"revision {revision!r} does not exist in {repo_type} repository {repo_id} on {endpoint()}")
+
+
 def is_network_error(exc: BaseException) -> bool:
     """True for errors of the transport below huggingface_hub (sockets, httpx, httpcore)."""
     return isinstance(exc, OSError) or type(exc).__module__.startswith(("httpx", "httpcore"))
@@ -21,16 +41,21 @@ def hub_error(
     from huggingface_hub import errors as hf_errors
 
     where = f"{repo_id}@{revision}"
+    if isinstance(exc, hf_errors.HFValidationError):
+        return SourceError(f"{repo_id!r} is not a valid Hub {repo_type} repository name: {first_line(exc)}")
     if isinstance(exc, hf_errors.RevisionNotFoundError):
-        return SourceError(f"revision {revision!r} does not exist in {repo_id}")
+        return missing_revision(repo_id, revision, repo_type=repo_type)
     if isinstance(exc, hf_errors.RepositoryNotFoundError):
         return SourceError(f"{repo_type} repository {repo_id} not found (or not accessible with this token)")
     if isinstance(exc, hf_errors.EntryNotFoundError) and not isinstance(exc, hf_errors.LocalEntryNotFoundError):
         return MissingFileError(f"{what} is not in this revision ({where})")
     if isinstance(exc, hf_errors.HfHubHTTPError):
         return SourceError(f"{where}: {what + ': ' if what else ''}{first_line(exc)}")
+    if isinstance(exc, OSError) and exc.filename:  # the local cache, not the network
+        return SourceError(f"{where}: cannot {'fetch ' + what if what else 'proceed'}: {exc.strerror}: {exc.filename}")
     if is_network_error(exc):
-        return SourceError(f"{where}: {'cannot fetch ' + what + ': ' if what else ''}{first_line(exc)}")
+        action = f"fetch {what}" if what else "reach"
+        return SourceError(f"{where}: cannot {action} from {endpoint()}: {first_line(exc)}")
     return None
 
 

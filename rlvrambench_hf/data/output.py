@@ -1,40 +1,200 @@
-"""Writing output files atomically: a temporary file beside the target, renamed over it only when complete."""
+"""Writing outputs: checked before any work, written atomically, never over an input.
+
+:func:`check_outputs` is called by every command that writes, before it computes anything: an output that is (or
+links to) one of the command's input files, that lies inside the source folder or the Hugging Face cache, that
+names the same file twice, or whose folder is missing or is a file, is refused with one line. :func:`atomic_output`
+writes a temporary file beside the target and renames it over the target only when complete; a failed write (a
+full disk, a file-size limit) leaves nothing behind and is one line. A temporary file left by a killed process is
+removed by the next write of the same output.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from ..errors import InputError
 
+PathLike = str | os.PathLike
+
+
+class OutputError(InputError):
+    """An output cannot be written (refused before any work, or the write itself failed)."""
+
+
+def check_outputs(
+    files: Iterable[PathLike | None] = (),
+    *,
+    folders: Iterable[PathLike | None] = (),
+    inputs: Mapping[str, PathLike | None] | None = None,
+    input_folders: Mapping[str, PathLike | None] | None = None,
+    source: Any = None,
+) -> None:
+    """Refuse, before any work, outputs that cannot be written or would overwrite an input.
+
+    ``files`` are output files, ``folders`` output folders (everything inside counts as written); ``inputs`` and
+    ``input_folders`` name each input file or folder by how the user gave it (``{"--predictions": path}``);
+    ``source`` is the command's release source (a local folder is an input folder)."""
+    named = {label: (Path(p), False) for label, p in (inputs or {}).items() if p is not None}
+    named |= {label: (Path(p), True) for label, p in (input_folders or {}).items() if p is not None}
+    root = getattr(source, "root", None)
+    if root is not None:
+        named["--source"] = (Path(root), True)
+    seen: dict[Path, Path] = {}
+    for path, is_folder in [(Path(f), False) for f in files if f is not None] + [
+        (Path(f), True) for f in folders if f is not None
+    ]:
+        check_target(path, folder=is_folder)
+        key = _real(path)
+        if key in seen:
+            raise OutputError(f"output {path} is named twice (also as {seen[key]}); give each output its own path")
+        seen[key] = path
+        for cache in _caches():
+            if _inside(key, cache) or (is_folder and _inside(cache, key)):
+                raise OutputError(f"output {path} is inside the Hugging Face cache {cache}; write it elsewhere")
+        for label, (given, is_input_folder) in named.items():
+            relation = _relation(path, key, is_folder, given, is_input_folder)
+            if relation:
+                raise OutputError(f"output {path} {relation} the input {label} {given}; refusing to overwrite an input")
+
+
+def check_target(path: PathLike, *, folder: bool = False) -> None:
+    """Refuse an output path whose folder is missing or is a file, that is a folder (a file when ``folder``), or
+    that is a device, FIFO or socket (replacing it would not write to it)."""
+    target = Path(path)
+    try:
+        _check_target(target, folder)
+    except OSError as exc:  # a name too long, a permission, a loop of links
+        raise OutputError(f"output {target} cannot be used: {exc.strerror or exc}") from None
+
+
+def _check_target(target: Path, folder: bool) -> None:
+    if not folder and target.is_dir():
+        raise OutputError(f"output {target} is a directory")
+    if folder and target.exists() and not target.is_dir():
+        raise OutputError(f"output {target} exists and is not a directory")
+    if not folder and target.exists() and not target.is_file():
+        raise OutputError(f"output {target} is not a regular file (a device, FIFO or socket); name a file")
+    parent = target.parent
+    if parent.is_dir():
+        return
+    for ancestor in [parent, *parent.parents]:
+        if ancestor.exists() or ancestor.is_symlink():
+            if ancestor.is_dir():
+                break
+            raise OutputError(f"output {target}: {ancestor} is a file, not a directory")
+    raise OutputError(f"output folder {parent} does not exist")
+
+
+def _real(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _caches() -> list[Path]:
+    """The Hub cache and the datasets cache (where an output would poison what later runs read)."""
+    from huggingface_hub import constants
+
+    datasets_cache = os.environ.get("HF_DATASETS_CACHE") or os.path.join(constants.HF_HOME, "datasets")
+    return [_real(Path(p).expanduser()) for p in (constants.HF_HUB_CACHE, datasets_cache)]
+
+
+def _relation(output: Path, real_output: Path, is_folder: bool, given: Path, input_folder: bool) -> str | None:
+    """How writing ``output`` would overwrite the input ``given`` (None: it would not)."""
+    real_input = _real(given)
+    if real_output == real_input:
+        return "is"
+    if input_folder and _inside(real_output, real_input):
+        return "is inside"
+    if is_folder and _inside(real_input, real_output):
+        return "contains"
+    try:
+        if output.exists() and given.exists() and os.path.samefile(output, given):
+            return "is a hard link of"
+    except OSError:
+        pass
+    return None
+
+
+def object_file(spec: str | None) -> str | None:
+    """The Python file of a ``module:attr`` or ``path/to/file.py:attr`` object spec, if one exists (an input)."""
+    if not spec:
+        return None
+    module = spec.rpartition(":")[0]
+    for candidate in (module, module.replace(".", "/") + ".py"):
+        if candidate and Path(candidate).is_file():
+            return candidate
+    return None
+
 
 @contextmanager
-def atomic_output(path: str | os.PathLike, mode: str = "w", **open_kwargs) -> Iterator[IO]:
+def atomic_output(path: PathLike, mode: str = "w", **open_kwargs) -> Iterator[IO]:
     """Open a temporary file next to ``path``; it replaces ``path`` only if the block ends without error."""
     target = Path(path)
-    if target.is_dir():
-        raise InputError(f"output {target} is a directory")
-    if not target.parent.is_dir():
-        raise InputError(f"output folder {target.parent} does not exist")
+    check_target(target)
     if "b" not in mode:
         open_kwargs.setdefault("encoding", "utf-8")
         open_kwargs.setdefault("newline", "")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    _remove_stale_temporaries(target)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise OutputError(f"cannot write output {target}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, mode, **open_kwargs) as handle:
             yield handle
         os.chmod(tmp, 0o644)
         os.replace(tmp, target)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise OutputError(f"cannot write output {target}: {exc.strerror or exc}; nothing was written") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
-def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
+def write_atomic(path: PathLike, data: str | bytes) -> None:
     """Write ``data`` to ``path`` atomically."""
     with atomic_output(path, "wb" if isinstance(data, bytes) else "w") as handle:
         handle.write(data)
+
+
+def write_all_atomic(files: Mapping[Path, str | bytes] | Mapping[PathLike, str | bytes]) -> None:
+    """Write several files so that all of them appear, or none (each is renamed into place only after every
+    one of them was written completely)."""
+    with ExitStack() as stack:
+        for path, data in files.items():
+            handle = stack.enter_context(atomic_output(path, "wb" if isinstance(data, bytes) else "w"))
+            handle.write(data)
+
+
+def _remove_stale_temporaries(target: Path) -> None:
+    """Remove ``.<name>.<pid>.*.tmp`` files beside ``target`` whose process no longer runs."""
+    pattern = re.compile(rf"^\.{re.escape(target.name)}\.(\d+)\..+\.tmp$")
+    try:
+        names = os.listdir(target.parent)
+    except OSError:
+        return
+    for name in names:
+        match = pattern.match(name)
+        if match and not pid_alive(int(match.group(1))):
+            (target.parent / name).unlink(missing_ok=True)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id runs on this machine (a reused id counts as running: nothing is removed)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True

@@ -1,9 +1,9 @@
 """Where a release comes from: a Hub repository at a revision, or a local folder with the same layout.
 
 Files from the Hub are fetched with ``huggingface_hub.hf_hub_download`` (its cache, ``HF_ENDPOINT``,
-``HF_HUB_OFFLINE`` and token handling); a requested revision is honoured offline too, because the file is looked
-up by that revision in the Hub cache. Every file covered by a published manifest is checked against its SHA-256
-digest before use; a mismatching file is refused and, when it came from the Hub cache, removed from it.
+``HF_HUB_OFFLINE`` and token handling; see :mod:`.hubsource`), and every cached file is checked against its Hub
+object id before use. Every file covered by a published manifest is then checked against its SHA-256 digest: a
+local file that fails is refused (a user's folder is never changed); a Hub copy that fails is fetched again once.
 """
 
 from __future__ import annotations
@@ -12,14 +12,15 @@ import hashlib
 import json
 import os
 import re
+import stat
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
-from ..errors import IntegrityError, MissingFileError, SourceError, first_line
+from ..errors import IntegrityError, MissingFileError, SourceError
 from .card import read_front_matter
-from .hub import hub_error
+from .hubcache import UnreadableFile, hash_file
 from .registry import CARD_PATH, DEFAULT_REPO_ID, DEFAULT_REVISION, MANIFESTS
 
 SOURCE_ENV = "RLVRAMBENCH_SOURCE"
@@ -47,6 +48,7 @@ def safe_relpath(path: str, context: str) -> str:
 class Digest:
     sha256: str
     size_bytes: int | None
+    manifest: str = ""  # the manifest that publishes it
 
 
 def parse_manifest(data: object, manifest_path: str) -> dict[str, Digest]:
@@ -60,10 +62,10 @@ def parse_manifest(data: object, manifest_path: str) -> dict[str, Digest]:
             continue
         rel = safe_relpath(name, f"manifest {manifest_path}")
         if isinstance(entry, str):
-            out[rel] = Digest(entry.lower(), None)
+            out[rel] = Digest(entry.lower(), None, manifest_path)
         elif isinstance(entry, dict) and isinstance(entry.get("sha256"), str):
             size = entry.get("size_bytes")
-            out[rel] = Digest(entry["sha256"].lower(), size if isinstance(size, int) else None)
+            out[rel] = Digest(entry["sha256"].lower(), size if isinstance(size, int) else None, manifest_path)
         else:
             raise IntegrityError(f"manifest {manifest_path}: entry {name!r} has no sha256 digest")
     return out
@@ -87,8 +89,8 @@ class Source(ABC):
         """Local path of ``relpath`` (raises :class:`MissingFileError` when the revision lacks it)."""
 
     @abstractmethod
-    def _discard(self, path: Path) -> None:
-        """Forget a file that failed verification, so that it is never served again."""
+    def _refuse(self, relpath: str, path: Path, expected: Digest) -> Path:
+        """``relpath`` at ``path`` does not match ``expected``: a good copy of it, or :class:`IntegrityError`."""
 
     @abstractmethod
     def list_files(self) -> list[str]:
@@ -111,8 +113,8 @@ class Source(ABC):
         path = self._fetch(rel)
         if verify:
             expected = self.published_digests.get(rel)
-            if expected is not None:
-                self._check(rel, path, expected)
+            if expected is not None and not self._matches(rel, path, expected):
+                path = self._refuse(rel, path, expected)
         return path
 
     def has(self, relpath: str) -> bool:
@@ -144,11 +146,15 @@ class Source(ABC):
                 digests[f"{folder}/{name}"] = digest
         return digests
 
-    def _check(self, rel: str, path: Path, expected: Digest) -> None:
-        size = path.stat().st_size
-        if (expected.size_bytes is not None and size != expected.size_bytes) or sha256_file(path) != expected.sha256:
-            self._discard(path)
-            raise IntegrityError(f"{rel} does not match its published SHA-256 digest in {self.label}; refused")
+    def _matches(self, rel: str, path: Path, expected: Digest) -> bool:
+        try:
+            found = hash_file(path)
+        except UnreadableFile as exc:
+            raise SourceError(f"{rel} in {self.label} {exc}") from None
+        return found.sha256 == expected.sha256 and expected.size_bytes in (None, found.size)
+
+    def _mismatch(self, rel: str, expected: Digest) -> str:
+        return f"{rel} does not match its published SHA-256 digest ({expected.manifest}) in {self.label}"
 
 
 @dataclass
@@ -174,12 +180,23 @@ class LocalSource(Source):
 
     def _fetch(self, relpath: str) -> Path:
         path = self.root / relpath
-        if not path.is_file():
-            raise MissingFileError(f"{relpath} is not in this revision ({self.label})")
+        try:
+            mode = path.stat().st_mode
+        except FileNotFoundError:
+            if path.is_symlink():
+                raise SourceError(f"{relpath} in {self.label} is a broken symbolic link") from None
+            raise MissingFileError(f"{relpath} is not in this revision ({self.label})") from None
+        except OSError as exc:
+            raise SourceError(f"{relpath} in {self.label} cannot be read ({exc.strerror or exc})") from None
+        if stat.S_ISDIR(mode):
+            raise MissingFileError(f"{relpath} is not in this revision ({self.label}; a folder has its name)")
+        if not stat.S_ISREG(mode):
+            raise SourceError(f"{relpath} in {self.label} is not a regular file")
         return path
 
-    def _discard(self, path: Path) -> None:
+    def _refuse(self, relpath: str, path: Path, expected: Digest) -> Path:
         """Local files belong to the user: they are refused, never deleted."""
+        raise IntegrityError(f"{self._mismatch(relpath, expected)}; refused")
 
     def list_files(self) -> list[str]:
         return sorted(
@@ -187,107 +204,6 @@ class LocalSource(Source):
             for p in self.root.rglob("*")
             if p.is_file() and ".git" not in p.relative_to(self.root).parts
         )
-
-
-@dataclass
-class HubSource(Source):
-    """A dataset repository on the Hub (or on any server ``HF_ENDPOINT`` points at), at one revision."""
-
-    repo_id: str
-    revision: str
-    _commit: str | None = field(default=None, repr=False)
-    _unreachable: bool = field(default=False, repr=False)  # after one failed attempt, only the cache is read
-
-    @property
-    def label(self) -> str:
-        return f"{self.repo_id}@{self.revision}"
-
-    @property
-    def commit(self) -> str:
-        """The commit the revision resolves to (fetches the card once)."""
-        if self._commit is None:
-            self._fetch(CARD_PATH)
-        return self._commit  # type: ignore[return-value]
-
-    @property
-    def identity(self) -> dict[str, str | None]:
-        return {"source": self.repo_id, "revision": self.revision, "commit": self.commit}
-
-    def _fetch(self, relpath: str) -> Path:
-        from huggingface_hub import errors as hf_errors
-        from huggingface_hub import hf_hub_download
-
-        try:
-            path = Path(
-                hf_hub_download(
-                    self.repo_id,
-                    relpath,
-                    repo_type="dataset",
-                    revision=self.revision,
-                    local_files_only=self._unreachable,
-                )
-            )
-        except hf_errors.RepositoryNotFoundError:
-            raise self._not_found(relpath) from None
-        except hf_errors.OfflineModeIsEnabled:
-            raise SourceError(f"{relpath} of {self.label} is not in the local cache and the Hub is offline") from None
-        except hf_errors.LocalEntryNotFoundError:
-            from huggingface_hub import constants
-
-            if constants.HF_HUB_OFFLINE:
-                why = "HF_HUB_OFFLINE is set"
-            else:
-                why = f"the Hub at {constants.ENDPOINT} could not be reached"
-                self._unreachable = True
-            raise SourceError(f"{relpath} of {self.label} is not cached and {why}") from None
-        except Exception as exc:
-            mapped = hub_error(exc, self.repo_id, self.revision, what=relpath)
-            if mapped is None:
-                raise
-            raise mapped from None
-        commit = _snapshot_commit(path, relpath)
-        if self._commit is None:
-            self._commit = commit
-        return path
-
-    def _not_found(self, relpath: str) -> SourceError:
-        """Tell a missing file from a missing revision or repository (some servers answer 401 for all three)."""
-        if relpath != CARD_PATH:
-            try:
-                self._fetch(CARD_PATH)
-            except SourceError as exc:
-                return exc
-            return MissingFileError(f"{relpath} is not in this revision ({self.label})")
-        from huggingface_hub import HfApi
-
-        try:
-            HfApi().dataset_info(self.repo_id, revision="main")
-        except Exception:
-            return SourceError(f"dataset repository {self.repo_id} not found (or not accessible)")
-        return SourceError(f"revision {self.revision!r} does not exist in {self.repo_id}")
-
-    def _discard(self, path: Path) -> None:
-        blob = path.resolve()
-        for victim in (path, blob):
-            try:
-                victim.unlink()
-            except OSError:
-                pass
-
-    def list_files(self) -> list[str]:
-        from huggingface_hub import HfApi
-
-        try:
-            return sorted(HfApi().list_repo_files(self.repo_id, repo_type="dataset", revision=self.commit))
-        except Exception as exc:  # network, auth or offline
-            raise SourceError(f"cannot list the files of {self.label}: {first_line(exc)}") from None
-
-
-def _snapshot_commit(path: Path, relpath: str) -> str:
-    """The commit of a file inside ``.../snapshots/<commit>/<relpath>`` of the Hub cache."""
-    parts = path.parts
-    depth = len(PurePosixPath(relpath).parts)
-    return parts[-depth - 1]
 
 
 def open_source(source: str | os.PathLike | Source | None = None, revision: str | None = None) -> Source:
@@ -309,4 +225,14 @@ def open_source(source: str | os.PathLike | Source | None = None, revision: str 
         if revision is not None:
             raise SourceError(f"--revision applies to Hub sources, not to the local directory {given}")
         return LocalSource(Path(given))
+    from .hubsource import HubSource
+
     return HubSource(given, revision or os.environ.get(REVISION_ENV) or DEFAULT_REVISION)
+
+
+def __getattr__(name: str):  # ``sources.HubSource`` without importing the Hub client for local sources
+    if name == "HubSource":
+        from .hubsource import HubSource
+
+        return HubSource
+    raise AttributeError(name)

@@ -18,6 +18,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from ..data.export import with_features_metadata
+from ..data.output import OutputError, check_outputs, pid_alive
 from ..data.registry import CARD_PATH, DEFAULT_REPO_ID, ConfigSpec, card_configs
 from ..data.sources import HubSource, Source, open_source
 from ..data.tables import load_table
@@ -110,14 +111,20 @@ def build_release(
     """Build the release ``version`` of ``source`` into the folder ``output``."""
     version = check_version(version)
     target = Path(output).expanduser().absolute()
-    _check_target(target, overwrite)
     src = open_source(source, revision)
+    check_outputs(folders=[target], source=src)
+    _recover(target)
+    _check_target(target, overwrite)
     if repo_id is None:
         repo_id = src.repo_id if isinstance(src, HubSource) else DEFAULT_REPO_ID
-    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".building", dir=target.parent))
+    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".building", dir=target.parent))
     try:
         result = _assemble(work, src, version, repo_id, built_at or datetime.now(UTC))
         _replace(work, target)
+    except OSError as exc:  # a full disk, a file-size limit: nothing half-written stays
+        shutil.rmtree(work, ignore_errors=True)
+        why = exc.strerror or exc
+        raise OutputError(f"cannot build the release into {target}: {why}; nothing was written") from None
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
@@ -221,6 +228,20 @@ def _is_build(folder: Path) -> bool:
         return json.loads((folder / RECORD_PATH).read_text(encoding="utf-8")).get("format") == RECORD_FORMAT
     except (OSError, ValueError, AttributeError):
         return False
+
+
+def _recover(target: Path) -> None:
+    """Undo what a build killed in the middle left beside ``target``: its unfinished work folder, and a previous
+    build it had moved aside (put back when ``target`` is missing, else removed)."""
+    pattern = re.compile(rf"^\.{re.escape(target.name)}\.(?:(\d+)\..+\.building|old-(\d+))$")
+    for entry in target.parent.iterdir():
+        match = pattern.match(entry.name)
+        if match is None or not entry.is_dir() or pid_alive(int(match.group(1) or match.group(2))):
+            continue
+        if match.group(2) and not target.exists():
+            os.replace(entry, target)
+        else:
+            shutil.rmtree(entry, ignore_errors=True)
 
 
 def _replace(work: Path, target: Path) -> None:

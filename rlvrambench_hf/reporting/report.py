@@ -13,6 +13,7 @@ The HTML of each section is in :mod:`.sections`, the tables in :mod:`.tables`.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import html
 import os
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..data.registry import MARGIN_LIMIT_MIB, card_configs
-from ..errors import InputError, MissingFileError
+from ..errors import MissingFileError
 from . import sections as s
 
 TITLE = "RLVRAMBench report"
@@ -169,21 +170,41 @@ def provenance(
     return items
 
 
-def write_report(output_dir: str | os.PathLike, source=None, revision: str | None = None, **options) -> Path:
-    """Build the report (``options`` as :func:`build_report`) and write ``index.html`` and its PNGs into
-    ``output_dir`` (created if needed)."""
-    from ..data.output import write_atomic
+def write_report(
+    output_dir: str | os.PathLike,
+    source=None,
+    revision: str | None = None,
+    *,
+    policy: str | None = None,
+    predictions: str | os.PathLike | None = None,
+    followup_predictions: Mapping[str, str | os.PathLike] | None = None,
+) -> Path:
+    """Build the report (the options as :func:`build_report`) and write ``index.html`` and its PNGs into
+    ``output_dir`` (created if needed), all of them or none."""
+    from ..data.output import check_outputs, check_target, object_file, write_all_atomic
+    from ..data.sources import open_source
 
     target = Path(output_dir)
-    if target.exists() and not target.is_dir():
-        raise InputError(f"output {target} exists and is not a directory")
-    if not target.parent.is_dir():
-        raise InputError(f"output folder {target.parent} does not exist")
-    report = build_report(source, revision, **options)
+    check_target(target, folder=True)
+    src = open_source(source, revision)
+    inputs = {"--policy": object_file(policy), "--predictions": predictions}
+    inputs.update({f"--followup-predictions {study}": path for study, path in (followup_predictions or {}).items()})
+    names = ["index.html", *FIGURES]
+    if target.is_dir():  # an existing folder: only the report's own files are written
+        check_outputs([target / name for name in names], inputs=inputs, source=src)
+    else:
+        check_outputs(folders=[target], inputs=inputs, source=src)
+    report = build_report(src, policy=policy, predictions=predictions, followup_predictions=followup_predictions)
+    created = not target.is_dir()
     target.mkdir(exist_ok=True)
-    for name, data in report.images.items():
-        write_atomic(target / name, data)
-    write_atomic(target / "index.html", report.html)
+    try:
+        files: dict[Path, str | bytes] = {target / name: report.images[name] for name in names[1:]}
+        write_all_atomic({**files, target / "index.html": report.html})
+    except BaseException:
+        if created:
+            with contextlib.suppress(OSError):
+                target.rmdir()
+        raise
     return target / "index.html"
 
 
