@@ -52,10 +52,10 @@ def read_attempts_file(path: str | os.PathLike) -> tuple[Attempt, ...]:
             raise InputError(f"{file}: not valid JSON ({exc})") from None
         return attempts_from_records(data, str(file))
     if suffix == ".csv":
-        from ..data.tables import decode_labels, read_csv
+        from ..data.tables import decode_labels, read_typed_file
 
         spec = get_spec(ATTEMPTS_CONFIG)
-        table = decode_labels(read_csv(file, spec, name=str(file)), spec)
+        table = decode_labels(read_typed_file(file, spec, name=str(file)), spec)
         return attempts_from_records(table.to_pylist(), str(file))
     raise InputError(f"attempts file {file} must end in .json or .csv")
 

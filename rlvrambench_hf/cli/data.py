@@ -7,7 +7,7 @@ import sys
 
 from ..data.export import FORMATS
 from ..data.registry import REGISTRY, ConfigSpec, card_configs, get_spec
-from ..data.tables import config_file, decode_labels, read_csv
+from ..data.tables import config_file, decode_labels, read_typed_file
 from ..errors import MissingFileError, RLVRAMBenchError, UnknownConfigError
 from ._common import choices_text, format_table, source_of
 
@@ -71,7 +71,7 @@ def cmd_configs(args: argparse.Namespace) -> int:
     rows, failed = [], []
     for spec in specs:
         try:
-            table = read_csv(config_file(source, spec), spec)
+            table = read_typed_file(config_file(source, spec), spec)
             count, available = table.num_rows, "yes"
         except MissingFileError:
             count, available = None, "no"
@@ -97,7 +97,7 @@ def _spec_of(args: argparse.Namespace) -> ConfigSpec:
 def cmd_show(args: argparse.Namespace) -> int:
     spec = _spec_of(args)
     source = source_of(args)
-    table = decode_labels(read_csv(config_file(source, spec), spec), spec)
+    table = decode_labels(read_typed_file(config_file(source, spec), spec), spec)
     preview = table.slice(0, args.limit).to_pylist()
     print(f"{spec.name} ({spec.split}, {table.num_rows} rows) from {source.label}: {spec.description}")
     headers = ["column", "type"] + [f"row {i + 1}" for i in range(len(preview))]
@@ -124,7 +124,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     spec = _spec_of(args)
     source = source_of(args)
     check_outputs([args.output], source=source)
-    rows = export_table(spec, read_csv(config_file(source, spec), spec), args.format, args.output)
+    rows = export_table(spec, read_typed_file(config_file(source, spec), spec), args.format, args.output)
     print(f"wrote {rows} rows of {spec.name} to {args.output} ({args.format})")
     return 0
 

@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import lru_cache
 
 import datasets
+import pyarrow as pa
 from datasets.builder import Key
 
 from .registry import DEFAULT_CONFIG, REGISTRY, get_spec
 from .sources import Source, open_source, sha256_file
-from .tables import config_file, read_csv
+from .tables import config_file, read_typed_file
 
 #: Rows per Arrow batch when generating.
 BATCH_ROWS = 256
@@ -70,7 +72,7 @@ class RLVRAMBench(datasets.ArrowBasedBuilder):
             from ..errors import IntegrityError
 
             raise IntegrityError(f"{spec.path} changed since this builder was configured; create it again")
-        shards = row_ranges(read_csv(path, spec).num_rows)
+        shards = row_ranges(_typed_table(str(path), spec.name).num_rows)
         return [datasets.SplitGenerator(name=spec.split, gen_kwargs={"path": str(path), "shards": shards})]
 
     def _generate_shards(self, path: str, shards: list[tuple[int, int, int]]):
@@ -78,10 +80,22 @@ class RLVRAMBench(datasets.ArrowBasedBuilder):
             yield {"path": path, "rows": (start, stop)}
 
     def _generate_tables(self, path: str, shards: list[tuple[int, int, int]]):
-        table = read_csv(path, get_spec(self.config.name))
+        table = _typed_table(path, self.config.name)
         for shard, start, stop in shards:
             for index, begin in enumerate(range(start, max(stop, start + 1), BATCH_ROWS)):
                 yield Key(shard, index), table.slice(begin, min(BATCH_ROWS, stop - begin))
+
+
+def _typed_table(path: str, config: str) -> pa.Table:
+    """The typed table of a file, read once per process however many shards are generated from it (while the
+    file's modification time and size stay the same)."""
+    stat = os.stat(path)
+    return _read_once(path, config, stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=2)
+def _read_once(path: str, config: str, _mtime_ns: int, _size: int) -> pa.Table:
+    return read_typed_file(path, get_spec(config))
 
 
 def row_ranges(num_rows: int, shards: int = SHARDS) -> list[tuple[int, int, int]]:

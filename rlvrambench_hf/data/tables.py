@@ -31,7 +31,7 @@ from .sources import Source, open_source
 NULL_TOKENS = ("", "nan")
 
 
-def read_csv(path: str | os.PathLike, spec: ConfigSpec, *, name: str | None = None) -> pa.Table:
+def read_typed_file(path: str | os.PathLike, spec: ConfigSpec, *, name: str | None = None) -> pa.Table:
     """Read ``path`` as the table ``spec`` describes (a CSV file, or a JSON mapping when the spec's layout says
     so); ``name`` is how errors refer to the file."""
     name = name or spec.path
@@ -149,7 +149,7 @@ def load_table(
 ) -> pa.Table:
     """The verified, typed table of ``config`` (no ``datasets`` import: the fast path of the cores)."""
     spec = get_spec(config)
-    table = read_csv(config_file(open_source(source, revision), spec), spec)
+    table = read_typed_file(config_file(open_source(source, revision), spec), spec)
     return decode_labels(table, spec) if decode else table
 
 

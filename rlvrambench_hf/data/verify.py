@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 from ..errors import MissingFileError, RLVRAMBenchError
 from .registry import MANIFESTS, REGISTRY
 from .sources import Source, sha256_file
-from .tables import read_csv
+from .tables import read_typed_file
 
 PASSED, FAILED, ABSENT = "passed", "failed", "absent"
 # summary.json count → configs whose row count it gives
@@ -45,7 +45,7 @@ def verify_source(source: Source) -> list[Check]:
     tables: dict[str, pa.Table] = {}
     for spec in REGISTRY.values():
         try:
-            tables[spec.name] = read_csv(source.path(spec.path, verify=False), spec)
+            tables[spec.name] = read_typed_file(source.path(spec.path, verify=False), spec)
         except MissingFileError:
             checks.append(Check("rows", spec.name, ABSENT, f"{spec.path} is not in this revision"))
             continue
