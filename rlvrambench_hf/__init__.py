@@ -1,10 +1,8 @@
-"""rlvrambench-hf: typed loading, metrics, admission replay and releases for the RLVRAMBench dataset.
+"""rlvrambench-hf: typed loading, metrics, admission replay, estimator comparison and releases for RLVRAMBench.
 
->>> from rlvrambench_hf import load_dataset
->>> runs = load_dataset("eligible_runs", split="measured")            # doctest: +SKIP
-
-The metric travels in the wheel; from any folder: ``evaluate.load(rlvrambench_hf.metric_path())`` (config
-"transfer") or ``evaluate.load(rlvrambench_hf.metric_path(), "admission")``.
+``load_dataset("eligible_runs", split="measured")`` gives a typed ``datasets.Dataset`` (the README's examples run
+in the tests). The metric travels in the wheel; from any folder: ``evaluate.load(rlvrambench_hf.metric_path())``
+(config "transfer"), or with the config "admission" or "estimation" as second argument.
 """
 
 from __future__ import annotations
@@ -16,6 +14,7 @@ from .errors import (
     InputError,
     IntegrityError,
     MissingFileError,
+    OutputError,
     RLVRAMBenchError,
     SchemaError,
     SourceError,
@@ -31,6 +30,7 @@ __all__ = [
     "IntegrityError",
     "InputError",
     "MissingFileError",
+    "OutputError",
     "RLVRAMBenchError",
     "SchemaError",
     "SourceError",
@@ -46,7 +46,8 @@ __all__ = [
 
 def metric_path() -> str:
     """The folder of the installed ``evaluate`` module, for ``evaluate.load(metric_path())`` (config "transfer",
-    the default) or ``evaluate.load(metric_path(), "admission")`` — from any folder, without the repository."""
+    the default) or ``evaluate.load(metric_path(), "admission" | "estimation")`` — from any folder, without the
+    repository."""
     from importlib import resources
 
     return str(resources.files("rlvrambench_hf.metrics").joinpath("rlvrambench"))

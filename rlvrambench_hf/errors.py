@@ -36,6 +36,11 @@ class InputError(RLVRAMBenchError, ValueError):
     """A user-supplied file or argument (predictions, decisions, policy, options) is invalid."""
 
 
+class OutputError(InputError):
+    """An output cannot be written: refused before any work (it would overwrite an input, its folder is a file, ...)
+    or the write itself failed (a full disk); nothing is left behind."""
+
+
 class MissingExtraError(RLVRAMBenchError, ImportError):
     """An optional dependency is not installed; the message names the ``pip install`` that brings it."""
 

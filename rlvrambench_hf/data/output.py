@@ -18,13 +18,9 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import InputError
+from ..errors import OutputError
 
 PathLike = str | os.PathLike
-
-
-class OutputError(InputError):
-    """An output cannot be written (refused before any work, or the write itself failed)."""
 
 
 def check_outputs(

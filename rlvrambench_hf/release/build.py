@@ -18,11 +18,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from ..data.export import with_features_metadata
-from ..data.output import OutputError, check_outputs, pid_alive
+from ..data.output import check_outputs, pid_alive
 from ..data.registry import CARD_PATH, DEFAULT_REPO_ID, ConfigSpec, card_configs
 from ..data.sources import HubSource, Source, open_source
 from ..data.tables import load_table
-from ..errors import InputError
+from ..errors import InputError, OutputError
 from .card import render_card
 from .croissant import render_croissant
 from .layout import (
