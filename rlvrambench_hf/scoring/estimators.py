@@ -11,10 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ..data.registry import OUTCOME_LABELS
 from ..errors import InputError
-
-WITHIN_MARGIN, ABOVE_MARGIN, MEMORY_FAILURE = OUTCOME_LABELS
+from .labels import ABOVE_MARGIN, MEMORY_FAILURE, WITHIN_MARGIN, label_metrics
 
 
 def state_from_peak(peak_mib: float, device_capacity_mib: float, margin_limit_mib: float) -> str:
@@ -55,8 +53,6 @@ def estimator_scores(
 ) -> dict:
     """One method's scores over aligned targets: label metrics (predicted rows, observed columns), ``queries``,
     ``distinct_target_configurations``, the peak statistics and ``startup_guard_changed_states``."""
-    from .labels import label_metrics
-
     n = len(configuration_ids)
     peaks = list(predicted_peaks_mib) if predicted_peaks_mib is not None else [None] * n
     observed = list(observed_peaks_mib) if observed_peaks_mib is not None else [None] * n
