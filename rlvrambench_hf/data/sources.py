@@ -8,7 +8,6 @@ local file that fails is refused (a user's folder is never changed); a Hub copy 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -29,11 +28,12 @@ _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
 def sha256_file(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    """The SHA-256 of a regular file: one hashing pass per unchanged file and process, shared with the object-id
+    check (:func:`.hubcache.hash_file`); a file that cannot be read as data raises :class:`OSError`."""
+    try:
+        return hash_file(path).sha256
+    except UnreadableFile as exc:
+        raise OSError(f"{path} {exc}") from None
 
 
 def safe_relpath(path: str, context: str) -> str:
