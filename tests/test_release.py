@@ -225,6 +225,7 @@ def test_verify_tells_absent_from_corrupted(release, tmp_path):
     assert r.returncode == 2
     assert r.stderr.splitlines()[-1].startswith("rlvrambench: error: release ")
     assert "BENCHMARK.md: listed in release.json but absent (and 1 more" in r.stderr
+    assert [line.removeprefix("problem: ") for line in r.stdout.splitlines()] == problems  # the full list
 
 
 def test_verify_checks_card_row_counts(release, tmp_path):

@@ -98,9 +98,14 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from ..release.verify import check_release
+    from ..release.verify import VerificationFailed, check_release
 
-    report = check_release(args.folder, croissant=not args.no_croissant)
+    try:
+        report = check_release(args.folder, croissant=not args.no_croissant)
+    except VerificationFailed as failed:  # the full list is the report (stdout); stderr gets the one-line error
+        for problem in failed.problems:
+            print(f"problem: {problem}")
+        raise
     checked = "Croissant (mlcroissant skipped)" if args.no_croissant else "Croissant"
     print(
         f"release {report.folder} verified: {report.files} files, {len(report.configs)} configs; digests, "

@@ -70,12 +70,21 @@ def verify_release(folder: str | os.PathLike, *, croissant: bool = True) -> Veri
     return report
 
 
+class VerificationFailed(IntegrityError):
+    """A release folder failed verification: the message names the first problem, ``problems`` lists them all."""
+
+    def __init__(self, message: str, problems: list[str]) -> None:
+        super().__init__(message)
+        self.problems = problems
+
+
 def check_release(folder: str | os.PathLike, *, croissant: bool = True) -> VerifyReport:
-    """:func:`verify_release`, raising :class:`IntegrityError` (first problem, count of others) on failure."""
+    """:func:`verify_release`, raising :class:`VerificationFailed` (first problem, count of others) on failure."""
     report = verify_release(folder, croissant=croissant)
     if report.problems:
         more = f" (and {len(report.problems) - 1} more problem(s))" if len(report.problems) > 1 else ""
-        raise IntegrityError(f"release {report.folder} failed verification: {report.problems[0]}{more}")
+        message = f"release {report.folder} failed verification: {report.problems[0]}{more}"
+        raise VerificationFailed(message, report.problems)
     return report
 
 
