@@ -174,3 +174,11 @@ def test_metric_card_front_matter():
     assert text.startswith("---\n")
     meta = yaml.safe_load(text.split("---\n")[1])
     assert meta["title"] == "RLVRAMBench" and "metric" in meta["tags"] and meta["description"]
+
+
+def test_the_metric_card_cites_the_article_as_the_package_does():
+    from rlvrambench_hf.data.registry import ARTICLE_TITLE, citation
+
+    card = (REPO_ROOT / "metrics" / "rlvrambench" / "README.md").read_text(encoding="utf-8")
+    assert citation() in card and ARTICLE_TITLE in citation()
+    assert "{{RLVRAMBench}}" not in (REPO_ROOT / "metrics" / "rlvrambench" / "rlvrambench.py").read_text()
