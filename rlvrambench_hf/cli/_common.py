@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from ..data.sources import Source, open_source
 
@@ -45,6 +45,18 @@ def choices_text(names: Iterable[str]) -> str:
 def source_of(args: argparse.Namespace) -> Source:
     """The source named by the global ``--source`` / ``--revision`` options (or the environment)."""
     return open_source(args.source, args.revision)
+
+
+def checked_source(
+    args: argparse.Namespace, outputs: Sequence[str | None], inputs: Mapping[str, str | None] | None = None
+) -> Source:
+    """The command's source, after refusing (before any work) ``outputs`` that cannot be written or would overwrite
+    one of its ``inputs`` (option name -> file) or the source itself."""
+    from ..data.output import check_outputs
+
+    source = source_of(args)
+    check_outputs(outputs, inputs=inputs, source=source)
+    return source
 
 
 def format_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:

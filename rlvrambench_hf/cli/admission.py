@@ -6,11 +6,10 @@ Argument parsing and printing only; :mod:`rlvrambench_hf.admission` does the wor
 from __future__ import annotations
 
 import argparse
-import json
 
 from ..admission.policy import RULES
 from ..errors import InputError
-from ._common import choices_text, format_table, source_of
+from ._common import checked_source, choices_text, format_table
 
 RULE_NAMES: tuple[str, ...] = tuple(RULES)
 
@@ -53,20 +52,18 @@ def parse_budgets(text: str) -> tuple[int, ...]:
 
 def run_replay(args: argparse.Namespace) -> int:
     from .. import admission
-    from ..data.output import atomic_output, check_outputs, object_file
+    from ..data.output import atomic_output, json_text, object_file
 
     inputs = {"--attempts": args.attempts, "--policy": object_file(args.policy)}
-    check_outputs([args.output, args.summary], inputs=inputs, source=source_of(args))
+    source = checked_source(args, [args.output, args.summary], inputs)
     budgets = parse_budgets(args.budgets)
     if args.policy:
         rules: tuple[str, ...] = ()
         policy = admission.load_policy(args.policy)
     else:
         rules, policy = tuple(dict.fromkeys(args.rule or RULE_NAMES)), None
-    report = admission.replay_report(
-        source_of(args), rules=rules, policy=policy, budgets=budgets, attempts_path=args.attempts
-    )
-    text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    report = admission.replay_report(source, rules=rules, policy=policy, budgets=budgets, attempts_path=args.attempts)
+    text = json_text(report)
     with atomic_output(args.output) as scores:  # both files appear together, or neither
         scores.write(text)
         if args.summary:

@@ -9,7 +9,7 @@ from ..data.export import FORMATS
 from ..data.registry import REGISTRY, ConfigSpec, card_configs, get_spec
 from ..data.tables import config_file, decode_labels, read_typed_file
 from ..errors import MissingFileError, RLVRAMBenchError, UnknownConfigError
-from ._common import choices_text, format_table, source_of
+from ._common import checked_source, choices_text, format_table, source_of
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -119,11 +119,9 @@ def _shown(value: object) -> object:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from ..data.export import export_table
-    from ..data.output import check_outputs
 
     spec = _spec_of(args)
-    source = source_of(args)
-    check_outputs([args.output], source=source)
+    source = checked_source(args, [args.output])
     rows = export_table(spec, read_typed_file(config_file(source, spec), spec), args.format, args.output)
     print(f"wrote {rows} rows of {spec.name} to {args.output} ({args.format})")
     return 0

@@ -7,10 +7,9 @@ written atomically as JSON (indent 2, no NaN); the table on stdout is the readab
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
-from ._common import add_group, format_table, source_of
+from ._common import add_group, checked_source, format_table
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -104,27 +103,17 @@ def _output(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--output", metavar="F.json", help=f"write {what} as JSON (atomically)")
 
 
-def _source(args: argparse.Namespace, **inputs: str | None):
-    """The command's source, after refusing an ``--output`` that cannot be written or would overwrite an input
-    (``inputs``: option name -> file)."""
-    from ..data.output import check_outputs
-
-    source = source_of(args)
-    check_outputs([args.output], inputs={f"--{k.replace('_', '-')}": v for k, v in inputs.items()}, source=source)
-    return source
-
-
 def _write(path: str | None, data: object, *, sort_keys: bool = False) -> None:
     if path:
-        from ..data.output import write_atomic
+        from ..data.output import write_json
 
-        write_atomic(path, json.dumps(data, indent=2, sort_keys=sort_keys, allow_nan=False) + "\n")
+        write_json(path, data, sort_keys=sort_keys)
 
 
 def run_retrospective(args: argparse.Namespace) -> int:
     from ..estimation import run_retrospective
 
-    report = run_retrospective(_source(args))
+    report = run_retrospective(checked_source(args, [args.output]))
     _write(args.output, report)
     print(render_folds(report))
     return 0
@@ -133,7 +122,7 @@ def run_retrospective(args: argparse.Namespace) -> int:
 def run_fit(args: argparse.Namespace) -> int:
     from ..estimation import run_prospective
 
-    model = run_prospective(_source(args))["fitted_model"]
+    model = run_prospective(checked_source(args, [args.output]))["fitted_model"]
     _write(args.output, model)
     rows = [[n, v] for n, v in zip(["intercept", *model["feature_names"]], model["component_coefficients_gib"])]
     donors = model["source_cost"]["distinct_selected_donors"]
@@ -155,7 +144,7 @@ def run_fit(args: argparse.Namespace) -> int:
 def run_prospective(args: argparse.Namespace) -> int:
     from ..estimation import run_prospective
 
-    result = run_prospective(_source(args))
+    result = run_prospective(checked_source(args, [args.output]))
     _write(args.output, result["predictions"], sort_keys=True)
     by_target: dict[str, dict] = {}
     for row in result["predictions"]:
@@ -197,12 +186,10 @@ def run_compare(args: argparse.Namespace) -> int:
         if not sep or ":" in name:
             name, spec = given.rsplit(":", 1)[-1], given
         estimators[name] = spec
-    from ..data.output import check_outputs, object_file
+    from ..data.output import object_file
 
     files = {f"estimator {name}": object_file(spec) for name, spec in estimators.items()}
-    source = source_of(args)
-    check_outputs([args.output], inputs=files, source=source)
-    report = run_retrospective(source, estimators=estimators)
+    report = run_retrospective(checked_source(args, [args.output], files), estimators=estimators)
     _write(args.output, report)
     print(render_folds(report))
     return 0
@@ -222,7 +209,7 @@ def run_advise(args: argparse.Namespace) -> int:
         raise InputError("--margin-limit-mib needs --device-capacity-mib")
     advice = advise_planned(
         args.planned,
-        _source(args, planned=args.planned),
+        checked_source(args, [args.output], {"--planned": args.planned}),
         hardware=hardware,
         model_revision=args.model_revision,
         nearest=args.nearest,

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from ..followup.core import STUDIES
-from ._common import PREDICTIONS_FORMATS, add_group, format_table, source_of
+from ._common import PREDICTIONS_FORMATS, add_group, checked_source, format_table
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -39,13 +38,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_score(args: argparse.Namespace) -> int:
-    from ..data.output import check_outputs, write_atomic
+    from ..data.output import write_json
     from ..followup import score_study
 
-    check_outputs([args.output], inputs={"--predictions": args.predictions}, source=source_of(args))
-    scores = score_study(args.study, source_of(args), predictions=args.predictions)
+    source = checked_source(args, [args.output], {"--predictions": args.predictions})
+    scores = score_study(args.study, source, predictions=args.predictions)
     if args.output:
-        write_atomic(args.output, json.dumps(scores, indent=2, sort_keys=False) + "\n")
+        write_json(args.output, scores)
     print(render_scores(args.study, scores))
     return 0
 

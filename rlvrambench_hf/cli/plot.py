@@ -102,12 +102,10 @@ def run_estimation(args: argparse.Namespace) -> int:
 
 def _source(args: argparse.Namespace):
     """The command's source, once its output was checked against its inputs (before any work)."""
-    from ..data.output import check_outputs, object_file
-    from ._common import source_of
+    from ..data.output import object_file
+    from ._common import checked_source
 
-    source = source_of(args)
-    check_outputs([args.output], inputs={"--policy": object_file(getattr(args, "policy", None))}, source=source)
-    return source
+    return checked_source(args, [args.output], {"--policy": object_file(getattr(args, "policy", None))})
 
 
 def _save(fig, output: str) -> int:

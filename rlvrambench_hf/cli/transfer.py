@@ -7,13 +7,12 @@ runs, so that other commands do not pay for numpy/pyarrow).
 from __future__ import annotations
 
 import argparse
-import json
 
 from ..admission.policy import RULES as ADMISSION_RULES
 from ..errors import InputError
 from ..transfer.key import ALL_TRACKS, TRACKS
 from ..transfer.tasks import RULES
-from ._common import PREDICTIONS_FORMATS, choices_text, format_table, source_of
+from ._common import PREDICTIONS_FORMATS, checked_source, choices_text, format_table
 
 _TRACK_HELP = f"the track to select: {choices_text((*TRACKS, ALL_TRACKS))} (default: {ALL_TRACKS})"
 
@@ -62,20 +61,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run_evaluate)
 
 
-def _check_output(args: argparse.Namespace, predictions: str | None = None) -> None:
-    from ..data.output import check_outputs
-
-    check_outputs([args.output], inputs={"--predictions": predictions}, source=source_of(args))
-
-
-def _write_json(path: str, data: dict) -> None:
-    from ..data.output import write_atomic
-
-    write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-
-
 def run_inputs(args: argparse.Namespace) -> int:
-    _check_output(args)
+    from ..data.output import write_json
+
+    source = checked_source(args, [args.output])
     if args.admission:
         if args.track is not None:
             raise InputError("--track applies to transfer inputs, not to --admission")
@@ -83,7 +72,7 @@ def run_inputs(args: argparse.Namespace) -> int:
             raise InputError("--admission needs --rule (the rule whose view to export)")
         from ..admission import policy_inputs
 
-        data = policy_inputs(source_of(args), args.rule)
+        data = policy_inputs(source, args.rule)
         print(f"admission-panel inputs of rule {args.rule} -> {args.output}")
     else:
         if args.rule is not None:
@@ -91,11 +80,11 @@ def run_inputs(args: argparse.Namespace) -> int:
         from .. import transfer
 
         track = transfer.check_track(args.track)
-        tables = transfer.load_transfer_tables(source_of(args), settings=True)
+        tables = transfer.load_transfer_tables(source, settings=True)
         data = transfer.task_inputs(tables["queries"], tables["outcomes"], tables["configurations"], track)
         queries = sum(len(t["queries"]) for t in data["tasks"])
         print(f"{len(data['tasks'])} tasks, {queries} queries ({track}) -> {args.output}")
-    _write_json(args.output, data)
+    write_json(args.output, data)
     return 0
 
 
@@ -103,9 +92,9 @@ def run_baseline(args: argparse.Namespace) -> int:
     from .. import transfer
     from ..data.output import write_atomic
 
-    _check_output(args)
+    source = checked_source(args, [args.output])
     rule, track = transfer.check_rule(args.rule), transfer.check_track(args.track)
-    tables = transfer.load_transfer_tables(source_of(args))
+    tables = transfer.load_transfer_tables(source)
     predictions = transfer.reference_predictions(tables["queries"], tables["outcomes"], rule, track)
     write_atomic(args.output, transfer.predictions_csv(predictions))
     print(f"{predictions.num_rows} predictions of rule {rule} ({track}) -> {args.output}")
@@ -114,17 +103,18 @@ def run_baseline(args: argparse.Namespace) -> int:
 
 def run_evaluate(args: argparse.Namespace) -> int:
     from .. import transfer
+    from ..data.output import write_json
     from ..scoring.predictions import STDIN
 
-    _check_output(args, predictions=args.predictions)
+    source = checked_source(args, [args.output], {"--predictions": args.predictions})
     track = transfer.check_track(args.track)
     query_ids, states = transfer.read_predictions(args.predictions)
-    tables = transfer.load_transfer_tables(source_of(args))
+    tables = transfer.load_transfer_tables(source)
     key = transfer.scoring_key(tables["queries"], tables["outcomes"], track)
     origin = "predictions from standard input" if args.predictions == STDIN else f"predictions file {args.predictions}"
     scores = transfer.score_predictions(key, query_ids, states, origin=origin)
     if args.output:
-        _write_json(args.output, scores)
+        write_json(args.output, scores)
     print(score_table(scores))
     return 0
 

@@ -10,6 +10,7 @@ removed by the next write of the same output.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
@@ -161,6 +162,16 @@ def write_atomic(path: PathLike, data: str | bytes) -> None:
     """Write ``data`` to ``path`` atomically."""
     with atomic_output(path, "wb" if isinstance(data, bytes) else "w") as handle:
         handle.write(data)
+
+
+def json_text(data: object, *, sort_keys: bool = False) -> str:
+    """``data`` as the JSON the commands write: indented by 2, UTF-8, no NaN, a final newline."""
+    return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False, sort_keys=sort_keys) + "\n"
+
+
+def write_json(path: PathLike, data: object, *, sort_keys: bool = False) -> None:
+    """Write ``data`` to ``path`` as :func:`json_text`, atomically."""
+    write_atomic(path, json_text(data, sort_keys=sort_keys))
 
 
 def write_all_atomic(files: Mapping[Path, str | bytes] | Mapping[PathLike, str | bytes]) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path, PurePosixPath
 
 from ..errors import IntegrityError, MissingFileError, SourceError
 from .card import read_front_matter
-from .hubcache import UnreadableFile, hash_file
+from .hubcache import FileHash, UnreadableFile, hash_file
 from .registry import CARD_PATH, DEFAULT_REPO_ID, DEFAULT_REVISION, MANIFESTS
 
 SOURCE_ENV = "RLVRAMBENCH_SOURCE"
@@ -27,13 +27,19 @@ REVISION_ENV = "RLVRAMBENCH_REVISION"
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
-def sha256_file(path: str | Path) -> str:
-    """The SHA-256 of a regular file: one hashing pass per unchanged file and process, shared with the object-id
-    check (:func:`.hubcache.hash_file`); a file that cannot be read as data raises :class:`OSError`."""
+def file_hash(path: str | Path) -> FileHash:
+    """Size, SHA-256 and git blob SHA-1 of a regular file, from one hashing pass per unchanged file and process
+    (:func:`.hubcache.hash_file`, shared with the object-id check); a file that cannot be read as data raises
+    :class:`OSError`."""
     try:
-        return hash_file(path).sha256
+        return hash_file(path)
     except UnreadableFile as exc:
         raise OSError(f"{path} {exc}") from None
+
+
+def sha256_file(path: str | Path) -> str:
+    """The SHA-256 of a regular file (see :func:`file_hash`)."""
+    return file_hash(path).sha256
 
 
 def safe_relpath(path: str, context: str) -> str:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..data.registry import CARD_PATH, ConfigSpec
-from ..data.sources import sha256_file
+from ..data.sources import file_hash, sha256_file
 from ..errors import InputError
 
 RECORD_PATH = "release.json"
@@ -66,8 +65,7 @@ def digest_file(path: Path) -> FileDigest:
 
 def git_blob_sha1(path: Path) -> str:
     """The git object id of a file's content (what the Hub reports for files not stored in LFS)."""
-    data = path.read_bytes()
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    return file_hash(path).git_sha1
 
 
 @dataclass(frozen=True)
