@@ -62,7 +62,7 @@ def pandas_typed(spec, path: Path):
 
 def bench_configs(runs: int) -> None:
 
-    from rlvrambench_hf.data.registry import card_configs
+    from rlvrambench_hf.data.schema.registry import card_configs
 
     plain_root = plain_card_copy()
     print(f"{'config':30s} {'cold':>8s} {'warm':>8s} {'plain':>8s} {'pandas':>8s}  warm/plain  warm/pandas")

@@ -26,9 +26,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     repeat = parser.parse_args().repeat
 
-    from rlvrambench_hf.data.registry import card_configs
-    from rlvrambench_hf.data.sources import LocalSource
-    from rlvrambench_hf.data.tables import load_table
+    from rlvrambench_hf.data.schema.registry import card_configs
+    from rlvrambench_hf.data.sources.local import LocalSource
+    from rlvrambench_hf.data.tables.reader import load_table
     from rlvrambench_hf.release.build import build_release
     from rlvrambench_hf.release.verify import verify_release
 

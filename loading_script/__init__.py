@@ -1,5 +1,5 @@
-"""The builder module a release carries, shipped in the wheel as ``rlvrambench_hf.loading_script``.
+"""The builder module as a file (``rlvrambench.py``), shipped in the wheel as ``rlvrambench_hf.loading_script``.
 
-Its installed path is ``rlvrambench_hf.loading_script_path()``; it is also importable as
-``rlvrambench_hf.loading_script.rlvrambench``.
+Its installed path is ``rlvrambench_hf.loading_script_path()``. The class it re-exports is
+``rlvrambench_hf.builder.RLVRAMBench``.
 """

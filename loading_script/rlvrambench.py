@@ -1,22 +1,17 @@
-"""RLVRAMBench builder module, as a release carries it.
+"""The RLVRAMBench builder as a file, for tools that take a builder module by path, and a command that prepares
+one config.
 
-``datasets`` 4 and later no longer execute loading scripts given by path or found in a Hub repository, so this
-module is used as ordinary Python: import it (or ``rlvrambench_hf.builder``, which it re-exports) and drive the
-builder the standard way::
+It holds no code of its own: the builder class is ``rlvrambench_hf.builder.RLVRAMBench``, the one import path the
+documentation gives. Releases built by the package do not carry this module. Their Parquet files and card need no
+code, because ``datasets`` 4 and later run no loading scripts, and a script named after the repository would make
+plain ``datasets.load_dataset`` refuse the whole repository. To import the file by path::
 
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("rlvrambench_builder", "loading_script/rlvrambench.py")
+    import importlib.util, rlvrambench_hf
+    spec = importlib.util.spec_from_file_location("rlvrambench_builder", rlvrambench_hf.loading_script_path())
     module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
-
     builder = module.RLVRAMBench(config_name="eligible_runs", source="kobzaond/RLVRAMBench", revision="main")
-    builder.download_and_prepare()                      # typed Arrow files in the HF datasets cache
-    runs = builder.as_dataset(split="measured")         # datasets.Dataset
-    stream = builder.as_streaming_dataset(split="measured")  # datasets.IterableDataset
 
-Typed releases built with ``rlvrambench release build`` need no code at all: their Parquet files carry the
-features, and plain ``datasets.load_dataset(repo, config)`` returns the same types.
-
-Run as a script, it prepares one config and prints its features: ``python loading_script/rlvrambench.py CONFIG
+As a command, it prepares one config and prints its features: ``python loading_script/rlvrambench.py CONFIG
 [SOURCE [REVISION]]``.
 """
 

@@ -7,13 +7,17 @@ in the tests). The metric travels in the wheel; from any folder: ``evaluate.load
 
 from __future__ import annotations
 
-from .data.registry import DEFAULT_REPO_ID, DEFAULT_REVISION, OUTCOME_LABELS, REGISTRY, get_spec
-from .data.sources import open_source
-from .data.tables import load_table
+from .data.loading import load_dataset
+from .data.schema.pins import DEFAULT_REPO_ID, DEFAULT_REVISION, OUTCOME_LABELS
+from .data.schema.registry import REGISTRY, get_spec
+from .data.sources.base import Source
+from .data.sources.resolve import SourceLike, open_source
+from .data.tables.reader import load_table
 from .errors import (
     InputError,
     IntegrityError,
     MissingFileError,
+    NumericalError,
     OutputError,
     RLVRAMBenchError,
     SchemaError,
@@ -30,10 +34,13 @@ __all__ = [
     "IntegrityError",
     "InputError",
     "MissingFileError",
+    "NumericalError",
     "OutputError",
     "RLVRAMBenchError",
     "SchemaError",
+    "Source",
     "SourceError",
+    "SourceLike",
     "UnknownConfigError",
     "get_spec",
     "load_dataset",
@@ -54,14 +61,8 @@ def metric_path() -> str:
 
 
 def loading_script_path() -> str:
-    """The installed builder module a release carries (``loading_script/rlvrambench.py`` of the repository)."""
+    """The installed builder module as a file (``loading_script/rlvrambench.py`` of the repository), for tools that
+    import a builder by path; the class is ``rlvrambench_hf.builder.RLVRAMBench``."""
     from importlib import resources
 
     return str(resources.files("rlvrambench_hf.loading_script").joinpath("rlvrambench.py"))
-
-
-def load_dataset(*args, **kwargs):
-    """Typed ``datasets`` objects of a config; see :func:`rlvrambench_hf.loading.load_dataset`."""
-    from .data.loading import load_dataset as _load
-
-    return _load(*args, **kwargs)

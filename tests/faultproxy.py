@@ -77,26 +77,7 @@ class FaultProxy:
     def _serve(self, client: socket.socket) -> None:
         upstream = socket.create_connection(("127.0.0.1", self.upstream_port), timeout=60)
         state: dict = {"action": "pass", "left": self.cut_after, "flip_at": None}
-
-        def up() -> None:
-            try:
-                while data := client.recv(65536):
-                    first_line = data.split(b"\r\n", 1)[0]
-                    if b" HTTP/1." in first_line:
-                        state["action"] = self._next_action(first_line)
-                        state["left"], state["flip_at"] = self.cut_after, None
-                        if state["action"] == "500":
-                            client.sendall(_ERROR_500)
-                            _close(client, upstream)
-                            return
-                        if state["action"] == "reset":
-                            _close(client, upstream, reset=True)
-                            return
-                    upstream.sendall(data)
-            except OSError:
-                pass
-
-        threading.Thread(target=up, daemon=True).start()
+        threading.Thread(target=self._forward_requests, args=(client, upstream, state), daemon=True).start()
         try:
             while data := upstream.recv(65536):
                 if state["action"] == "flip":
@@ -114,6 +95,25 @@ class FaultProxy:
             pass
         finally:
             _close(client, upstream)
+
+    def _forward_requests(self, client: socket.socket, upstream: socket.socket, state: dict) -> None:
+        """Client to server: each new request takes the next action (a 500 or a reset is answered here)."""
+        try:
+            while data := client.recv(65536):
+                first_line = data.split(b"\r\n", 1)[0]
+                if b" HTTP/1." in first_line:
+                    state["action"] = self._next_action(first_line)
+                    state["left"], state["flip_at"] = self.cut_after, None
+                    if state["action"] == "500":
+                        client.sendall(_ERROR_500)
+                        _close(client, upstream)
+                        return
+                    if state["action"] == "reset":
+                        _close(client, upstream, reset=True)
+                        return
+                upstream.sendall(data)
+        except OSError:
+            pass
 
     def _flip(self, state: dict, data: bytes) -> bytes:
         if state["flip_at"] is None:

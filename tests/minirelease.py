@@ -15,15 +15,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rlvrambench_hf.data.registry import (
-    JSON_MAPPING,
-    MANIFESTS,
-    OUTCOME_LABELS,
-    REGISTRY,
-    Column,
-    ConfigSpec,
-    card_configs,
-)
+from rlvrambench_hf.data.schema.pins import MANIFESTS, OUTCOME_LABELS
+from rlvrambench_hf.data.schema.registry import REGISTRY, card_configs
+from rlvrambench_hf.data.schema.spec import JSON_MAPPING, Column, ConfigSpec
 
 CONFIGURATIONS = ("cfg-a", "cfg-b", "cfg-c", "cfg-d")
 CASE_OF = {"cfg-a": "case-1", "cfg-b": "case-2", "cfg-c": "case-1", "cfg-d": "case-2"}
@@ -125,12 +119,39 @@ def write_mini_release(root: Path) -> MiniRelease:
     for spec in REGISTRY.values():
         rows = world.get(spec.name) or table_rows(spec, 3, [{k: f"{k}-{i}" for k in spec.keys} for i in range(3)])
         release.rows[spec.name] = rows
-        _write_csv(release.root / spec.path, spec, rows)
+    _apply_copies(release.rows)
+    for spec in REGISTRY.values():
+        _write_csv(release.root / spec.path, spec, release.rows[spec.name])
     _write_summary(release)
     for manifest, folder in MANIFESTS:
         _write_manifest(release.root, manifest, folder)
     _write_card(release.root)
     return release
+
+
+def rewrite_table(release: MiniRelease, config: str) -> None:
+    """Write ``release.rows[config]`` (as edited by a test) to its file again, with the manifests updated."""
+    spec = REGISTRY[config]
+    _write_csv(release.root / spec.path, spec, release.rows[config])
+    for manifest, folder in MANIFESTS:
+        _write_manifest(release.root, manifest, folder)
+
+
+def _apply_copies(rows: dict[str, list[dict]]) -> None:
+    """Make every column a table copies from another (the registry's :class:`Copy` relations) equal to its origin,
+    as the real release is; origins are filled before the tables that copy them."""
+    pending = [spec for spec in REGISTRY.values() if spec.copies]
+    while pending:
+        ready = [s for s in pending if all(c.table not in {p.name for p in pending} for c in s.copies)]
+        for spec in ready or pending:  # no copy chain is circular; `or` guards the loop anyway
+            for copy in spec.copies:
+                origin = REGISTRY[copy.table]
+                by_key = {tuple(r[k] for k in origin.keys): r for r in rows[copy.table]}
+                for row in rows[spec.name]:
+                    found = by_key.get(tuple(row[k] for k in copy.on))
+                    if found is not None:
+                        row.update({here: found[there] for here, there in copy.columns.items()})
+        pending = [s for s in pending if s not in (ready or pending)]
 
 
 def _write_csv(path: Path, spec: ConfigSpec, rows: list[dict]) -> None:

@@ -6,10 +6,13 @@ import importlib.util
 import subprocess
 import sys
 
+import pytest
+
 from rlvrambench_hf.data.builder import RLVRAMBench
-from rlvrambench_hf.data.card import read_front_matter
-from rlvrambench_hf.data.registry import REGISTRY
-from rlvrambench_hf.data.tables import load_table
+from rlvrambench_hf.data.schema.card import read_front_matter
+from rlvrambench_hf.data.schema.registry import REGISTRY
+from rlvrambench_hf.data.tables.reader import load_table
+from rlvrambench_hf.errors import MissingFileError
 
 from conftest import REPO_ROOT, cli_env
 
@@ -31,8 +34,13 @@ def test_every_config_of_the_release_card_has_a_builder_config_with_its_split_an
     for entry in card["configs"]:
         name = entry["config_name"]
         assert name in builder_configs, f"the card names {name}, which has no builder config"
-        builder = RLVRAMBench(config_name=name, source=str(snapshot))
         (data_file,) = entry["data_files"]
+        if not (snapshot / data_file["path"]).exists():  # made only from a file that is there, in one line
+            with pytest.raises(MissingFileError, match=f"config {name}: .* is not in this revision"):
+                RLVRAMBench(config_name=name, source=str(snapshot))
+            continue
+        builder = RLVRAMBench(config_name=name, source=str(snapshot))
+        assert builder.data_file == snapshot / data_file["path"]
         assert (builder.info.features, REGISTRY[name].split, REGISTRY[name].path) == (
             REGISTRY[name].features,
             data_file["split"],

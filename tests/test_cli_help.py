@@ -16,7 +16,7 @@ import pytest
 from rlvrambench_hf import REGISTRY, __version__
 from rlvrambench_hf.admission import RULES as ADMISSION_RULES
 from rlvrambench_hf.cli import build_parser, main
-from rlvrambench_hf.data.export import FORMATS
+from rlvrambench_hf.data.tables.export import FORMATS
 from rlvrambench_hf.followup import STUDIES
 from rlvrambench_hf.transfer import RULES, TRACKS
 

@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 
 from rlvrambench_hf import IntegrityError, MissingFileError, load_table
-from rlvrambench_hf.data.hubcache import UnreadableFile, hash_file, repo_cache
-from rlvrambench_hf.data.output import check_outputs, write_atomic
-from rlvrambench_hf.data.sources import LocalSource
+from rlvrambench_hf.data.sources.hashing import UnreadableFile, hash_file
+from rlvrambench_hf.data.sources.hubcache import repo_cache
+from rlvrambench_hf.data.sources.local import LocalSource
+from rlvrambench_hf.data.tables.output import check_outputs, write_atomic
 from rlvrambench_hf.errors import OutputError, SourceError
 
 from conftest import SNAPSHOT, cli_env

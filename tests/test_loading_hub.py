@@ -11,8 +11,8 @@ import pytest
 from datasets.distributed import split_dataset_by_node
 
 from rlvrambench_hf import load_dataset
-from rlvrambench_hf.data.registry import REGISTRY
-from rlvrambench_hf.data.tables import load_table
+from rlvrambench_hf.data.schema.registry import REGISTRY
+from rlvrambench_hf.data.tables.reader import load_table
 from rlvrambench_hf.errors import IntegrityError, MissingFileError, SourceError
 
 from conftest import REPO_ID, cli_env, run_cli

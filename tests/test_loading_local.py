@@ -11,8 +11,8 @@ import pytest
 
 import rlvrambench_hf
 from rlvrambench_hf import load_dataset
-from rlvrambench_hf.data.registry import REGISTRY, card_configs
-from rlvrambench_hf.data.tables import load_table
+from rlvrambench_hf.data.schema.registry import REGISTRY, card_configs
+from rlvrambench_hf.data.tables.reader import load_table
 from rlvrambench_hf.errors import IntegrityError, MissingFileError, SchemaError, SourceError, UnknownConfigError
 
 from conftest import run_cli
@@ -190,3 +190,33 @@ def test_demo_runs_the_main_job_on_the_real_data(snapshot):
             assert f"{config} ({REGISTRY[config].split}, {ROWS[config]} rows)" in out.stdout
     assert "gpu_count_transfer  36" in out.stdout and "direct_screen   3" in out.stdout
     assert "study larger_model: 6 of 12 configurations resolved" in out.stdout
+
+
+def test_a_label_edited_in_outcomes_only_fails_verify_in_one_line(release_copy):
+    """The hidden labels the metric scores against (outcomes.csv) must agree with the tables that repeat them."""
+    import hashlib
+
+    outcomes = release_copy / "benchmark" / "outcomes.csv"
+    lines = outcomes.read_text(encoding="utf-8").splitlines(keepends=True)
+    header = lines[0].rstrip("\n").split(",")
+    state = header.index("observed_state")
+    row = next(i for i, line in enumerate(lines[1:], 1) if line.split(",")[state] == "within_margin")
+    cells = lines[row].split(",")
+    configuration, cells[state] = cells[0], "memory_failure"
+    lines[row] = ",".join(cells)
+    outcomes.write_text("".join(lines), encoding="utf-8")
+    manifest_path = release_copy / "benchmark" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    entry = manifest["files"]["outcomes.csv"] if "files" in manifest else manifest["outcomes.csv"]
+    entry.update(sha256=hashlib.sha256(outcomes.read_bytes()).hexdigest(), size_bytes=outcomes.stat().st_size)
+    manifest_path.write_text(json.dumps(manifest, indent=2))
+
+    done = run_cli("--source", str(release_copy), "verify")
+    assert done.returncode == 2
+    failed = [line for line in done.stdout.splitlines() if " failed " in line]
+    expected = (
+        f"all_configurations (benchmark/configuration_results.csv), row configuration_id='{configuration}': has "
+        "observed_state 'within_margin', but outcomes (benchmark/outcomes.csv) has observed_state 'memory_failure'"
+    )
+    assert len(failed) == 1 and expected in failed[0], failed
+    assert len(done.stderr.strip().splitlines()) == 1 and expected in done.stderr

@@ -152,7 +152,7 @@ def test_metric_two_processes(snapshot, rows, cli_scores, tmp_path):
 
 def test_metric_admission_config(local_source, snapshot):
     from rlvrambench_hf.admission import score_decisions
-    from rlvrambench_hf.data.tables import load_table
+    from rlvrambench_hf.data.tables.reader import load_table
 
     candidates = load_table("admission_candidates", snapshot).column("candidate_id").to_pylist()
     decisions = ["approve"] * len(candidates)
@@ -163,21 +163,42 @@ def test_metric_admission_config(local_source, snapshot):
 
 
 def test_metric_unknown_config():
-    with pytest.raises(KeyError, match="use 'transfer' or 'admission' or 'estimation'"):
+    from rlvrambench_hf import UnknownConfigError
+
+    with pytest.raises(UnknownConfigError, match="known configs: transfer, admission, estimation$"):
         evaluate.load(METRIC, "leaderboard")
 
 
-def test_metric_card_front_matter():
+def test_the_card_the_description_and_the_help_name_every_config_of_the_table():
     import yaml
+
+    from rlvrambench_hf.scoring.metric import METRIC_CONFIGS
 
     text = (Path(METRIC) / "README.md").read_text()
     assert text.startswith("---\n")
     meta = yaml.safe_load(text.split("---\n")[1])
-    assert meta["title"] == "RLVRAMBench" and "metric" in meta["tags"] and meta["description"]
+    assert meta["title"] == "RLVRAMBench" and "metric" in meta["tags"]
+    helped = run_cli("metric", "--help")
+    assert helped.returncode == 0
+    help_text = " ".join(helped.stdout.split())
+    for name, config in METRIC_CONFIGS.items():
+        assert f'Config "{name}"' in meta["description"], name
+        assert f"configs {', '.join(METRIC_CONFIGS)}" in help_text
+        loaded = evaluate.load(METRIC, name)
+        assert f'"{name}"' in loaded.description and f'Args (config "{name}")' in loaded.inputs_description
+        assert list(loaded.features) == list(config.features)
+
+
+def test_a_compute_argument_the_config_does_not_take_is_one_line():
+    from rlvrambench_hf import InputError
+
+    metric = evaluate.load(METRIC, "admission")
+    with pytest.raises(InputError, match="metric config 'admission' takes no argument 'track'; it takes candidate_ids"):
+        metric.compute(candidate_ids=["x"], decisions=["approve"], track="all")
 
 
 def test_the_metric_card_cites_the_article_as_the_package_does():
-    from rlvrambench_hf.data.registry import ARTICLE_TITLE, citation
+    from rlvrambench_hf.data.schema.pins import ARTICLE_TITLE, citation
 
     card = (REPO_ROOT / "metrics" / "rlvrambench" / "README.md").read_text(encoding="utf-8")
     assert citation() in card and ARTICLE_TITLE in citation()

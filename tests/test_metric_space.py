@@ -58,7 +58,7 @@ def test_space_folder_has_module_card_app_and_requirements(space):
     assert f'evaluate.load("{SPACE_ID}")' in app and "launch_gradio_widget(module)" in app
     requirements = (space / "requirements.txt").read_text().splitlines()
     assert f"rlvrambench-hf=={rlvrambench_hf.__version__}" in requirements
-    from rlvrambench_hf.data.card import read_front_matter
+    from rlvrambench_hf.data.schema.card import read_front_matter
 
     card = (space / "README.md").read_text()
     meta = read_front_matter(card, "space card")

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from rlvrambench_hf import load_dataset, load_table
-from rlvrambench_hf.data.registry import REGISTRY, card_configs
-from rlvrambench_hf.data.sources import open_source
+from rlvrambench_hf.data.schema.registry import REGISTRY, card_configs
+from rlvrambench_hf.data.sources.resolve import open_source
 from rlvrambench_hf.data.verify import ABSENT, FAILED, PASSED, verify_source
 from rlvrambench_hf.errors import IntegrityError, SchemaError
 from rlvrambench_hf.release.build import build_release

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rlvrambench_hf.data.tables import load_table
+from rlvrambench_hf.data.tables.reader import load_table
 from rlvrambench_hf.errors import InputError
 from rlvrambench_hf.reporting.figuredata import (
     BOUNDARY_LEVELS,

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rlvrambench_hf.data.registry import OUTCOME_LABELS
-from rlvrambench_hf.data.tables import load_table
+from rlvrambench_hf.data.schema.pins import OUTCOME_LABELS
+from rlvrambench_hf.data.tables.reader import load_table
 from rlvrambench_hf.errors import InputError
 from rlvrambench_hf.transfer import read_predictions, score_lists
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rlvrambench_hf.data.registry import DEFAULT_CONFIG, OUTCOME_LABELS, REGISTRY, UNRESOLVED, card_configs
-from rlvrambench_hf.data.tables import load_table
+from rlvrambench_hf.data.schema.pins import OUTCOME_LABELS, UNRESOLVED
+from rlvrambench_hf.data.schema.registry import DEFAULT_CONFIG, REGISTRY, card_configs
+from rlvrambench_hf.data.tables.reader import load_table
 
 ROWS = {
     "transfer_configurations": 98,

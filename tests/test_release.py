@@ -13,10 +13,11 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from rlvrambench_hf.data.card import read_front_matter
-from rlvrambench_hf.data.registry import DEFAULT_CONFIG, card_configs, get_spec
-from rlvrambench_hf.data.sources import open_source, sha256_file
-from rlvrambench_hf.data.tables import load_table
+from rlvrambench_hf.data.schema.card import read_front_matter
+from rlvrambench_hf.data.schema.registry import DEFAULT_CONFIG, card_configs, get_spec
+from rlvrambench_hf.data.sources.base import sha256_file
+from rlvrambench_hf.data.sources.resolve import open_source
+from rlvrambench_hf.data.tables.reader import load_table
 from rlvrambench_hf.errors import InputError, IntegrityError
 from rlvrambench_hf.release.build import build_release
 from rlvrambench_hf.release.croissant import validate_croissant
@@ -115,11 +116,11 @@ def test_card_yaml_is_generated_from_the_registry(release, snapshot):
         assert files["split"] == original_splits[entry["config_name"]]
         assert files["path"].endswith(".parquet") and (release / files["path"]).is_file()
         assert entry.get("default", False) == (entry["config_name"] == DEFAULT_CONFIG)
-    import datasets
+    from datasets.info import DatasetInfosDict
 
     for info in meta["dataset_info"]:
         spec = get_spec(info["config_name"])
-        parsed = datasets.DatasetInfo._from_yaml_dict(dict(info))
+        (parsed,) = DatasetInfosDict.from_dataset_card_data({"dataset_info": [dict(info)]}).values()
         assert parsed.features == spec.features
         assert parsed.splits[spec.split].num_examples == ROWS[spec.name]
         assert parsed.splits[spec.split].num_bytes > 0
@@ -585,8 +586,7 @@ class RangeProxy:
 STREAM_SCRIPT = """
 import json, sys
 import datasets
-from rlvrambench_hf.data.registry import get_spec
-from rlvrambench_hf.data.tables import load_table
+from rlvrambench_hf import get_spec, load_table
 out = {}
 for name in sys.argv[3:]:
     spec = get_spec(name)

@@ -353,7 +353,7 @@ def test_report_refuses_bad_user_inputs_and_writes_nothing(snapshot: Path, tmp_p
 def test_provenance_of_a_hub_source_names_revision_and_commit(hub) -> None:
     import datetime as dt
 
-    from rlvrambench_hf.data.sources import open_source
+    from rlvrambench_hf.data.sources.resolve import open_source
     from rlvrambench_hf.reporting.report import provenance
 
     when = dt.datetime(2026, 9, 15, 12, 30, tzinfo=dt.timezone(dt.timedelta(hours=2)))

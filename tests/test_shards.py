@@ -9,7 +9,7 @@ from datasets.distributed import split_dataset_by_node
 
 from rlvrambench_hf import load_dataset
 from rlvrambench_hf.data.builder import SHARDS, row_ranges
-from rlvrambench_hf.data.registry import card_configs
+from rlvrambench_hf.data.schema.registry import card_configs
 
 AVAILABLE = [s for s in card_configs() if s.name != "configuration_feasibility"]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rlvrambench_hf import transfer
-from rlvrambench_hf.data.registry import OUTCOME_LABELS
+from rlvrambench_hf.data.schema.pins import OUTCOME_LABELS
 from rlvrambench_hf.errors import InputError, UnknownConfigError
 
 from conftest import REPO_ID, cli_env, run_cli

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..data.registry import get_spec
-from ..data.sources import Source, open_source
+from ..data.schema.registry import get_spec
+from ..data.sources.resolve import SourceLike, open_source
 from ..errors import InputError
 from .attempts import ATTEMPTS_CONFIG, Attempt, attempts_from_records, validate_attempts
 from .policy import DECISIONS, builtin_rule, load_policy
@@ -19,7 +19,6 @@ from .scoring import case_metrics, summarize
 from .truth import Truth, candidate_truth
 
 DEFAULT_RULES = ("source_copy", "headroom_guard", "direct_screen")
-SourceLike = str | os.PathLike | Source | None
 
 
 def load_protocol(source: SourceLike = None, revision: str | None = None) -> Protocol:
@@ -33,7 +32,7 @@ def load_attempts(
     """The attempt records: the typed ``admission_attempts`` config, or a user's ``.json`` / ``.csv`` file."""
     if path is not None:
         return read_attempts_file(path)
-    from ..data.tables import load_table
+    from ..data.tables.reader import load_table
 
     table = load_table(ATTEMPTS_CONFIG, open_source(source, revision), decode=True)
     return attempts_from_records(table.to_pylist(), get_spec(ATTEMPTS_CONFIG).path)
@@ -52,7 +51,7 @@ def read_attempts_file(path: str | os.PathLike) -> tuple[Attempt, ...]:
             raise InputError(f"{file}: not valid JSON ({exc})") from None
         return attempts_from_records(data, str(file))
     if suffix == ".csv":
-        from ..data.tables import decode_labels, read_typed_file
+        from ..data.tables.reader import decode_labels, read_typed_file
 
         spec = get_spec(ATTEMPTS_CONFIG)
         table = decode_labels(read_typed_file(file, spec, name=str(file)), spec)

@@ -15,7 +15,8 @@ from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import Any, get_args, get_type_hints
 
-from ..data.registry import UNRESOLVED, get_spec
+from ..data.schema.pins import UNRESOLVED
+from ..data.schema.registry import get_spec
 from ..errors import InputError
 from .protocol import REPAIR_REASONS, Protocol
 
@@ -96,36 +97,44 @@ def _attempt(record: Any, index: int, name: str) -> Attempt:
 
 def validate_attempts(protocol: Protocol, attempts: Sequence[Attempt]) -> None:
     """Refuse attempts that break the protocol: ids, slots, roles, states, peaks, indices and replacements."""
-    slots = protocol.slot_roles
-    case_of = protocol.case_of
     seen: set[str] = set()
     for a in attempts:
-        where = f"attempt {a.attempt_id}"
         if a.attempt_id in seen:
-            raise InputError(f"{where}: duplicate attempt id")
+            raise InputError(f"attempt {a.attempt_id}: duplicate attempt id")
         seen.add(a.attempt_id)
-        if a.slot_id not in slots:
-            raise InputError(f"{where}: unknown slot {a.slot_id}")
-        role, candidate = slots[a.slot_id]
-        if a.role != role:
-            raise InputError(f"{where}: role {a.role!r} but slot {a.slot_id} is a {role} slot")
-        if a.candidate_id is not None and a.candidate_id != candidate:
-            raise InputError(f"{where}: candidate {a.candidate_id} but slot {a.slot_id} belongs to {candidate}")
-        if a.case_id is not None and a.case_id != case_of[candidate]:
-            raise InputError(f"{where}: case {a.case_id} but slot {a.slot_id} belongs to {case_of[candidate]}")
+        _check_slot(a, protocol)
         _check_outcome(a, protocol.memory_limit_mib)
+    _check_histories(protocol, attempts)
+
+
+def _check_slot(a: Attempt, protocol: Protocol) -> None:
+    """The attempt's slot exists and agrees with its role, candidate and case."""
+    where = f"attempt {a.attempt_id}"
+    if a.slot_id not in protocol.slot_roles:
+        raise InputError(f"{where}: unknown slot {a.slot_id}")
+    role, candidate = protocol.slot_roles[a.slot_id]
+    if a.role != role:
+        raise InputError(f"{where}: role {a.role!r} but slot {a.slot_id} is a {role} slot")
+    if a.candidate_id is not None and a.candidate_id != candidate:
+        raise InputError(f"{where}: candidate {a.candidate_id} but slot {a.slot_id} belongs to {candidate}")
+    case = protocol.case_of[candidate]
+    if a.case_id is not None and a.case_id != case:
+        raise InputError(f"{where}: case {a.case_id} but slot {a.slot_id} belongs to {case}")
+
+
+def _check_histories(protocol: Protocol, attempts: Sequence[Attempt]) -> None:
+    """Each slot's attempts are numbered 1, 2, ..., within the per-slot cap, and replacements are within the
+    protocol's total."""
     replacements = 0
     for slot, slot_attempts in slot_history(attempts).items():
         indices = [a.attempt_index for a in slot_attempts]
+        last = slot_attempts[-1].attempt_id
         if indices != list(range(1, len(indices) + 1)):
-            raise InputError(
-                f"attempt {slot_attempts[-1].attempt_id}: attempt indices of slot {slot} are "
-                f"{indices}, expected 1, 2, ..."
-            )
+            raise InputError(f"attempt {last}: attempt indices of slot {slot} are {indices}, expected 1, 2, ...")
         if len(slot_attempts) > MAX_ATTEMPTS_PER_SLOT:
             raise InputError(
-                f"attempt {slot_attempts[-1].attempt_id}: slot {slot} has {len(slot_attempts)} "
-                f"attempts, at most {MAX_ATTEMPTS_PER_SLOT} are allowed"
+                f"attempt {last}: slot {slot} has {len(slot_attempts)} attempts, at most {MAX_ATTEMPTS_PER_SLOT} "
+                "are allowed"
             )
         for previous, replacement in zip(slot_attempts, slot_attempts[1:]):
             _check_replacement(previous, replacement)

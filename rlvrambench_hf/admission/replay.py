@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from ..data.registry import UNRESOLVED
+from ..data.schema.pins import UNRESOLVED
 from ..errors import InputError
 from ..scoring.user import call_user
 from .attempts import Attempt

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from itertools import product
 
-from ..data.registry import OUTCOME_LABELS, UNRESOLVED
+from ..data.schema.pins import OUTCOME_LABELS, UNRESOLVED
 from ..scoring.labels import ABOVE_MARGIN, MEMORY_FAILURE, WITHIN_MARGIN, Approvals
 from .policy import ABSTAIN, APPROVE, REJECT
 from .truth import Truth

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..data.registry import UNRESOLVED
+from ..data.schema.pins import UNRESOLVED
 from .attempts import Attempt, slot_history
 from .protocol import EVALUATION, SCREEN, Protocol
 

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from ..data.sources import Source, open_source
+from ..data.sources.base import Source
+from ..data.sources.resolve import open_source
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..release.push import PushResult
 
 #: How option help names the accepted predictions formats.
 PREDICTIONS_FORMATS = "CSV, JSON Lines or Parquet, optionally .gz/.bz2/.zst-compressed; - reads standard input"
@@ -52,7 +57,7 @@ def checked_source(
 ) -> Source:
     """The command's source, after refusing (before any work) ``outputs`` that cannot be written or would overwrite
     one of its ``inputs`` (option name -> file) or the source itself."""
-    from ..data.output import check_outputs
+    from ..data.tables.output import check_outputs
 
     source = source_of(args)
     check_outputs(outputs, inputs=inputs, source=source)
@@ -90,7 +95,7 @@ def add_push_options(parser: argparse.ArgumentParser, *, default_message: str, t
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
 
 
-def push_and_print(push, args: argparse.Namespace, **options) -> int:
+def push_and_print(push: Callable[..., PushResult], args: argparse.Namespace, **options: Any) -> int:
     """Run ``push(args.folder, args.repo_id, ...)`` with the options of :func:`add_push_options` and print the plan
     and what was done."""
     result = push(
@@ -106,7 +111,7 @@ def push_and_print(push, args: argparse.Namespace, **options) -> int:
     return 0
 
 
-def print_push(result, *, repo_id: str, revision: str, dry_run: bool, as_json: bool) -> None:
+def print_push(result: PushResult, *, repo_id: str, revision: str, dry_run: bool, as_json: bool) -> None:
     """What ``release push`` and ``metric push`` print: the plan (text or JSON), then what was done."""
     import json
 

@@ -52,7 +52,7 @@ def parse_budgets(text: str) -> tuple[int, ...]:
 
 def run_replay(args: argparse.Namespace) -> int:
     from .. import admission
-    from ..data.output import atomic_output, json_text, object_file
+    from ..data.tables.output import atomic_output, json_text, object_file
 
     inputs = {"--attempts": args.attempts, "--policy": object_file(args.policy)}
     source = checked_source(args, [args.output, args.summary], inputs)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..data.export import FORMATS
-from ..data.registry import REGISTRY, ConfigSpec, card_configs, get_spec
-from ..data.tables import config_file, decode_labels, read_typed_file
+from ..data.schema.registry import REGISTRY, card_configs, get_spec
+from ..data.schema.spec import ConfigSpec
+from ..data.tables.export import FORMATS
+from ..data.tables.reader import config_file, decode_labels, read_typed_file
 from ..errors import MissingFileError, RLVRAMBenchError, UnknownConfigError
 from ._common import checked_source, choices_text, format_table, source_of
 
@@ -118,7 +119,7 @@ def _shown(value: object) -> object:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from ..data.export import export_table
+    from ..data.tables.export import export_table
 
     spec = _spec_of(args)
     source = checked_source(args, [args.output])

@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from ..data.registry import card_configs
+    from ..data.schema.registry import card_configs
     from . import main
 
     common = [a for pair in (("--source", args.source), ("--revision", args.revision)) if pair[1] for a in pair]

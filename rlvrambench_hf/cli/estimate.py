@@ -105,7 +105,7 @@ def _output(parser: argparse.ArgumentParser, what: str) -> None:
 
 def _write(path: str | None, data: object, *, sort_keys: bool = False) -> None:
     if path:
-        from ..data.output import write_json
+        from ..data.tables.output import write_json
 
         write_json(path, data, sort_keys=sort_keys)
 
@@ -186,7 +186,7 @@ def run_compare(args: argparse.Namespace) -> int:
         if not sep or ":" in name:
             name, spec = given.rsplit(":", 1)[-1], given
         estimators[name] = spec
-    from ..data.output import object_file
+    from ..data.tables.output import object_file
 
     files = {f"estimator {name}": object_file(spec) for name, spec in estimators.items()}
     report = run_retrospective(checked_source(args, [args.output], files), estimators=estimators)

@@ -38,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_score(args: argparse.Namespace) -> int:
-    from ..data.output import write_json
+    from ..data.tables.output import write_json
     from ..followup import score_study
 
     source = checked_source(args, [args.output], {"--predictions": args.predictions})

@@ -14,13 +14,14 @@ _SPACE_ID_HELP = "the Space OWNER/NAME; evaluate.load('OWNER/NAME') loads NAME.p
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from ..release.space import DEFAULT_SPACE_ID
+    from ..scoring.metric import METRIC_CONFIGS
 
     commands = add_group(
         subparsers,
         "metric",
         help="the evaluate module: its installed path, and its Hub Space folder",
         description="The RLVRAMBench metric travels in the wheel: `evaluate.load(rlvrambench_hf.metric_path())` "
-        "loads it from any folder (configs transfer and admission). These commands print that path, write the "
+        f"loads it from any folder (configs {', '.join(METRIC_CONFIGS)}). These commands print that path, write the "
         "metric's Hub Space folder and publish it, so that evaluate.load('OWNER/NAME') works for everyone.",
         metavar="ACTION",
     )
@@ -28,8 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     path = commands.add_parser(
         "path",
         help="print the installed module's folder (for evaluate.load)",
-        description="Print the folder of the installed evaluate module (evaluate.load(PATH) or "
-        "evaluate.load(PATH, 'admission')); --loading-script prints the installed builder module instead.",
+        description="Print the folder of the installed evaluate module (evaluate.load(PATH), or "
+        f"evaluate.load(PATH, CONFIG) with CONFIG one of {', '.join(METRIC_CONFIGS)}); --loading-script prints the "
+        "installed builder module instead.",
     )
     path.add_argument("--loading-script", action="store_true", help="print the builder module's path instead")
     path.set_defaults(handler=run_path)

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from ._common import add_group
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
+
+    from ..data.sources.base import Source
 
 EXTRA_NOTE = "Needs matplotlib: pip install 'rlvrambench-hf[plots]'."
 
@@ -100,15 +106,15 @@ def run_estimation(args: argparse.Namespace) -> int:
     return _save(plot_estimation(_source(args)), args.output)
 
 
-def _source(args: argparse.Namespace):
+def _source(args: argparse.Namespace) -> Source:
     """The command's source, once its output was checked against its inputs (before any work)."""
-    from ..data.output import object_file
+    from ..data.tables.output import object_file
     from ._common import checked_source
 
     return checked_source(args, [args.output], {"--policy": object_file(getattr(args, "policy", None))})
 
 
-def _save(fig, output: str) -> int:
+def _save(fig: Figure, output: str) -> int:
     from ..reporting.plots import save_png
 
     save_png(fig, output)

@@ -117,7 +117,7 @@ def _verify(args: argparse.Namespace) -> int:
 def _diff(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..data.output import check_outputs, write_atomic
+    from ..data.tables.output import check_outputs, write_atomic
     from ..release.diff import diff_releases, resolve_side
 
     sides = {"OLD": Path(args.old).expanduser(), "NEW": Path(args.new).expanduser()}

@@ -62,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_inputs(args: argparse.Namespace) -> int:
-    from ..data.output import write_json
+    from ..data.tables.output import write_json
 
     source = checked_source(args, [args.output])
     if args.admission:
@@ -90,7 +90,7 @@ def run_inputs(args: argparse.Namespace) -> int:
 
 def run_baseline(args: argparse.Namespace) -> int:
     from .. import transfer
-    from ..data.output import write_atomic
+    from ..data.tables.output import write_atomic
 
     source = checked_source(args, [args.output])
     rule, track = transfer.check_rule(args.rule), transfer.check_track(args.track)
@@ -103,7 +103,7 @@ def run_baseline(args: argparse.Namespace) -> int:
 
 def run_evaluate(args: argparse.Namespace) -> int:
     from .. import transfer
-    from ..data.output import write_json
+    from ..data.tables.output import write_json
     from ..scoring.predictions import STDIN
 
     source = checked_source(args, [args.output], {"--predictions": args.predictions})

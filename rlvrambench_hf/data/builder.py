@@ -18,16 +18,21 @@ of every rank reading every row; the rows, their order and their types are those
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import datasets
 import pyarrow as pa
 from datasets.builder import Key
 
-from .registry import DEFAULT_CONFIG, REGISTRY, get_spec
-from .sources import Source, open_source, sha256_file
-from .tables import config_file, read_typed_file
+from ..errors import IntegrityError
+from .schema.pins import HOMEPAGE, LICENSE
+from .schema.registry import DEFAULT_CONFIG, REGISTRY, get_spec
+from .sources.base import sha256_file
+from .sources.resolve import SourceLike, open_source
+from .tables.reader import config_file, read_typed_file
 
 #: Rows per Arrow batch when generating.
 BATCH_ROWS = 256
@@ -39,7 +44,8 @@ _VERSION = datasets.Version("1.0.0")
 
 @dataclass
 class RLVRAMBenchConfig(datasets.BuilderConfig):
-    """A registry entry plus where to read it from: ``source`` (repo id or folder) and ``revision``."""
+    """A registry entry plus the identity of what it was prepared from: the source, its commit (None for a folder)
+    and the SHA-256 of the config's verified file, so that the prepared cache is keyed by content."""
 
     source: str | None = None
     revision: str | None = None
@@ -47,7 +53,10 @@ class RLVRAMBenchConfig(datasets.BuilderConfig):
 
 
 class RLVRAMBench(datasets.ArrowBasedBuilder):
-    """Typed RLVRAMBench tables, one config per registry entry."""
+    """Typed RLVRAMBench tables, one config per registry entry.
+
+    ``source`` and ``revision`` name the release (:data:`~.sources.resolve.SourceLike`; an opened Source is used as
+    is). It is resolved, and the config's file fetched and verified, once, when the builder is made."""
 
     BUILDER_CONFIG_CLASS = RLVRAMBenchConfig
     BUILDER_CONFIGS = [
@@ -55,31 +64,40 @@ class RLVRAMBench(datasets.ArrowBasedBuilder):
     ]
     DEFAULT_CONFIG_NAME = DEFAULT_CONFIG
 
+    def __init__(
+        self, *, config_name: str | None = None, source: SourceLike = None, revision: str | None = None, **kwargs: Any
+    ) -> None:
+        spec = get_spec(config_name or DEFAULT_CONFIG)
+        self.release = open_source(source, revision)
+        self.data_file = config_file(self.release, spec)
+        identity = self.release.identity
+        super().__init__(
+            config_name=spec.name,
+            source=identity["source"],
+            revision=identity["commit"],
+            data_sha256=sha256_file(self.data_file),
+            **kwargs,
+        )
+
     def _info(self) -> datasets.DatasetInfo:
         spec = get_spec(self.config.name)
         return datasets.DatasetInfo(
-            description=spec.description,
-            features=spec.features,
-            homepage="https://huggingface.co/datasets/kobzaond/RLVRAMBench",
-            license="mit",
+            description=spec.description, features=spec.features, homepage=HOMEPAGE, license=LICENSE
         )
 
-    def _split_generators(self, dl_manager) -> list[datasets.SplitGenerator]:
+    def _split_generators(self, dl_manager: datasets.DownloadManager) -> list[datasets.SplitGenerator]:
         spec = get_spec(self.config.name)
-        source = open_source(self.config.source, self.config.revision)
-        path = config_file(source, spec)
-        if self.config.data_sha256 and sha256_file(path) != self.config.data_sha256:
-            from ..errors import IntegrityError
+        path = dl_manager.download(str(self.data_file))  # already verified and local: recorded, not fetched
+        if sha256_file(path) != self.config.data_sha256:
+            raise IntegrityError(f"{spec.path} changed since this builder was made; make it again")
+        shards = row_ranges(_typed_table(path, spec.name).num_rows)
+        return [datasets.SplitGenerator(name=spec.split, gen_kwargs={"path": path, "shards": shards})]
 
-            raise IntegrityError(f"{spec.path} changed since this builder was configured; create it again")
-        shards = row_ranges(_typed_table(str(path), spec.name).num_rows)
-        return [datasets.SplitGenerator(name=spec.split, gen_kwargs={"path": str(path), "shards": shards})]
-
-    def _generate_shards(self, path: str, shards: list[tuple[int, int, int]]):
+    def _generate_shards(self, path: str, shards: list[tuple[int, int, int]]) -> Iterator[dict[str, object]]:
         for _, start, stop in shards:
             yield {"path": path, "rows": (start, stop)}
 
-    def _generate_tables(self, path: str, shards: list[tuple[int, int, int]]):
+    def _generate_tables(self, path: str, shards: list[tuple[int, int, int]]) -> Iterator[tuple[Key, pa.Table]]:
         table = _typed_table(path, self.config.name)
         for shard, start, stop in shards:
             for index, begin in enumerate(range(start, max(stop, start + 1), BATCH_ROWS)):
@@ -107,20 +125,7 @@ def row_ranges(num_rows: int, shards: int = SHARDS) -> list[tuple[int, int, int]
 
 
 def builder_for(
-    config: str,
-    source: str | os.PathLike | Source | None = None,
-    revision: str | None = None,
-    cache_dir: str | None = None,
+    config: str, source: SourceLike = None, revision: str | None = None, cache_dir: str | None = None
 ) -> RLVRAMBench:
     """A builder for ``config`` whose cache is keyed by the verified content of its file."""
-    spec = get_spec(config)
-    src = open_source(source, revision)
-    path = config_file(src, spec)
-    identity = src.identity
-    return RLVRAMBench(
-        config_name=spec.name,
-        cache_dir=cache_dir,
-        source=identity["source"],
-        revision=identity["commit"],
-        data_sha256=sha256_file(path),
-    )
+    return RLVRAMBench(config_name=config, source=source, revision=revision, cache_dir=cache_dir)

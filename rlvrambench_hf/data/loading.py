@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
+from ..data.sources.resolve import SourceLike
 from ..errors import UnknownConfigError
-from .registry import get_spec
-from .sources import Source
+from .schema.registry import get_spec
 
 if TYPE_CHECKING:  # pragma: no cover
     import datasets
@@ -17,7 +16,7 @@ def load_dataset(
     config: str,
     split: str | None = None,
     *,
-    source: str | os.PathLike | Source | None = None,
+    source: SourceLike = None,
     revision: str | None = None,
     streaming: bool = False,
     cache_dir: str | None = None,

@@ -1,4 +1,4 @@
-"""Verification of a release: digests, row counts, key uniqueness and the joins between tables.
+"""Verification of a release: digests, row counts, key uniqueness and the relations between tables.
 
 :func:`verify_source` returns a list of :class:`Check` results and never raises for a finding; a finding is a
 failed check. Files that a manifest lists but the revision lacks are reported as ``absent``, apart from files
@@ -14,9 +14,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import MissingFileError, RLVRAMBenchError
-from .registry import MANIFESTS, REGISTRY
-from .sources import Source, sha256_file
-from .tables import read_typed_file
+from .relations import relation_findings
+from .schema.pins import MANIFESTS
+from .schema.registry import REGISTRY
+from .sources.base import Source, sha256_file
+from .tables.reader import decode_labels, read_typed_file
 
 PASSED, FAILED, ABSENT = "passed", "failed", "absent"
 # summary.json count → configs whose row count it gives
@@ -33,7 +35,7 @@ _SUMMARY_COUNTS = {
 
 @dataclass(frozen=True)
 class Check:
-    kind: str  # digest, rows, keys, join
+    kind: str  # digest, rows, keys, relation
     subject: str
     status: str
     detail: str = ""
@@ -54,7 +56,7 @@ def verify_source(source: Source) -> list[Check]:
             continue
         checks.append(_key_check(spec.name, tables[spec.name], spec.keys))
     checks += _count_checks(source, tables)
-    checks += _join_checks(tables)
+    checks += _relation_checks(tables)
     return checks
 
 
@@ -125,83 +127,18 @@ def _count_checks(source: Source, tables: dict[str, pa.Table]) -> list[Check]:
     return checks
 
 
-def _ids(tables: dict[str, pa.Table], config: str, column: str) -> list:
-    return tables[config].column(column).to_pylist()
-
-
-def _join(name: str, missing: list, what: str) -> Check:
-    if missing:
-        return Check("join", name, FAILED, f"{len(missing)} {what}; e.g. {missing[0]}")
-    return Check("join", name, PASSED)
-
-
-def _join_checks(tables: dict[str, pa.Table]) -> list[Check]:
-    checks: list[Check] = []
-    if "configurations" not in tables:
-        return checks
-    configurations = set(_ids(tables, "configurations", "configuration_id"))
-    case_of = dict(zip(_ids(tables, "configurations", "configuration_id"), _ids(tables, "configurations", "case_id")))
-    for config in ("eligible_runs", "recorded_attempts", "stage_measurements", "outcomes"):
-        if config in tables:
-            orphans = sorted({c for c in _ids(tables, config, "configuration_id") if c not in configurations})
-            checks.append(_join(f"{config} → configurations", orphans, "configuration ids not in configurations"))
-    if "eligible_runs" in tables and "recorded_attempts" in tables:
-        run_config = dict(
-            zip(_ids(tables, "eligible_runs", "run_id"), _ids(tables, "eligible_runs", "configuration_id"))
-        )
-        attempts = tables["recorded_attempts"].to_pydict()
-        links: Counter[str] = Counter()
-        bad = []
-        for attempt, run, eligible, config in zip(
-            attempts["attempt_id"], attempts["run_id"], attempts["eligible"], attempts["configuration_id"]
-        ):
-            if eligible and (run not in run_config or run_config[run] != config):
-                bad.append(attempt)
-            elif not eligible and run is not None:
-                bad.append(attempt)
-            if eligible:
-                links[run] += 1
-        checks.append(
-            _join(
-                "eligible attempts → one run each",
-                bad,
-                "attempts whose run link is missing, unknown, of another configuration or not eligible",
-            )
-        )
-        unlinked = sorted(r for r in run_config if links[r] != 1)
-        checks.append(
-            _join("runs ← exactly one eligible attempt", unlinked, "runs without exactly one eligible attempt")
-        )
-        if "stage_measurements" in tables:
-            stages = tables["stage_measurements"].to_pydict()
-            bad = sorted({r for r, c in zip(stages["run_id"], stages["configuration_id"]) if run_config.get(r) != c})
-            checks.append(
-                _join(
-                    "stage_measurements → eligible_runs",
-                    bad,
-                    "stage rows whose run is unknown or of another configuration",
-                )
-            )
-    if "transfer_queries" in tables and "transfer_configurations" in tables:
-        transfer = set(_ids(tables, "transfer_configurations", "configuration_id"))
-        queries = tables["transfer_queries"].to_pydict()
-        bad = []
-        for i, query in enumerate(queries["query_id"]):
-            source, target = queries["source_configuration_id"][i], queries["target_configuration_id"][i]
-            source_case, target_case = queries["source_case_id"][i], queries["target_case_id"][i]
-            if (
-                source not in transfer
-                or target not in transfer
-                or source_case == target_case
-                or case_of.get(source) != source_case
-                or case_of.get(target) != target_case
-            ):
-                bad.append(query)
-        checks.append(
-            _join(
-                "transfer_queries → transfer_configurations",
-                bad,
-                "queries whose source/target is unknown, mis-cased or in the same case",
-            )
-        )
+def _relation_checks(tables: dict[str, pa.Table]) -> list[Check]:
+    """Every foreign key and copied column the registry declares (:mod:`.relations`), and that each transfer
+    query crosses cases."""
+    decoded = {name: decode_labels(table, REGISTRY[name]) for name, table in tables.items()}
+    checks = [
+        Check("relation", f.relation, PASSED if f.problem is None else FAILED, f.problem or f"{f.rows} rows")
+        for f in relation_findings(decoded)
+    ]
+    if "transfer_queries" in tables:
+        queries = tables["transfer_queries"]
+        same = pc.equal(queries.column("source_case_id"), queries.column("target_case_id"))
+        crossing = pc.sum(same).as_py() or 0
+        detail = f"{crossing} queries whose source and target are in the same case" if crossing else ""
+        checks.append(Check("relation", "transfer_queries cross cases", FAILED if crossing else PASSED, detail))
     return checks

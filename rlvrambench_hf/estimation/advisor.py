@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..data.registry import DEVICE_CAPACITY_MIB, MARGIN_LIMIT_MIB
+from ..data.schema.pins import DEVICE_CAPACITY_MIB, MARGIN_LIMIT_MIB
 from ..errors import InputError
 from .features import FAMILIES, FEATURE_NAMES, FEATURE_SETTINGS, coarse_family, feature_matrix
 from .references import DONOR, REGRESSION, Examples, FittedReferences
@@ -147,14 +147,7 @@ def scope_flags(
         )
     elif row["model_id"] not in models:
         flags.append(f"model not measured: {row['model_id']} is not in the fitting pool (its family is)")
-    outside = []
-    for key in PLANNED_SETTINGS[1:]:
-        seen = {r[key] for r in measured}
-        if key in _CATEGORICAL:
-            if row[key] not in seen:
-                outside.append(f"{key}={row[key]} (measured: {', '.join(map(str, sorted(seen)))})")
-        elif not min(seen) <= row[key] <= max(seen):
-            outside.append(f"{key}={row[key]} (measured {min(seen)}-{max(seen)})")
+    outside = _outside_ranges(row, measured)
     sizes = [fitted.parameters[m] for m in models]
     size = int(metadata["floating_checkpoint_elements"])
     if not min(sizes) <= size <= max(sizes):
@@ -166,6 +159,19 @@ def scope_flags(
     if no_donor:
         flags.append("no measured configuration with the same workload and level: donor copy gives no prediction")
     return flags
+
+
+def _outside_ranges(row: Mapping, measured: Sequence[Mapping]) -> list[str]:
+    """The planned settings outside what the fitting pool measured: an unseen category, or a number out of range."""
+    outside = []
+    for key in PLANNED_SETTINGS[1:]:
+        seen = {r[key] for r in measured}
+        if key in _CATEGORICAL:
+            if row[key] not in seen:
+                outside.append(f"{key}={row[key]} (measured: {', '.join(map(str, sorted(seen)))})")
+        elif not min(seen) <= row[key] <= max(seen):
+            outside.append(f"{key}={row[key]} (measured {min(seen)}-{max(seen)})")
+    return outside
 
 
 def _prediction(row: Mapping) -> dict:

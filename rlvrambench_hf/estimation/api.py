@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
-from ..data.sources import Source, open_source
+from ..data.sources.base import Source
+from ..data.sources.resolve import SourceLike, open_source
 from ..errors import InputError
 from .advisor import BENCHMARK_HARDWARE, HARDWARE_SETTINGS, PLANNED_SETTINGS, Hardware, advise
 from .features import FEATURE_NAMES, apply_amendment, feature_matrix
@@ -54,9 +55,9 @@ class EstimationInputs:
         return parameters_of(self.metadata)
 
 
-def load_inputs(source=None, revision: str | None = None) -> EstimationInputs:
+def load_inputs(source: SourceLike = None, revision: str | None = None) -> EstimationInputs:
     """Read and check the inputs: the 90-configuration pool, model metadata, targets and effective protocol."""
-    from ..data.tables import load_table
+    from ..data.tables.reader import load_table
 
     src = open_source(source, revision)
     original, amendment = _json_object(src, PROTOCOL), _json_object(src, AMENDMENT)
@@ -97,7 +98,9 @@ def numerical_environment() -> dict:
     }
 
 
-def run_retrospective(source=None, revision: str | None = None, *, estimators: Mapping | None = None) -> dict:
+def run_retrospective(
+    source: SourceLike = None, revision: str | None = None, *, estimators: Mapping | None = None
+) -> dict:
     """The three leave-one-family-out folds (``retrospective.json``'s structure); ``estimators`` maps names to
     users' estimators (objects or ``module:attr`` specs) scored beside the references."""
     from .user import estimator_run
@@ -107,13 +110,13 @@ def run_retrospective(source=None, revision: str | None = None, *, estimators: M
     return {**retrospective(inputs.pool, inputs.parameters, runs), "numerical_environment": numerical_environment()}
 
 
-def run_final_fit(source=None, revision: str | None = None) -> tuple[FittedReferences, EstimationInputs]:
+def run_final_fit(source: SourceLike = None, revision: str | None = None) -> tuple[FittedReferences, EstimationInputs]:
     """The references fitted on all 90 pool configurations, with the inputs they came from."""
     inputs = load_inputs(source, revision)
     return final_fit(inputs.pool, inputs.parameters), inputs
 
 
-def run_prospective(source=None, revision: str | None = None) -> dict:
+def run_prospective(source: SourceLike = None, revision: str | None = None) -> dict:
     """The final fit (``fitted_model.json``'s structure), the 36 prospective predictions and their check against
     the release's sealed ``predictions.json``."""
     fitted, inputs = run_final_fit(source, revision)
@@ -165,7 +168,7 @@ def score_fold_predictions(
     predicted_peaks_mib: Sequence[float | None] | Mapping[str, float | None] | None = None,
     *,
     fold: str = ALL_FOLDS,
-    source=None,
+    source: SourceLike = None,
     revision: str | None = None,
 ) -> dict:
     """Score a user's held-out predictions against the hidden fold labels, per fold, as the references are scored.
@@ -215,7 +218,7 @@ def score_fold_predictions(
 
 def advise_planned(
     planned: str | os.PathLike | Sequence[Mapping],
-    source=None,
+    source: SourceLike = None,
     revision: str | None = None,
     *,
     hardware: Hardware = BENCHMARK_HARDWARE,
@@ -239,7 +242,7 @@ def advise_planned(
 def _check_sealed(src: Source, relpath: str, digest: object, sealed_in: str) -> None:
     """Refuse ``relpath`` unless its SHA-256 is the one ``sealed_in`` records (a release without the record: no
     check)."""
-    from ..data.sources import sha256_file
+    from ..data.sources.base import sha256_file
     from ..errors import IntegrityError
 
     if isinstance(digest, str) and sha256_file(src.path(relpath)) != digest.lower():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from ..data.registry import OUTCOME_LABELS
+from ..data.schema.pins import OUTCOME_LABELS
 from ..errors import InputError
 from ..scoring.estimators import estimator_scores
 from .features import coarse_family, feature_matrix

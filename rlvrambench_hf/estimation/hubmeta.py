@@ -94,7 +94,7 @@ def fetch_model_metadata(model_id: str, revision: str | None = None) -> dict:
     except hf_errors.NotASafetensorsRepoError:
         raise SourceError(f"{where} has no safetensors weights to read the tensor shapes from") from None
     except Exception as exc:
-        from ..data.hub import hub_error
+        from ..data.sources.huberrors import hub_error
 
         mapped = hub_error(exc, model_id, revision or "main", what="config.json", repo_type="model")
         if mapped is None:

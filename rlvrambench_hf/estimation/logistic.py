@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..data.registry import OUTCOME_LABELS
-from ..errors import InputError
+from ..data.schema.pins import OUTCOME_LABELS
+from ..errors import InputError, NumericalError
 
 #: The protocol's classifier settings (``protocol.json`` ``classifier``).
 CLASSIFIER_SETTINGS = {
@@ -66,10 +66,10 @@ def fit_logistic(features: np.ndarray, states: Sequence[str]) -> LogisticClassif
         try:
             model.fit((features - mean) / scale, np.asarray(states))
         except ConvergenceWarning as exc:
-            raise InputError(f"logistic classification did not converge: {exc}") from None
+            raise NumericalError(f"logistic classification did not converge: {exc}") from None
     coefficients, intercepts = np.asarray(model.coef_, dtype=np.float64), np.asarray(model.intercept_, np.float64)
     if not (np.all(np.isfinite(coefficients)) and np.all(np.isfinite(intercepts))):
-        raise InputError("logistic classification produced non-finite parameters")
+        raise NumericalError("logistic classification produced non-finite parameters")
     if tuple(model.classes_) != CLASSES:
         raise InputError(f"unexpected classifier classes {list(model.classes_)}")
     return LogisticClassifier(mean, scale, CLASSES, coefficients, intercepts, int(np.max(model.n_iter_)))

@@ -18,8 +18,8 @@ def read_planned(
     planned: str | os.PathLike | Sequence[Mapping] | Mapping, required: Sequence[str], optional: Sequence[str] = ()
 ) -> list[dict]:
     """Typed planned configurations; a one-line error lists missing settings or unknown columns."""
-    from ..data.registry import get_spec
-    from ..data.tables import typed_records
+    from ..data.schema.registry import get_spec
+    from ..data.tables.reader import typed_records
 
     name = "planned configurations"
     records: object
@@ -75,7 +75,7 @@ def _read_csv(path: Path, text: str) -> list[dict]:
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    from ..data.registry import get_spec
+    from ..data.schema.registry import get_spec
 
     columns = {name: pa.string() for name in get_spec(TARGETS_CONFIG).column_names}
     options = pacsv.ConvertOptions(column_types=columns, strings_can_be_null=False, null_values=[])

@@ -135,7 +135,7 @@ def evidence_cost(rows: Sequence[Mapping]) -> dict:
     }
 
 
-def _row(common: Mapping, method: str, state: str | None, peak: float | None, **specific) -> dict:
+def _row(common: Mapping, method: str, state: str | None, peak: float | None, **specific: object) -> dict:
     return {
         "configuration_id": common["configuration_id"],
         "method": method,

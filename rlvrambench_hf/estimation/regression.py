@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, NumericalError
 from ..scoring.estimators import MEMORY_FAILURE, state_from_peak
 from .features import FEATURE_NAMES
 
@@ -44,7 +44,7 @@ def fit_regression(features: np.ndarray, peaks_mib: np.ndarray) -> ComponentRegr
     design = np.column_stack([np.ones(len(features)), features / divisors])
     coefficients, residual = nnls(design, np.asarray(peaks_mib, dtype=np.float64) / MIB_PER_GIB, maxiter=NNLS_MAXITER)
     if not np.all(np.isfinite(coefficients)):
-        raise InputError("component regression produced non-finite coefficients")
+        raise NumericalError("component regression produced non-finite coefficients")
     return ComponentRegression(divisors, coefficients, float(residual))
 
 

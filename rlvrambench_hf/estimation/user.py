@@ -10,10 +10,10 @@ per target (a sequence) or a mapping / DataFrame with ``predicted_state`` and op
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..data.registry import OUTCOME_LABELS
+from ..data.schema.pins import OUTCOME_LABELS
 from ..errors import InputError
 from ..scoring.user import call_user
 from .features import FEATURE_NAMES
@@ -61,7 +61,7 @@ def target_view(examples: Examples) -> pd.DataFrame:
     return _frame(examples, keep_outcomes=False)
 
 
-def estimator_run(estimator: Estimator, name: str):
+def estimator_run(estimator: Estimator, name: str) -> Callable[[Examples, Examples], dict[str, list]]:
     """A fold runner for :func:`~.folds.retrospective`: fit on the training view, predict the target view,
     check the result."""
 

@@ -6,7 +6,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..data.tables import load_table
+from ..data.sources.resolve import SourceLike
+from ..data.tables.reader import load_table
 from ..scoring.predictions import STDIN, WHITESPACE, read_prediction_file
 from .core import (
     PEAK_COLUMN,
@@ -35,14 +36,14 @@ def read_predictions(path: str | os.PathLike, configuration_ids: Sequence[str]) 
     return validate_predictions(rows, configuration_ids, name=name)
 
 
-def study_rows(study: str, source=None, revision: str | None = None) -> list[dict]:
+def study_rows(study: str, source: SourceLike = None, revision: str | None = None) -> list[dict]:
     """The decoded rows of ``study``'s config, in file order."""
     return load_table(study_config(study), source, revision, decode=True).to_pylist()
 
 
 def score_study(
     study: str,
-    source=None,
+    source: SourceLike = None,
     revision: str | None = None,
     *,
     predictions: str | os.PathLike | MethodPredictions | None = None,

@@ -18,7 +18,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..data.registry import DEVICE_CAPACITY_MIB, MARGIN_LIMIT_MIB, OUTCOME_LABELS, UNRESOLVED
+from ..data.schema.pins import DEVICE_CAPACITY_MIB, MARGIN_LIMIT_MIB, OUTCOME_LABELS, UNRESOLVED
 from ..errors import InputError
 from ..scoring.estimators import estimator_scores, peak_error_statistics, state_from_peak
 
@@ -158,8 +158,9 @@ def validate_predictions(
         if states[cid] not in OUTCOME_LABELS:
             bad_labels.append(f"{cid}={states[cid]!r}")
         if PEAK_COLUMN in row:
-            peaks[cid] = _peak(row[PEAK_COLUMN])
-            if peaks[cid] is _BAD:
+            try:
+                peaks[cid] = _peak(row[PEAK_COLUMN])
+            except ValueError:
                 bad_peaks.append(f"{cid}={row[PEAK_COLUMN]!r}")
     if duplicates:
         raise InputError(
@@ -180,17 +181,14 @@ def validate_predictions(
     return MethodPredictions(states=states, peaks_mib=peaks)
 
 
-_BAD = object()
-
-
-def _peak(text: str):
+def _peak(text: str) -> float | None:
+    """A blank (None) or a finite non-negative number of MiB; anything else raises :class:`ValueError`."""
     if text == "":
         return None
-    try:
-        value = float(text)
-    except ValueError:
-        return _BAD
-    return value if math.isfinite(value) and value >= 0 else _BAD
+    value = float(text)
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(text)
+    return value
 
 
 def _check_coverage(states: Mapping[str, str], ids: Sequence[str], what: str) -> None:

@@ -15,13 +15,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..data.export import with_features_metadata
-from ..data.output import check_outputs, pid_alive
-from ..data.registry import CARD_PATH, DEFAULT_REPO_ID, ConfigSpec, card_configs
-from ..data.sources import HubSource, Source, open_source
-from ..data.tables import load_table
+from ..data.schema.pins import CARD_PATH, DEFAULT_REPO_ID
+from ..data.schema.registry import card_configs
+from ..data.schema.spec import ConfigSpec
+from ..data.sources.base import Source
+from ..data.sources.hub import HubSource
+from ..data.sources.resolve import SourceLike, open_source
+from ..data.tables.export import with_features_metadata
+from ..data.tables.output import check_outputs, pid_alive
+from ..data.tables.reader import load_table
 from ..errors import InputError, OutputError
 from .card import render_card
 from .croissant import render_croissant
@@ -58,7 +63,7 @@ def package_version() -> str:
         return "unknown"
 
 
-def write_parquet(table, spec: ConfigSpec, path: Path) -> None:
+def write_parquet(table: pa.Table, spec: ConfigSpec, path: Path) -> None:
     """Write a typed table with the registry's ``datasets.Features`` embedded, as ``datasets`` does."""
     schema = spec.features.arrow_schema
     if table.schema.remove_metadata() != schema.remove_metadata():
@@ -101,7 +106,7 @@ def provenance_text(src: Source, upstream: dict | None) -> str:
 def build_release(
     output: str | os.PathLike,
     version: str,
-    source: str | os.PathLike | Source | None = None,
+    source: SourceLike = None,
     revision: str | None = None,
     *,
     repo_id: str | None = None,
@@ -131,7 +136,9 @@ def build_release(
     return BuildResult(target, version, result[0], result[1], result[2])
 
 
-def _assemble(work: Path, src: Source, version: str, repo_id: str, built_at: datetime):
+def _assemble(
+    work: Path, src: Source, version: str, repo_id: str, built_at: datetime
+) -> tuple[list[BuiltConfig], list[ConfigSpec], int]:
     specs = list(card_configs())
     for rel in src.list_files():
         if is_generated(rel):

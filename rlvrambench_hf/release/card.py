@@ -7,7 +7,9 @@ from string import Template
 
 import yaml
 
-from ..data.registry import DEFAULT_CONFIG, DEFAULT_REPO_ID, MARGIN_LIMIT_MIB, OUTCOME_LABELS, ConfigSpec, citation
+from ..data.schema.pins import DEFAULT_REPO_ID, MARGIN_LIMIT_MIB, OUTCOME_LABELS, citation
+from ..data.schema.registry import DEFAULT_CONFIG
+from ..data.schema.spec import ConfigSpec
 from .layout import BuiltConfig
 
 TEMPLATE = "dataset_card.md"

@@ -6,8 +6,9 @@ record set that maps the index to the class name. Semicolon lists are array fiel
 
 from __future__ import annotations
 
-from ..data.kinds import LABEL, STRING_LIST
-from ..data.registry import DEFAULT_REPO_ID, Column, citation
+from ..data.schema.kinds import LABEL, STRING_LIST
+from ..data.schema.pins import DEFAULT_REPO_ID, citation
+from ..data.schema.spec import Column
 from .layout import BuiltConfig
 
 CONFORMS_TO = "http://mlcommons.org/croissant/1.1"

@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from ..data.registry import DEFAULT_REPO_ID, ConfigSpec, card_configs, get_spec
-from ..data.sources import SOURCE_ENV, Source, open_source
-from ..data.tables import load_table
+from ..data.schema.registry import card_configs, get_spec
+from ..data.schema.spec import ConfigSpec
+from ..data.sources.base import Source
+from ..data.sources.resolve import open_source, request
+from ..data.tables.reader import load_table
 from ..errors import InputError, MissingFileError
 
 Key = tuple
@@ -166,7 +168,9 @@ def resolve_side(text: str, base_source: str | None = None) -> Source:
         if not repo_id or not revision:
             raise InputError(f"{text!r}: expected REPO_ID@REVISION")
         return open_source(repo_id, revision)
-    base = base_source or os.environ.get(SOURCE_ENV) or DEFAULT_REPO_ID
-    if os.path.isdir(os.path.expanduser(base)):
-        raise InputError(f"{text!r} is neither a folder nor REPO_ID@REVISION (and --source {base} is a folder)")
-    return open_source(base, text)
+    base = request(base_source)
+    if base.local:
+        raise InputError(
+            f"{text!r} is neither a folder nor REPO_ID@REVISION (and --source {base.location} is a folder)"
+        )
+    return open_source(base.location, text)

@@ -7,8 +7,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..data.registry import CARD_PATH, ConfigSpec
-from ..data.sources import file_hash, sha256_file
+from ..data.schema.pins import CARD_PATH
+from ..data.schema.spec import ConfigSpec
+from ..data.sources.base import file_hash, sha256_file
 from ..errors import InputError
 
 RECORD_PATH = "release.json"

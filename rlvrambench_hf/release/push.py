@@ -12,8 +12,9 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict, Unpack
 
-from ..data.hub import hub_errors
+from ..data.sources.huberrors import hub_errors
 from ..errors import InputError, SourceError
 from .layout import folder_files, git_blob_sha1
 from .verify import check_release, read_record
@@ -69,7 +70,7 @@ class PushPlan:
 
 def _same(local: Path, remote: RemoteFile) -> bool:
     if remote.sha256 is not None:
-        from ..data.sources import sha256_file
+        from ..data.sources.base import sha256_file
 
         return local.stat().st_size == remote.size and sha256_file(local) == remote.sha256
     return git_blob_sha1(local) == remote.blob_id
@@ -146,34 +147,28 @@ class PushResult:
     tag: str | None = None
 
 
-def push_release(
-    folder: str | os.PathLike,
-    repo_id: str,
-    *,
-    revision: str = "main",
-    create_pr: bool = False,
-    tag: str | None = None,
-    message: str | None = None,
-    dry_run: bool = False,
-    token: str | None = None,
-) -> PushResult:
+class PushOptions(TypedDict, total=False):
+    """How a verified folder is committed (every key optional): ``revision`` (the branch, default main),
+    ``create_pr``, ``tag`` (a tag for the new commit), ``message`` (the commit message), ``dry_run`` (plan only,
+    no token needed) and ``token``."""
+
+    revision: str
+    create_pr: bool
+    tag: str | None
+    message: str | None
+    dry_run: bool
+    token: str | None
+
+
+def push_release(folder: str | os.PathLike, repo_id: str, **options: Unpack[PushOptions]) -> PushResult:
     """Verify the release ``folder``, plan against ``repo_id@revision`` and (unless ``dry_run``) commit it
     atomically to the Hub dataset repository."""
     folder = Path(folder).expanduser()
-    _check_tag(tag)
+    _check_tag(options.get("tag"))
     check_release(folder)
     version = read_record(folder).get("version")
-    return push_folder(
-        folder,
-        repo_id,
-        repo_type="dataset",
-        revision=revision,
-        create_pr=create_pr,
-        tag=tag,
-        message=message or f"Release {version}",
-        dry_run=dry_run,
-        token=token,
-    )
+    options["message"] = options.get("message") or f"Release {version}"
+    return push_folder(folder, repo_id, repo_type="dataset", **options)
 
 
 def _check_tag(tag: str | None) -> None:
@@ -186,13 +181,8 @@ def push_folder(
     repo_id: str,
     *,
     repo_type: str,
-    message: str,
-    revision: str = "main",
-    create_pr: bool = False,
-    tag: str | None = None,
-    dry_run: bool = False,
-    token: str | None = None,
     create: dict | None = None,
+    **options: Unpack[PushOptions],
 ) -> PushResult:
     """Plan an already verified ``folder`` against ``repo_id@revision`` (a ``repo_type`` repository) and, unless
     ``dry_run``, commit it as one atomic commit (then tag it). With ``create`` (keyword arguments of
@@ -200,9 +190,9 @@ def push_folder(
     from huggingface_hub import HfApi
 
     folder = Path(folder).expanduser()
+    revision, tag, dry_run = options.get("revision", "main"), options.get("tag"), options.get("dry_run", False)
     _check_tag(tag)
-    if not dry_run:
-        token = resolve_token(token)
+    token = options.get("token") if dry_run else resolve_token(options.get("token"))
     api = HfApi(token=token)
     missing = False
     try:
@@ -229,9 +219,9 @@ def push_folder(
             info = api.create_commit(
                 repo_id,
                 commit_operations(plan, folder),
-                commit_message=message,
+                commit_message=options.get("message") or "Update",
                 revision=revision,
-                create_pr=create_pr,
+                create_pr=options.get("create_pr", False),
                 parent_commit=commit,
                 repo_type=repo_type,
             )
@@ -239,5 +229,7 @@ def push_folder(
         else:
             result.commit = commit
         if tag is not None:
-            api.create_tag(repo_id, tag=tag, revision=result.commit, repo_type=repo_type, tag_message=message)
+            api.create_tag(
+                repo_id, tag=tag, revision=result.commit, repo_type=repo_type, tag_message=options.get("message")
+            )
     return result

@@ -14,12 +14,12 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
 from ..errors import InputError, IntegrityError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .push import PushResult
+    from .push import PushOptions, PushResult
 
 #: The Space the package's documentation names.
 DEFAULT_SPACE_ID = "kobzaond/rlvrambench"
@@ -58,7 +58,7 @@ def space_files(repo_id: str = DEFAULT_SPACE_ID) -> dict[str, bytes]:
 def write_space(folder: str | os.PathLike, repo_id: str = DEFAULT_SPACE_ID, *, overwrite: bool = False) -> Path:
     """Write the Space folder of ``repo_id`` into ``folder`` (created; it must not exist or be empty, unless
     ``overwrite``, which replaces the Space's files)."""
-    from ..data.output import check_outputs, write_all_atomic
+    from ..data.tables.output import check_outputs, write_all_atomic
 
     files = space_files(repo_id)
     target = Path(folder).expanduser()
@@ -94,14 +94,7 @@ def check_space(folder: str | os.PathLike, repo_id: str) -> None:
 
 
 def push_space(
-    folder: str | os.PathLike,
-    repo_id: str = DEFAULT_SPACE_ID,
-    *,
-    revision: str = "main",
-    create_pr: bool = False,
-    message: str | None = None,
-    dry_run: bool = False,
-    token: str | None = None,
+    folder: str | os.PathLike, repo_id: str = DEFAULT_SPACE_ID, **options: Unpack[PushOptions]
 ) -> PushResult:
     """Verify the Space folder, plan against the Space ``repo_id@revision`` and (unless ``dry_run``) commit it; a
     missing Space is planned as empty and created (Gradio SDK) on commit."""
@@ -109,14 +102,5 @@ def push_space(
     from .push import push_folder
 
     check_space(folder, repo_id)
-    return push_folder(
-        folder,
-        repo_id,
-        repo_type="space",
-        revision=revision,
-        create_pr=create_pr,
-        message=message or f"RLVRAMBench metric, rlvrambench-hf {__version__}",
-        dry_run=dry_run,
-        token=token,
-        create={"space_sdk": SPACE_SDK},
-    )
+    options["message"] = options.get("message") or f"RLVRAMBench metric, rlvrambench-hf {__version__}"
+    return push_folder(folder, repo_id, repo_type="space", create={"space_sdk": SPACE_SDK}, **options)

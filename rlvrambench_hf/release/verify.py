@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from ..data.card import read_front_matter
-from ..data.registry import CARD_PATH, DEFAULT_REPO_ID, card_configs
-from ..data.tables import load_table
+from ..data.schema.card import read_front_matter
+from ..data.schema.pins import CARD_PATH, DEFAULT_REPO_ID
+from ..data.schema.registry import card_configs
+from ..data.schema.spec import ConfigSpec
+from ..data.tables.reader import load_table
 from ..errors import InputError, IntegrityError, RLVRAMBenchError, SchemaError, first_line
 from .card import card_metadata, config_entries
 from .croissant import render_croissant, validate_croissant
@@ -113,47 +116,49 @@ def _check_parquet(folder: Path, record: dict, report: VerifyReport) -> list[Bui
     built = []
     for spec in card_configs():
         rel = parquet_path(spec)
-        path = folder / rel
-        if not path.is_file():
+        if not (folder / rel).is_file():
             if spec.name in recorded:
                 report.problems.append(f"config {spec.name}: {rel} is missing")
             elif (folder / spec.path).is_file():
                 report.problems.append(f"config {spec.name}: {spec.path} is present but has no Parquet file {rel}")
             continue
-        try:
-            table = pq.read_table(path)
-        except Exception as exc:  # pyarrow raises several types for unreadable files
-            report.problems.append(f"{rel}: not a readable Parquet file ({first_line(exc)})")
-            continue
-        expected = spec.features.arrow_schema
-        if table.schema.remove_metadata() != expected.remove_metadata():
-            report.problems.append(f"{rel}: Arrow schema differs from the registry's for config {spec.name}")
-        elif table.schema.metadata != expected.metadata:
-            report.problems.append(f"{rel}: embedded datasets Features differ from the registry's")
-        meta = recorded.get(spec.name)
-        if not isinstance(meta, dict) or meta.get("num_examples") != table.num_rows:
-            report.problems.append(
-                f"{rel}: {table.num_rows} rows, {RECORD_PATH} states "
-                f"{meta.get('num_examples') if isinstance(meta, dict) else 'nothing'}"
-            )
-        if (folder / spec.path).is_file():
-            try:
-                source = load_table(spec.name, folder)
-            except RLVRAMBenchError as exc:
-                report.problems.append(f"config {spec.name}: {exc}")
-            else:
-                if not source.equals(table.replace_schema_metadata(None)):
-                    report.problems.append(f"{rel}: rows differ from the typed {spec.path}")
-        built.append(BuiltConfig(spec, table.num_rows, table.nbytes, rel, digest_file(path)))
+        config = _check_parquet_file(folder, spec, recorded.get(spec.name), report)
+        if config is not None:
+            built.append(config)
     for name in sorted(set(recorded) - {b.spec.name for b in built}):
         if name not in {s.name for s in card_configs()}:
             report.problems.append(f"{RECORD_PATH} names config {name!r}, which the registry does not know")
     return built
 
 
-def _check_card(folder: Path, built: list[BuiltConfig], report: VerifyReport) -> None:
-    import datasets
+def _check_parquet_file(folder: Path, spec: ConfigSpec, meta: object, report: VerifyReport) -> BuiltConfig | None:
+    """One config's Parquet file against the registry, its record entry and the typed source file beside it."""
+    rel = parquet_path(spec)
+    try:
+        table = pq.read_table(folder / rel)
+    except Exception as exc:  # pyarrow raises several types for unreadable files
+        report.problems.append(f"{rel}: not a readable Parquet file ({first_line(exc)})")
+        return None
+    expected = spec.features.arrow_schema
+    if table.schema.remove_metadata() != expected.remove_metadata():
+        report.problems.append(f"{rel}: Arrow schema differs from the registry's for config {spec.name}")
+    elif table.schema.metadata != expected.metadata:
+        report.problems.append(f"{rel}: embedded datasets Features differ from the registry's")
+    if not isinstance(meta, dict) or meta.get("num_examples") != table.num_rows:
+        stated = meta.get("num_examples") if isinstance(meta, dict) else "nothing"
+        report.problems.append(f"{rel}: {table.num_rows} rows, {RECORD_PATH} states {stated}")
+    if (folder / spec.path).is_file():
+        try:
+            source = load_table(spec.name, folder)
+        except RLVRAMBenchError as exc:
+            report.problems.append(f"config {spec.name}: {exc}")
+        else:
+            if not source.equals(table.replace_schema_metadata(None)):
+                report.problems.append(f"{rel}: rows differ from the typed {spec.path}")
+    return BuiltConfig(spec, table.num_rows, table.nbytes, rel, digest_file(folder / rel))
 
+
+def _check_card(folder: Path, built: list[BuiltConfig], report: VerifyReport) -> None:
     try:
         meta = read_front_matter((folder / CARD_PATH).read_text(encoding="utf-8"), str(folder / CARD_PATH))
     except FileNotFoundError:
@@ -174,34 +179,36 @@ def _check_card(folder: Path, built: list[BuiltConfig], report: VerifyReport) ->
             report.problems.append(f"card: 'configs' entry of {name} differs (split, path or default)")
     infos = {i.get("config_name"): i for i in meta.get("dataset_info") or [] if isinstance(i, dict)}
     for b in built:
-        info = infos.get(b.spec.name)
-        if info is None:
-            report.problems.append(f"card: dataset_info of {b.spec.name} is missing")
-            continue
-        try:
-            parsed = datasets.DatasetInfo._from_yaml_dict(dict(info))
-        except Exception as exc:
-            report.problems.append(f"card: dataset_info of {b.spec.name} is malformed ({exc})")
-            continue
-        if parsed.features != b.spec.features:
-            columns = [c for c in b.spec.column_names if (parsed.features or {}).get(c) != b.spec.features[c]]
-            what = f"column(s) {', '.join(columns)}" if columns else "column set or order"
-            report.problems.append(f"card: dataset_info features of {b.spec.name} differ from the registry: {what}")
-        split = (parsed.splits or {}).get(b.spec.split)
-        if split is None:
-            report.problems.append(f"card: dataset_info of {b.spec.name} has no split {b.spec.split}")
-        elif split.num_examples != b.num_examples:
-            report.problems.append(
-                f"card: {b.spec.name}/{b.spec.split} states {split.num_examples} rows, "
-                f"the Parquet file has {b.num_examples}"
-            )
-        elif split.num_bytes != b.num_bytes:
-            report.problems.append(
-                f"card: {b.spec.name}/{b.spec.split} states num_bytes {split.num_bytes}, "
-                f"the Parquet data has {b.num_bytes}"
-            )
+        problem = _dataset_info_problem(b, infos.get(b.spec.name))
+        if problem:
+            report.problems.append(f"card: {problem}")
     if len(report.problems) == before and {k: v for k, v in meta.items()} != card_metadata(built, meta):
         report.problems.append("card: YAML front matter differs from what the registry and Parquet files give")
+
+
+def _dataset_info_problem(b: BuiltConfig, info: Mapping | None) -> str | None:
+    """What is wrong with one config's ``dataset_info`` entry of the card (None: nothing)."""
+    from datasets.info import DatasetInfosDict
+
+    name, split_name = b.spec.name, b.spec.split
+    if info is None:
+        return f"dataset_info of {name} is missing"
+    try:
+        (parsed,) = DatasetInfosDict.from_dataset_card_data({"dataset_info": [dict(info)]}).values()
+    except Exception as exc:
+        return f"dataset_info of {name} is malformed ({exc})"
+    if parsed.features != b.spec.features:
+        columns = [c for c in b.spec.column_names if (parsed.features or {}).get(c) != b.spec.features[c]]
+        what = f"column(s) {', '.join(columns)}" if columns else "column set or order"
+        return f"dataset_info features of {name} differ from the registry: {what}"
+    split = (parsed.splits or {}).get(split_name)
+    if split is None:
+        return f"dataset_info of {name} has no split {split_name}"
+    if split.num_examples != b.num_examples:
+        return f"{name}/{split_name} states {split.num_examples} rows, the Parquet file has {b.num_examples}"
+    if split.num_bytes != b.num_bytes:
+        return f"{name}/{split_name} states num_bytes {split.num_bytes}, the Parquet data has {b.num_bytes}"
+    return None
 
 
 def _check_croissant(

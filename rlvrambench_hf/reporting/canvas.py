@@ -56,6 +56,6 @@ def figure_png(fig: Figure) -> bytes:
 
 def save_png(fig: Figure, path: str | os.PathLike) -> None:
     """Write ``fig`` to ``path`` as PNG, atomically."""
-    from ..data.output import write_atomic
+    from ..data.tables.output import write_atomic
 
     write_atomic(path, figure_png(fig))

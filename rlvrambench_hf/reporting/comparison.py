@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..data.sources.resolve import SourceLike
 from ..errors import InputError
 from .canvas import new_figure
 from .figuredata import FoldApprovals, fold_approvals
@@ -66,7 +67,7 @@ def estimation_figure(bars: Sequence[FoldApprovals]) -> Figure:
     return fig
 
 
-def plot_estimation(source=None, revision: str | None = None) -> Figure:
+def plot_estimation(source: SourceLike = None, revision: str | None = None) -> Figure:
     """The per-fold estimator comparison of a release (references fitted with each family held out)."""
     from ..estimation import run_retrospective
 

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from ..data.registry import MARGIN_LIMIT_MIB
+from ..data.schema.pins import MARGIN_LIMIT_MIB
+from ..data.sources.resolve import SourceLike
 from ..errors import InputError
 from .canvas import PLOTS_EXTRA, RULE_STYLES, figure_png, new_figure, require_matplotlib, save_png
 from .curves import admission_figure, attempts_figure
@@ -181,20 +182,24 @@ def stages_figure(table: pa.Table, *, title: str = "Per-stage device-memory peak
     return fig
 
 
-def plot_feasibility(source=None, revision: str | None = None) -> Figure:
+def plot_feasibility(source: SourceLike = None, revision: str | None = None) -> Figure:
     """The feasibility heatmap of a release."""
     require_matplotlib()
-    from ..data.tables import load_table
+    from ..data.tables.reader import load_table
 
     return feasibility_figure(feasibility_matrix(load_table("all_configurations", source, revision, decode=True)))
 
 
 def plot_stages(
-    source=None, revision: str | None = None, *, configuration_id: str | None = None, study: str | None = None
+    source: SourceLike = None,
+    revision: str | None = None,
+    *,
+    configuration_id: str | None = None,
+    study: str | None = None,
 ) -> Figure:
     """The per-stage peak figure of a release, for one configuration, one study or everything."""
     require_matplotlib()
-    from ..data.tables import load_table
+    from ..data.tables.reader import load_table
 
     table = stage_table(
         load_table("stage_measurements", source, revision, decode=True),
@@ -213,7 +218,7 @@ def plot_stages(
 
 
 def plot_admission(
-    source=None, revision: str | None = None, *, policy: str | None = None, against: str = "budget"
+    source: SourceLike = None, revision: str | None = None, *, policy: str | None = None, against: str = "budget"
 ) -> Figure:
     """The admission curves of the published rules (and a ``module:attr`` policy, if given): recall against the
     per-case budget (``against="budget"``) or against the attempts spent, target plus donor (``"attempts"``)."""
@@ -224,7 +229,7 @@ def plot_admission(
     return admission_figure(points) if against == "budget" else attempts_figure(points)
 
 
-def _replay(source, revision: str | None, policy: str | None) -> dict:
+def _replay(source: SourceLike, revision: str | None, policy: str | None) -> dict:
     from .. import admission
 
     if policy is None:

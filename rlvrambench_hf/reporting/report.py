@@ -21,7 +21,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..data.registry import MARGIN_LIMIT_MIB, card_configs
+from ..data.schema.pins import MARGIN_LIMIT_MIB
+from ..data.schema.registry import card_configs
+from ..data.sources.base import Source
+from ..data.sources.resolve import SourceLike
 from ..errors import MissingFileError
 from . import sections as s
 
@@ -78,7 +81,7 @@ class Report:
 
 
 def build_report(
-    source=None,
+    source: SourceLike = None,
     revision: str | None = None,
     *,
     policy: str | None = None,
@@ -90,8 +93,8 @@ def build_report(
     ``followup_predictions`` (study → predictions file) are scored beside the reference rules and frozen methods;
     a ``module:attr`` ``policy`` joins the admission replay. Your files are read and checked first."""
     from .. import __version__, admission, transfer
-    from ..data.sources import open_source
-    from ..data.tables import load_table
+    from ..data.sources.resolve import open_source
+    from ..data.tables.reader import load_table
     from ..estimation import fold_table, run_retrospective
     from ..followup import STUDIES, score_study, study_config
     from .canvas import figure_png, require_matplotlib
@@ -153,7 +156,7 @@ def build_report(
 
 
 def provenance(
-    src, version: str, now: dt.datetime, inputs: Mapping[str, str | os.PathLike | None] | None = None
+    src: Source, version: str, now: dt.datetime, inputs: Mapping[str, str | os.PathLike | None] | None = None
 ) -> list[tuple[str, str]]:
     """What the report was made from: package version, source, revision, commit, time of the run and the user's
     inputs that were given."""
@@ -172,7 +175,7 @@ def provenance(
 
 def write_report(
     output_dir: str | os.PathLike,
-    source=None,
+    source: SourceLike = None,
     revision: str | None = None,
     *,
     policy: str | None = None,
@@ -181,8 +184,8 @@ def write_report(
 ) -> Path:
     """Build the report (the options as :func:`build_report`) and write ``index.html`` and its PNGs into
     ``output_dir`` (created if needed), all of them or none."""
-    from ..data.output import check_outputs, check_target, object_file, write_all_atomic
-    from ..data.sources import open_source
+    from ..data.sources.resolve import open_source
+    from ..data.tables.output import check_outputs, check_target, object_file, write_all_atomic
 
     target = Path(output_dir)
     check_target(target, folder=True)
@@ -212,8 +215,8 @@ def _figures(images: Mapping[str, bytes], names: tuple[str, ...]) -> str:
     return "".join(f"<h3>{html.escape(FIGURES[n][0])}</h3>{s.figure(n, images[n], FIGURES[n][1])}" for n in names)
 
 
-def _configs_table(src) -> str:
-    from ..data.tables import load_table
+def _configs_table(src: Source) -> str:
+    from ..data.tables.reader import load_table
 
     rows = []
     for spec in card_configs():

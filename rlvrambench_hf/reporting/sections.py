@@ -10,7 +10,7 @@ import base64
 import html
 from collections.abc import Iterable, Mapping, Sequence
 
-from ..data.registry import OUTCOME_LABELS
+from ..data.schema.pins import OUTCOME_LABELS
 from .tables import Table, admission_table, confusion_matrices, followup_notes, followup_summary, followup_table
 
 #: Short names of the labels in the confusion matrices.

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..data.registry import OUTCOME_LABELS
+from ..data.schema.pins import OUTCOME_LABELS
 
 #: The scope of a transfer score file that pools every track.
 OVERALL = "overall"

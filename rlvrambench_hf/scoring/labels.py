@@ -6,7 +6,7 @@ denominator is 0 is ``None`` (JSON null), never 0. :func:`metrics_from_confusion
 of one scope as the transfer score file, the estimator comparison and the follow-up studies report them; the
 admission panel reads the same :class:`Approvals` from its decisions.
 
-Labels are coded by their position in :data:`~rlvrambench_hf.data.registry.OUTCOME_LABELS`
+Labels are coded by their position in :data:`~rlvrambench_hf.data.schema.pins.OUTCOME_LABELS`
 (0 within margin, 1 above margin, 2 memory failure).
 """
 
@@ -20,8 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..data.arrowtools import arrow_strings, numpy_ints
-from ..data.registry import OUTCOME_LABELS
+from ..data.schema.pins import OUTCOME_LABELS
+from ..data.tables.arrow import arrow_strings, numpy_ints
 from ..errors import InputError
 
 WITHIN_MARGIN, ABOVE_MARGIN, MEMORY_FAILURE = OUTCOME_LABELS

@@ -26,12 +26,16 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..data.arrowtools import one_chunk
+from ..data.tables.arrow import one_chunk
 from ..errors import InputError, first_line
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow.parquet as pq
 
 #: Characters stripped around cells and header names.
 WHITESPACE = " \t"
@@ -150,6 +154,23 @@ def _kind(source: _Input, head: bytes) -> str:
     compressed = f"{source.compression}-compressed " if source.compression else ""
     if head.startswith(b"PAR1"):
         return "parquet"
+    seen = _binary_kind(source, head)
+    if seen is None:
+        text = _utf8_head(head)
+        if text is None:
+            seen = "text that is not UTF-8 (e.g. Latin-1 or Windows-1252; save it as UTF-8)"
+        elif not text.strip():
+            return "empty"
+        else:
+            kind = _text_kind(source, text.lstrip())
+            if kind in ("jsonl", "csv"):
+                return kind
+            seen = kind
+    raise InputError(f"{source.label} is {compressed}{seen}; accepted: {ACCEPTED}")
+
+
+def _binary_kind(source: _Input, head: bytes) -> str | None:
+    """What a head that is not text is (a known format, a spreadsheet, UTF-16, binary), or None for text."""
     seen = next((what for magic, what in _SEEN_MAGIC.items() if head.startswith(magic)), None)
     if seen is None:
         seen = next((what for s, what in _SPREADSHEET_SUFFIXES.items() if s in source.suffixes), None)
@@ -158,23 +179,20 @@ def _kind(source: _Input, head: bytes) -> str:
         seen = "UTF-16 text" if min(even.count(0), odd.count(0)) == 0 and len(head) > 3 else "binary data"
     if seen is None and _control_bytes(head) > max(2, len(head) // 100):
         seen = "binary data"
-    if seen is None:
-        text = _utf8_head(head)
-        if text is None:
-            seen = "text that is not UTF-8 (e.g. Latin-1 or Windows-1252; save it as UTF-8)"
-        elif not text.strip():
-            return "empty"
-        elif ".parquet" in source.suffixes:
-            seen = "text, although it is named .parquet"
-        elif text.lstrip().startswith("["):
-            seen = "a JSON array, not JSON Lines (one object per line, as Dataset.to_json writes)"
-        elif text.lstrip().startswith("{"):
-            return "jsonl"
-        elif _JSON_SUFFIXES & set(source.suffixes):
-            seen = "text that is not JSON Lines, although it is named .json/.jsonl"
-        else:
-            return "csv"
-    raise InputError(f"{source.label} is {compressed}{seen}; accepted: {ACCEPTED}")
+    return seen
+
+
+def _text_kind(source: _Input, text: str) -> str:
+    """``jsonl`` or ``csv`` for UTF-8 text that can be read, else what it was seen to be."""
+    if ".parquet" in source.suffixes:
+        return "text, although it is named .parquet"
+    if text.startswith("["):
+        return "a JSON array, not JSON Lines (one object per line, as Dataset.to_json writes)"
+    if text.startswith("{"):
+        return "jsonl"
+    if _JSON_SUFFIXES & set(source.suffixes):
+        return "text that is not JSON Lines, although it is named .json/.jsonl"
+    return "csv"
 
 
 def _control_bytes(head: bytes) -> int:
@@ -261,7 +279,7 @@ def _read_json_lines(source: _Input) -> pa.Table:
         raise InputError(f"{source.label} is not valid JSON Lines: {_clean(first_line(exc))}") from None
 
 
-def _parquet_file(source: _Input):
+def _parquet_file(source: _Input) -> pq.ParquetFile:
     import pyarrow.parquet as pq
 
     try:
@@ -273,7 +291,7 @@ def _parquet_file(source: _Input):
         raise InputError(f"{source.label} is not a readable Parquet file: {_clean(first_line(exc))}") from None
 
 
-def _read_parquet(source: _Input, parquet) -> pa.Table:
+def _read_parquet(source: _Input, parquet: pq.ParquetFile) -> pa.Table:
     try:
         table = parquet.read()
     except (pa.ArrowException, OSError) as exc:

@@ -3,19 +3,21 @@ entry points that load and score in one call."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
 import pyarrow as pa
 
-from ..data.sources import REVISION_ENV, SOURCE_ENV, Source, open_source
-from ..data.tables import load_table
+from ..data.sources.base import Source
+from ..data.sources.resolve import Request, SourceLike, open_source, request
+from ..data.tables.reader import load_table
 from .key import ScoringKey, check_track, scoring_key
 from .score import score_predictions
 from .tasks import reference_predictions
 
 
-def load_transfer_tables(source=None, revision=None, *, settings: bool = False) -> dict[str, pa.Table]:
+def load_transfer_tables(
+    source: SourceLike = None, revision: str | None = None, *, settings: bool = False
+) -> dict[str, pa.Table]:
     """The typed tables the transfer features read: queries, decoded outcomes and, if asked, settings."""
     src = open_source(source, revision)
     tables = {"queries": load_table("transfer_queries", src), "outcomes": load_table("outcomes", src, decode=True)}
@@ -24,18 +26,17 @@ def load_transfer_tables(source=None, revision=None, *, settings: bool = False) 
     return tables
 
 
-_KEYS: dict[tuple, ScoringKey] = {}
+_KEYS: dict[tuple[Request, str | None], ScoringKey] = {}
 
 
-def cached_scoring_key(source=None, revision=None, track: str | None = None) -> ScoringKey:
-    """The scoring key of a source, loaded once per process and reused (keyed by the source and revision as
-    given or as set by ``RLVRAMBENCH_SOURCE`` / ``RLVRAMBENCH_REVISION``; a Source object is not cached)."""
-
+def cached_scoring_key(source: SourceLike = None, revision: str | None = None, track: str | None = None) -> ScoringKey:
+    """The scoring key of a source, loaded once per process and reused (keyed by what ``source`` and ``revision``
+    mean, environment applied: :func:`~rlvrambench_hf.data.sources.resolve.request`; a Source object is not
+    cached)."""
     track = check_track(track)
     if isinstance(source, Source):
         return scoring_key(**_key_tables(source, revision), track=track)
-    given = os.fspath(source) if source is not None else os.environ.get(SOURCE_ENV)
-    token = (given, revision if revision is not None else os.environ.get(REVISION_ENV), track)
+    token = (request(source, revision), track)
     key = _KEYS.get(token)
     if key is None:
         key = scoring_key(**_key_tables(source, revision), track=track)
@@ -44,19 +45,26 @@ def cached_scoring_key(source=None, revision=None, track: str | None = None) -> 
     return key
 
 
-def _key_tables(source, revision) -> dict[str, pa.Table]:
+def _key_tables(source: SourceLike, revision: str | None) -> dict[str, pa.Table]:
     tables = load_transfer_tables(source, revision)
     return {"queries": tables["queries"], "outcomes": tables["outcomes"]}
 
 
 def score_lists(
-    query_ids: Sequence[str], predictions: Sequence[str], *, track: str | None = "all", source=None, revision=None
+    query_ids: Sequence[str],
+    predictions: Sequence[str],
+    *,
+    track: str | None = "all",
+    source: SourceLike = None,
+    revision: str | None = None,
 ) -> dict:
     """Score prediction lists against the hidden labels of the source (cached per process)."""
     return score_predictions(cached_scoring_key(source, revision, track), query_ids, predictions)
 
 
-def reference_scores(rule: str, source=None, revision=None, track: str | None = None) -> dict:
+def reference_scores(
+    rule: str, source: SourceLike = None, revision: str | None = None, track: str | None = None
+) -> dict:
     """The full score dict of a built-in rule."""
     tables = load_transfer_tables(source, revision)
     predictions = reference_predictions(tables["queries"], tables["outcomes"], rule, track)

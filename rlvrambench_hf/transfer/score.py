@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..data.arrowtools import arrow_ints, arrow_strings, numpy_ints, one_chunk
+from ..data.tables.arrow import arrow_ints, arrow_strings, numpy_ints, one_chunk
 from ..errors import InputError
 from ..scoring.labels import encode_labels, label_array, metrics_from_confusion
 from ..scoring.predictions import WHITESPACE, read_prediction_file
@@ -60,11 +60,7 @@ def align_predictions(
     scope = "" if key.track == ALL_TRACKS else f" of track {key.track}"
     if len(ids) == 0:
         raise InputError(f"{origin}: no predictions ({len(key)} selected queries{scope} expected)")
-    codes = pc.index_in(labels, value_set=label_array())
-    if codes.null_count:  # only then pay for stripping spaces and tabs
-        labels = pc.utf8_trim(labels, characters=WHITESPACE)
-        codes = pc.index_in(labels, value_set=label_array())
-    codes = encode_labels(labels, f"{origin}: predicted_state", codes)
+    codes = _label_codes(labels, origin)
     if len(ids) == len(key) and pc.all(pc.equal(ids, key.query_ids)).as_py():
         return codes  # rows already in query order (e.g. sorted by id, as the queries are): no lookup needed
     if key.id_index is not None and len(ids) == len(key):
@@ -73,6 +69,19 @@ def align_predictions(
             aligned = np.empty(len(key), dtype=np.int8)
             aligned[positions] = codes
             return aligned
+    return _align_by_lookup(key, ids, codes, origin, scope)
+
+
+def _label_codes(labels: pa.Array, origin: str) -> np.ndarray:
+    codes = pc.index_in(labels, value_set=label_array())
+    if codes.null_count:  # only then pay for stripping spaces and tabs
+        labels = pc.utf8_trim(labels, characters=WHITESPACE)
+        codes = pc.index_in(labels, value_set=label_array())
+    return encode_labels(labels, f"{origin}: predicted_state", codes)
+
+
+def _align_by_lookup(key: ScoringKey, ids: pa.Array, codes: np.ndarray, origin: str, scope: str) -> np.ndarray:
+    """Rows in any order, ids stripped: each query once, or a one-line error naming what is off."""
     ids = pc.utf8_trim(ids, characters=WHITESPACE)
     if pc.min(pc.binary_length(ids)).as_py() == 0:
         blank = pc.sum(pc.equal(pc.binary_length(ids), 0)).as_py()

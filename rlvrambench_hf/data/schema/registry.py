@@ -14,108 +14,20 @@ Types are decided from every real value of the release (see ``tests/test_registr
 * blank cells and the literal ``nan`` are null, never 0, ``False`` or ``""``;
 * semicolon-separated lists are lists of strings; identifiers (including scheduler job ids) are strings.
 
+Relations are declared beside the keys: the foreign keys of each table, and the columns it copies from another
+table (labels, peaks and settings that the joined tables repeat), so that verification and diffs check every copy
+against its origin.
+
 Only :mod:`pyarrow` is imported here; :meth:`ConfigSpec.features` imports :mod:`datasets` when first asked.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from functools import cached_property
-from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
-from ..errors import UnknownConfigError
-from .columns import LABEL_DESCRIPTIONS, VOCABULARY
-from .kinds import KINDS, LABEL, Kind
-
-if TYPE_CHECKING:  # pragma: no cover
-    import datasets
-
-#: The three prediction labels, in the fixed order every label column starts with.
-OUTCOME_LABELS: tuple[str, ...] = ("within_margin", "above_margin", "memory_failure")
-#: The label of an evaluation slot or configuration whose outcome is not established.
-UNRESOLVED = "unresolved"
-#: The per-device memory limit of the benchmark, in MiB (inclusive).
-MARGIN_LIMIT_MIB = 38_912
-#: The reported capacity of the benchmark's devices (40 GB A100), in MiB.
-DEVICE_CAPACITY_MIB = 40_960
-#: Repository id of the dataset on the Hugging Face Hub.
-DEFAULT_REPO_ID = "kobzaond/RLVRAMBench"
-#: The commit of the published release (``release.json``'s ``huggingface_revision``).
-DEFAULT_REVISION = "68aa8e041b3248c2898ba8062c912e84a64b2c64"
-#: Manifests that publish SHA-256 digests, as (manifest path, folder its names are relative to).
-MANIFESTS: tuple[tuple[str, str], ...] = (
-    ("benchmark/manifest.json", "benchmark"),
-    ("benchmark/decision/results/manifest.json", "benchmark/decision/results"),
-    ("benchmark/estimation/results/output_manifest.json", "benchmark/estimation/results"),
-)
-CARD_PATH = "README.md"
-#: Title of the companion article, which the dataset card, Croissant and the metric cite.
-ARTICLE_TITLE = (
-    "Memory Feasibility in Colocated Language-Model Reinforcement Learning: A Failure-Aware Measurement Study"
-)
-
-
-def citation(repo_id: str = DEFAULT_REPO_ID, release: str | None = None) -> str:
-    """The BibTeX entry of the article and dataset (``release``: the version a release card cites)."""
-    published = f"Hugging Face dataset {repo_id}" + (f", release {release}" if release else "")
-    return (
-        "@misc{kobza2026rlvrambench,\n"
-        f"  title        = {{{ARTICLE_TITLE}}},\n"
-        "  author       = {Kobza, Ond{\\v{r}}ej and {\\v{S}}ediv{\\'y}, Jan},\n"
-        "  year         = {2026},\n"
-        f"  howpublished = {{{published}}},\n"
-        f"  url          = {{https://huggingface.co/datasets/{repo_id}}}\n"
-        "}"
-    )
-
-
-#: File layouts the typed reader knows: a CSV file, or a JSON object mapping each key to one record.
-CSV, JSON_MAPPING = "csv", "json_mapping"
-
-
-@dataclass(frozen=True)
-class Column:
-    """One column: its name, kind (a name of :data:`~.kinds.KINDS`), meaning and, for labels, the class names."""
-
-    name: str
-    kind: str
-    description: str
-    labels: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"column {self.name}: unknown kind {self.kind!r}")
-        if (KINDS[self.kind] is LABEL) != bool(self.labels):
-            raise ValueError(f"column {self.name}: labels are given exactly for label columns")
-
-    @property
-    def type(self) -> Kind:
-        """What the column's kind is in Arrow, ``datasets``, Croissant, text and previews."""
-        return KINDS[self.kind]
-
-    @property
-    def arrow_type(self) -> pa.DataType:
-        return self.type.arrow_type
-
-
-def _columns(names: str, **labels: tuple[str, ...]) -> tuple[Column, ...]:
-    """Columns in file order; ``labels`` gives the extra class names of each label column."""
-    out = []
-    for name in names.split():
-        if name in LABEL_DESCRIPTIONS:
-            extra = labels.get(name, ())
-            out.append(Column(name, "label", LABEL_DESCRIPTIONS[name], OUTCOME_LABELS + tuple(extra)))
-        else:
-            kind, description = VOCABULARY[name]
-            out.append(Column(name, kind, description))
-    unused = set(labels) - {c.name for c in out}
-    if unused:
-        raise ValueError(f"label overrides for absent columns {sorted(unused)}")
-    return tuple(out)
-
+from ...errors import UnknownConfigError
+from .pins import UNRESOLVED
+from .spec import JSON_MAPPING, ConfigSpec, Copy, ForeignKey, columns, same_names
 
 _SETTINGS = """configuration_id case_id study model_family model_name model_id workload_id workload_name
 legacy_dataset_id algorithm adaptation configuration_level condition gpu_count rollout_tp_size actor_micro_batch
@@ -133,50 +45,13 @@ donor_copy_predicted_peak_mib donor_copy_predicted_state donor_copy_unscored_app
 eligible_seeds gpu_count known_margin_exceedance known_memory_failure logistic_predicted_peak_mib
 logistic_predicted_state logistic_unscored_approval maximum_known_completed_peak_mib model observed_state
 required_seeds unresolved unresolved_seeds workload"""
-
-
-@dataclass(frozen=True)
-class ConfigSpec:
-    """One table of the release: where it lives, what it means and how every column is typed."""
-
-    name: str
-    split: str
-    path: str
-    description: str
-    keys: tuple[str, ...]
-    columns: tuple[Column, ...] = field(repr=False)
-    card: bool = True  # a config named by the dataset card; False for supporting tables
-    layout: str = CSV  # JSON_MAPPING: {key: record}, the key repeated as the record's first key column
-
-    @property
-    def column_names(self) -> list[str]:
-        return [c.name for c in self.columns]
-
-    def column(self, name: str) -> Column:
-        for c in self.columns:
-            if c.name == name:
-                return c
-        raise UnknownConfigError(f"config {self.name} has no column {name!r}")
-
-    @property
-    def label_columns(self) -> list[Column]:
-        return [c for c in self.columns if c.type is LABEL]
-
-    @cached_property
-    def arrow_schema(self) -> pa.Schema:
-        """Arrow storage schema (labels as int64 class indices, as in ``datasets``)."""
-        return pa.schema([pa.field(c.name, c.arrow_type) for c in self.columns])
-
-    @property
-    def features(self) -> datasets.Features:
-        """The ``datasets.Features`` of this table (imports ``datasets``)."""
-        return _features(self)
-
-
-def _features(spec: ConfigSpec) -> datasets.Features:
-    import datasets
-
-    return datasets.Features({c.name: c.type.feature(c.labels) for c in spec.columns})
+#: What every table that joins settings to outcomes repeats: the settings of ``configurations`` and the repeated
+#: label and its summary of ``outcomes``.
+_JOINED = (
+    Copy("configurations", same_names(_SETTINGS.replace("configuration_id", ""))),
+    Copy("outcomes", same_names(_OUTCOMES)),
+)
+_TO_CONFIGURATIONS = ForeignKey(("configuration_id",), "configurations")
 
 
 _SPECS: tuple[ConfigSpec, ...] = (
@@ -186,7 +61,7 @@ _SPECS: tuple[ConfigSpec, ...] = (
         "benchmark/decision/results/candidate_results.csv",
         "The twelve admission-panel candidates with settings, donor label, screen and repeated evaluation outcome",
         ("candidate_id",),
-        _columns("""model_name workload_name configuration_level evaluation_state screen_state source_state
+        columns("""model_name workload_name configuration_level evaluation_state screen_state source_state
             actor_micro_batch reservation gpu_count training_steps prompt_cap response_cap responses_per_prompt
             global_prompt_batch evaluation_known_memory_failure evaluation_known_above_margin screen_peak_mib
             evaluation_max_completed_peak_mib recorded_screen_attempts recorded_evaluation_attempts candidate_id
@@ -198,7 +73,7 @@ _SPECS: tuple[ConfigSpec, ...] = (
         "benchmark/transfer_configurations.csv",
         "The 98 configurations used as transfer sources or targets, settings joined to outcomes",
         ("configuration_id",),
-        _columns("""model_name workload_name gpu_count total_training_steps configuration_level actor_micro_batch
+        columns("""model_name workload_name gpu_count total_training_steps configuration_level actor_micro_batch
             vllm_gpu_memory_utilization observed_state eligible_processes completed_eligible_processes
             within_margin_processes max_completed_run_peak_mib margin_limit_mib recorded_attempts configuration_id
             case_id study model_family model_id workload_id legacy_dataset_id algorithm adaptation condition
@@ -209,6 +84,8 @@ _SPECS: tuple[ConfigSpec, ...] = (
             accelerator device_capacity_mib peak_measurement distinct_seeds above_margin_processes
             memory_failure_processes mean_completed_run_peak_mib documented_completed_attempts excluded_attempts
             label_scope used_in_transfer_tasks"""),
+        references=(_TO_CONFIGURATIONS, ForeignKey(("configuration_id",), "all_configurations")),
+        copies=(*_JOINED, Copy("all_configurations", same_names("used_in_transfer_tasks"))),
     ),
     ConfigSpec(
         "all_configurations",
@@ -216,7 +93,9 @@ _SPECS: tuple[ConfigSpec, ...] = (
         "benchmark/configuration_results.csv",
         "All 212 measured configurations, settings joined to repeated outcomes (browsing, not blind input)",
         ("configuration_id",),
-        _columns(_SETTINGS + " " + _OUTCOMES + " used_in_transfer_tasks", observed_state=("not_repeated",)),
+        columns(_SETTINGS + " " + _OUTCOMES + " used_in_transfer_tasks", observed_state=("not_repeated",)),
+        references=(_TO_CONFIGURATIONS,),
+        copies=_JOINED,
     ),
     ConfigSpec(
         "eligible_runs",
@@ -224,10 +103,15 @@ _SPECS: tuple[ConfigSpec, ...] = (
         "benchmark/runs.csv",
         "The 612 eligible processes behind the labels, with peaks, elapsed time and evidence paths",
         ("run_id",),
-        _columns("""run_id configuration_id study experiment_id training_seed job_id pair_id period observed_state
+        columns("""run_id configuration_id study experiment_id training_seed job_id pair_id period observed_state
             completed_requested_work requested_training_steps observed_peak_mib completed_run_peak_mib
             elapsed_seconds terminal_stage failure_kind source_table artifact_path run_log phase_memory_csv
             gpu_telemetry_csv environment_json allocation_manifest source_head"""),
+        references=(
+            _TO_CONFIGURATIONS,
+            ForeignKey(("run_id",), "recorded_attempts", ("run_id",), exactly_one=True),
+        ),
+        copies=(Copy("configurations", same_names("study")),),
     ),
     ConfigSpec(
         "recorded_attempts",
@@ -235,7 +119,7 @@ _SPECS: tuple[ConfigSpec, ...] = (
         "benchmark/attempts.csv",
         "All 683 recorded invocations, eligible or excluded, with audited outcome and evidence",
         ("attempt_id",),
-        _columns(
+        columns(
             """attempt_id configuration_id run_id study experiment_id job_id eligible recorded_outcome
             documented_completion failure_kind exclusion_reason last_completed_step_if_documented evidence_files
             scheduler_evidence""",
@@ -247,6 +131,11 @@ _SPECS: tuple[ConfigSpec, ...] = (
                 "accelerator_argument_error_then_noncompletion",
             ),
         ),
+        references=(_TO_CONFIGURATIONS, ForeignKey(("run_id",), "eligible_runs", where="eligible")),
+        copies=(
+            Copy("configurations", same_names("study")),
+            Copy("eligible_runs", same_names("configuration_id experiment_id job_id"), on=("run_id",)),
+        ),
     ),
     ConfigSpec(
         "stage_measurements",
@@ -254,7 +143,9 @@ _SPECS: tuple[ConfigSpec, ...] = (
         "benchmark/stage_measurements.csv",
         "Externally sampled device-memory peak of each observed execution stage of each eligible process",
         ("run_id", "stage"),
-        _columns("run_id configuration_id stage observed_peak_mib coverage phase_memory_csv"),
+        columns("run_id configuration_id stage observed_peak_mib coverage phase_memory_csv"),
+        references=(ForeignKey(("run_id",), "eligible_runs"),),
+        copies=(Copy("eligible_runs", same_names("configuration_id phase_memory_csv"), on=("run_id",)),),
     ),
     ConfigSpec(
         "transfer_queries",
@@ -262,8 +153,16 @@ _SPECS: tuple[ConfigSpec, ...] = (
         "benchmark/queries.csv",
         "The 400 transfer queries: predict the target's label from the matched source's measurements",
         ("query_id",),
-        _columns("""query_id task_id track source_configuration_id target_configuration_id source_case_id
+        columns("""query_id task_id track source_configuration_id target_configuration_id source_case_id
             target_case_id"""),
+        references=(
+            ForeignKey(("source_configuration_id",), "transfer_configurations"),
+            ForeignKey(("target_configuration_id",), "transfer_configurations"),
+        ),
+        copies=(
+            Copy("configurations", {"source_case_id": "case_id"}, on=("source_configuration_id",)),
+            Copy("configurations", {"target_case_id": "case_id"}, on=("target_configuration_id",)),
+        ),
     ),
     ConfigSpec(
         "admission_attempts",
@@ -271,12 +170,14 @@ _SPECS: tuple[ConfigSpec, ...] = (
         "benchmark/decision/results/attempts.csv",
         "The 48 admission-panel invocations (one screen and three evaluation slots per candidate)",
         ("attempt_id",),
-        _columns(
+        columns(
             """attempt_id attempt_index slot_id candidate_id case_id role training_seed job_id state
             known_memory_failure peak_mib completed_final_operations wrapper_exit_code elapsed_seconds
             validation_error repair_reason allocation_manifest attempt_directory source_head last_completed_step""",
             state=(UNRESOLVED,),
         ),
+        references=(ForeignKey(("candidate_id",), "admission_candidates"),),
+        copies=(Copy("admission_candidates", same_names("case_id"), on=("candidate_id",)),),
     ),
     ConfigSpec(
         "larger_model_configurations",
@@ -284,7 +185,19 @@ _SPECS: tuple[ConfigSpec, ...] = (
         "benchmark/estimation/results/configurations_flat.csv",
         "Twelve planned Qwen2.5-7B settings with frozen method predictions and their resolved outcomes",
         ("configuration_id",),
-        _columns(_FOLLOWUP, observed_state=(UNRESOLVED,)),
+        columns(_FOLLOWUP, observed_state=(UNRESOLVED,)),
+        references=(ForeignKey(("configuration_id",), "estimation_targets"),),
+        copies=(
+            Copy(
+                "estimation_targets",
+                {
+                    "model": "model_id",
+                    "workload": "legacy_dataset_id",
+                    "gpu_count": "gpu_count",
+                    "configuration_level": "configuration_level",
+                },
+            ),
+        ),
     ),
     ConfigSpec(
         "expanded_host_configurations",
@@ -292,7 +205,7 @@ _SPECS: tuple[ConfigSpec, ...] = (
         "benchmark/host_capacity/results/configurations_flat.csv",
         "Six expanded-host follow-up settings with the frozen predictions and new seed slots",
         ("configuration_id",),
-        _columns(_FOLLOWUP, observed_state=(UNRESOLVED,)),
+        columns(_FOLLOWUP, observed_state=(UNRESOLVED,)),
     ),
     ConfigSpec(
         "configuration_feasibility",
@@ -300,7 +213,7 @@ _SPECS: tuple[ConfigSpec, ...] = (
         "tables/three-model-configurations.csv",
         "Feasibility of the three-model configuration grid (file not published in every revision)",
         ("configuration_id",),
-        _columns("""configuration_id model_name workload_name gpu_count configuration_level actor_micro_batch
+        columns("""configuration_id model_name workload_name gpu_count configuration_level actor_micro_batch
             vllm_gpu_memory_utilization parameter_offload observed_state max_completed_run_peak_mib"""),
     ),
     # supporting tables: read by features of the package, not named by the card
@@ -310,8 +223,9 @@ _SPECS: tuple[ConfigSpec, ...] = (
         "benchmark/configurations.csv",
         "Settings of all 212 configurations, without outcomes",
         ("configuration_id",),
-        _columns(_SETTINGS),
+        columns(_SETTINGS),
         card=False,
+        references=(ForeignKey(("configuration_id",), "outcomes"),),
     ),
     ConfigSpec(
         "outcomes",
@@ -319,8 +233,9 @@ _SPECS: tuple[ConfigSpec, ...] = (
         "benchmark/outcomes.csv",
         "Repeated label and attempt summary of each configuration, one-to-one with configurations",
         ("configuration_id",),
-        _columns("configuration_id " + _OUTCOMES, observed_state=("not_repeated",)),
+        columns("configuration_id " + _OUTCOMES, observed_state=("not_repeated",)),
         card=False,
+        references=(ForeignKey(("configuration_id",), "configurations"),),
     ),
     ConfigSpec(
         "not_started_conditions",
@@ -328,7 +243,7 @@ _SPECS: tuple[ConfigSpec, ...] = (
         "benchmark/not_started_conditions.csv",
         "Six planned control conditions that never started (not attempts)",
         ("experiment_id",),
-        _columns(
+        columns(
             """experiment_id pair_id condition period model_family dataset training_seed job_id
             initial_allocation attempted outcome observed_peak_mib actor_update_peak_mib terminal_sampled_phase""",
             outcome=("not_attempted",),
@@ -341,7 +256,7 @@ _SPECS: tuple[ConfigSpec, ...] = (
         "benchmark/estimation/targets.csv",
         "Settings of the twelve Qwen2.5-7B targets of the prospective estimator comparison",
         ("configuration_id",),
-        _columns(_SETTINGS),
+        columns(_SETTINGS),
         card=False,
     ),
     ConfigSpec(
@@ -350,7 +265,7 @@ _SPECS: tuple[ConfigSpec, ...] = (
         "benchmark/estimation/model_metadata.json",
         "Architecture and checkpoint-header counts of the four models (no weights), read by the estimators",
         ("model_id",),
-        _columns("""all_linear_layer_adapter_elements config_sha256 floating_checkpoint_bytes
+        columns("""all_linear_layer_adapter_elements config_sha256 floating_checkpoint_bytes
             floating_checkpoint_elements head_dim hidden_size intermediate_size largest_transformer_layer_elements
             largest_weight_tensor_elements lora_rank model_id non_transformer_layer_elements num_attention_heads
             num_hidden_layers num_key_value_heads revision scope shard_header_sha256 tensor_count
@@ -370,7 +285,9 @@ def get_spec(name: str) -> ConfigSpec:
     try:
         return REGISTRY[name]
     except KeyError:
-        raise UnknownConfigError(f"unknown config {name!r}; known configs: {', '.join(REGISTRY)}") from None
+        raise UnknownConfigError(
+            f"unknown config {name!r}; known configs: {', '.join(REGISTRY)}", config=name
+        ) from None
 
 
 def card_configs() -> Iterator[ConfigSpec]:

@@ -1,35 +1,29 @@
-"""Where a release comes from: a Hub repository at a revision, or a local folder with the same layout.
+"""A release as files addressed by their repository path, each checked against the release's manifests.
 
-Files from the Hub are fetched with ``huggingface_hub.hf_hub_download`` (its cache, ``HF_ENDPOINT``,
-``HF_HUB_OFFLINE`` and token handling; see :mod:`.hubsource`), and every cached file is checked against its Hub
-object id before use. Every file covered by a published manifest is then checked against its SHA-256 digest: a
-local file that fails is refused (a user's folder is never changed); a Hub copy that fails is fetched again once.
+:class:`Source` is what every reader of the package takes. Its two kinds are a local folder (:mod:`.local`) and a
+Hub repository at a revision (:mod:`.hub`, whose cached copies are first checked against their Hub object ids).
+Every file covered by a published manifest is checked against its SHA-256 digest: a local file that fails is
+refused (a user's folder is never changed); a Hub copy that fails is fetched again once.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import stat
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
-from ..errors import IntegrityError, MissingFileError, SourceError
-from .card import read_front_matter
-from .hubcache import FileHash, UnreadableFile, hash_file
-from .registry import CARD_PATH, DEFAULT_REPO_ID, DEFAULT_REVISION, MANIFESTS
-
-SOURCE_ENV = "RLVRAMBENCH_SOURCE"
-REVISION_ENV = "RLVRAMBENCH_REVISION"
-_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+from ...errors import IntegrityError, MissingFileError, RLVRAMBenchError, SourceError
+from ..schema.card import read_front_matter
+from ..schema.pins import CARD_PATH, MANIFESTS
+from .hashing import FileHash, UnreadableFile, hash_file
 
 
 def file_hash(path: str | Path) -> FileHash:
     """Size, SHA-256 and git blob SHA-1 of a regular file, from one hashing pass per unchanged file and process
-    (:func:`.hubcache.hash_file`, shared with the object-id check); a file that cannot be read as data raises
+    (:func:`.hashing.hash_file`, shared with the object-id check); a file that cannot be read as data raises
     :class:`OSError`."""
     try:
         return hash_file(path)
@@ -90,6 +84,11 @@ class Source(ABC):
     def identity(self) -> dict[str, str | None]:
         """``{"source": ..., "revision": ..., "commit": ...}`` for provenance records."""
 
+    @property
+    def error_fields(self) -> dict[str, str]:
+        """The fields every error about this source carries (a Hub source: ``repo_id`` and ``revision``)."""
+        return {}
+
     @abstractmethod
     def _fetch(self, relpath: str) -> Path:
         """Local path of ``relpath`` (raises :class:`MissingFileError` when the revision lacks it)."""
@@ -116,11 +115,14 @@ class Source(ABC):
     def path(self, relpath: str, *, verify: bool = True) -> Path:
         """Local path of a verified file of the release."""
         rel = safe_relpath(relpath, self.label)
-        path = self._fetch(rel)
-        if verify:
-            expected = self.published_digests.get(rel)
-            if expected is not None and not self._matches(rel, path, expected):
-                path = self._refuse(rel, path, expected)
+        try:
+            path = self._fetch(rel)
+            if verify:
+                expected = self.published_digests.get(rel)
+                if expected is not None and not self._matches(rel, path, expected):
+                    path = self._refuse(rel, path, expected)
+        except RLVRAMBenchError as exc:
+            raise exc.with_fields(path=rel, **self.error_fields) from exc.__cause__
         return path
 
     def has(self, relpath: str) -> bool:
@@ -161,84 +163,3 @@ class Source(ABC):
 
     def _mismatch(self, rel: str, expected: Digest) -> str:
         return f"{rel} does not match its published SHA-256 digest ({expected.manifest}) in {self.label}"
-
-
-@dataclass
-class LocalSource(Source):
-    """A folder laid out like the Hub repository."""
-
-    root: Path
-
-    def __post_init__(self) -> None:
-        self.root = Path(self.root).expanduser().resolve()
-        if not self.root.is_dir():
-            raise SourceError(f"source directory {self.root} does not exist")
-        if not (self.root / CARD_PATH).is_file():
-            raise SourceError(f"source directory {self.root} has no dataset card {CARD_PATH}")
-
-    @property
-    def label(self) -> str:
-        return str(self.root)
-
-    @property
-    def identity(self) -> dict[str, str | None]:
-        return {"source": str(self.root), "revision": None, "commit": None}
-
-    def _fetch(self, relpath: str) -> Path:
-        path = self.root / relpath
-        try:
-            mode = path.stat().st_mode
-        except FileNotFoundError:
-            if path.is_symlink():
-                raise SourceError(f"{relpath} in {self.label} is a broken symbolic link") from None
-            raise MissingFileError(f"{relpath} is not in this revision ({self.label})") from None
-        except OSError as exc:
-            raise SourceError(f"{relpath} in {self.label} cannot be read ({exc.strerror or exc})") from None
-        if stat.S_ISDIR(mode):
-            raise MissingFileError(f"{relpath} is not in this revision ({self.label}; a folder has its name)")
-        if not stat.S_ISREG(mode):
-            raise SourceError(f"{relpath} in {self.label} is not a regular file")
-        return path
-
-    def _refuse(self, relpath: str, path: Path, expected: Digest) -> Path:
-        """Local files belong to the user: they are refused, never deleted."""
-        raise IntegrityError(f"{self._mismatch(relpath, expected)}; refused")
-
-    def list_files(self) -> list[str]:
-        return sorted(
-            p.relative_to(self.root).as_posix()
-            for p in self.root.rglob("*")
-            if p.is_file() and ".git" not in p.relative_to(self.root).parts
-        )
-
-
-def open_source(source: str | os.PathLike | Source | None = None, revision: str | None = None) -> Source:
-    """Resolve ``source`` and ``revision`` (or ``RLVRAMBENCH_SOURCE`` / ``RLVRAMBENCH_REVISION``) to a Source.
-
-    A source is a directory path or a Hub repo id; ``None`` means the environment, else ``kobzaond/RLVRAMBench``.
-    """
-    if isinstance(source, Source):
-        return source
-    given = os.fspath(source) if source is not None else os.environ.get(SOURCE_ENV) or DEFAULT_REPO_ID
-    looks_like_path = (
-        isinstance(source, os.PathLike)
-        or Path(given).expanduser().exists()
-        or given.startswith((".", "/", "~"))
-        or os.sep in given.replace("/", "")
-        or not _REPO_ID.match(given)
-    )
-    if looks_like_path:
-        if revision is not None:
-            raise SourceError(f"--revision applies to Hub sources, not to the local directory {given}")
-        return LocalSource(Path(given))
-    from .hubsource import HubSource
-
-    return HubSource(given, revision or os.environ.get(REVISION_ENV) or DEFAULT_REVISION)
-
-
-def __getattr__(name: str):  # ``sources.HubSource`` without importing the Hub client for local sources
-    if name == "HubSource":
-        from .hubsource import HubSource
-
-        return HubSource
-    raise AttributeError(name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..errors import MissingFileError, RLVRAMBenchError, SourceError, first_line
+from ...errors import MissingFileError, RLVRAMBenchError, SourceError, first_line
 
 
 def endpoint() -> str:
@@ -17,7 +17,7 @@ def endpoint() -> str:
 
 def missing_revision(repo_id: str, revision: str, *, repo_type: str = "dataset") -> SourceError:
     """The error for a revision the server does not have; the package's pinned release says how to choose another."""
-    from .registry import DEFAULT_REVISION
+    from ..schema.pins import DEFAULT_REVISION
 
     if revision == DEFAULT_REVISION:
         return SourceError(

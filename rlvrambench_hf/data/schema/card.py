@@ -6,7 +6,7 @@ import re
 
 import yaml
 
-from ..errors import RLVRAMBenchError, SchemaError
+from ...errors import RLVRAMBenchError, SchemaError
 
 _FRONT_MATTER = re.compile(r"^---\s*\n(.*?)\n---\s*(\n|$)", re.S)
 # libyaml's loader when available: about 10 ms less on the release card

@@ -19,7 +19,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import OutputError
+from ...errors import OutputError
 
 PathLike = str | os.PathLike
 
@@ -133,7 +133,7 @@ def object_file(spec: str | None) -> str | None:
 
 
 @contextmanager
-def atomic_output(path: PathLike, mode: str = "w", **open_kwargs) -> Iterator[IO]:
+def atomic_output(path: PathLike, mode: str = "w", **open_kwargs: Any) -> Iterator[IO]:
     """Open a temporary file next to ``path``; it replaces ``path`` only if the block ends without error."""
     target = Path(path)
     check_target(target)

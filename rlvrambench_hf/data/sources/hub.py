@@ -1,7 +1,7 @@
 """A release on the Hub (or on any server ``HF_ENDPOINT`` points at), read through huggingface_hub's cache.
 
 Every file is fetched with ``hf_hub_download`` and checked against its Hub object id before use
-(:mod:`.hubcache`); the manifest check of :class:`~.sources.Source` follows. A copy that fails either check is
+(:mod:`.hubcache`); the manifest check of :class:`~.base.Source` follows. A copy that fails either check is
 removed and fetched again once, and the command goes on; a second failure is an :class:`IntegrityError` naming the
 file and the server. Offline (``HF_HUB_OFFLINE``, or after the server could not be reached) a bad copy is one line
 saying so. A file the cache records as absent from the commit (``.no_exist``) is "not in this revision" offline
@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
-from ..errors import IntegrityError, MissingFileError, SourceError, first_line
-from .hub import endpoint, hub_error, is_network_error, missing_revision
+from ...errors import IntegrityError, MissingFileError, SourceError, first_line
+from ..schema.pins import CARD_PATH
+from .base import Digest, Source
 from .hubcache import (
     COMMIT_ID,
     BadReference,
@@ -34,8 +35,7 @@ from .hubcache import (
     snapshot_entry,
     sweep_interrupted,
 )
-from .registry import CARD_PATH
-from .sources import Digest, Source
+from .huberrors import endpoint, hub_error, is_network_error, missing_revision
 
 #: What git accepts in a branch or tag name (and a commit id); ``..`` and ``//`` are refused separately.
 _REVISION = re.compile(r"[A-Za-z0-9_.+@-][A-Za-z0-9_./+@=-]*(?<![./])")
@@ -59,11 +59,17 @@ class HubSource(Source):
         except Exception as exc:
             raise hub_error(exc, self.repo_id, self.revision) or exc from None
         if not _REVISION.fullmatch(self.revision) or ".." in self.revision or "//" in self.revision:
-            raise SourceError(f"revision {self.revision!r} is not a valid branch, tag or commit name")
+            raise SourceError(
+                f"revision {self.revision!r} is not a valid branch, tag or commit name", **self.error_fields
+            )
 
     @property
     def label(self) -> str:
         return f"{self.repo_id}@{self.revision}"
+
+    @property
+    def error_fields(self) -> dict[str, str]:
+        return {"repo_id": self.repo_id, "revision": self.revision}
 
     @property
     def commit(self) -> str:

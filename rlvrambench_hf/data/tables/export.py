@@ -9,10 +9,10 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from ..errors import InputError
+from ...errors import InputError
+from ..schema.spec import ConfigSpec
 from .output import atomic_output
-from .registry import ConfigSpec
-from .tables import decode_labels
+from .reader import decode_labels
 
 #: The export formats, as the command line names them.
 FORMATS: tuple[str, ...] = ("csv", "parquet", "jsonl")

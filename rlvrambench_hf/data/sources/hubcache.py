@@ -12,22 +12,18 @@ repaired is never deleted.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
 import stat
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
 from pathlib import Path
+
+from .hashing import FileHash, UnreadableFile, file_kind, hash_file, os_reason
 
 GIT_BLOB_ID = re.compile(r"[0-9a-f]{40}")
 LFS_ID = re.compile(r"[0-9a-f]{64}")
 COMMIT_ID = GIT_BLOB_ID
-_CHUNK = 1 << 20
-
-
-class UnreadableFile(Exception):
-    """A file that cannot be used as data; the message is a short phrase ("is a FIFO, not a regular file")."""
 
 
 class CorruptCopy(Exception):
@@ -39,72 +35,6 @@ class CorruptCopy(Exception):
         self.reason, self.entry, self.identity, self.object_id = reason, entry, identity, object_id
 
 
-@dataclass(frozen=True)
-class FileHash:
-    size: int
-    sha256: str
-    git_sha1: str
-
-
-_HASHES: dict[tuple[int, int, int, int, int], FileHash] = {}  # by (dev, inode, size, mtime, ctime)
-
-
-def _signature(st: os.stat_result) -> tuple[int, int, int, int, int]:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
-def hash_file(path: str | os.PathLike) -> FileHash:
-    """Size, SHA-256 and git blob SHA-1 of a regular file, in one pass (remembered while the file is unchanged).
-
-    Never blocks on a FIFO or device; anything but a regular file raises :class:`UnreadableFile`."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as exc:
-        raise UnreadableFile(_os_reason(exc)) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UnreadableFile(f"is {_kind(st.st_mode)}, not a regular file")
-        known = _HASHES.get(_signature(st))
-        if known is not None:
-            return known
-        sha256 = hashlib.sha256()
-        git_sha1 = hashlib.sha1(b"blob %d\0" % st.st_size)
-        while block := os.read(fd, _CHUNK):
-            sha256.update(block)
-            git_sha1.update(block)
-        result = FileHash(st.st_size, sha256.hexdigest(), git_sha1.hexdigest())
-        if _signature(os.fstat(fd)) == _signature(st):  # unchanged while read
-            _HASHES[_signature(st)] = result
-        return result
-    except OSError as exc:
-        raise UnreadableFile(_os_reason(exc)) from None
-    finally:
-        os.close(fd)
-
-
-def _os_reason(exc: OSError) -> str:
-    import errno
-
-    if exc.errno == errno.ELOOP:
-        return "is a symbolic-link loop"
-    if exc.errno == errno.ENOENT:
-        return "is missing (a broken link)"
-    return f"cannot be read ({exc.strerror or exc})"
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "a special file"
-
-
 def repo_cache(repo_id: str) -> Path:
     """The cache folder of a dataset repository (``<HF_HUB_CACHE>/datasets--ORG--NAME``)."""
     from huggingface_hub import constants
@@ -114,7 +44,7 @@ def repo_cache(repo_id: str) -> Path:
     return cache / repo_folder_name(repo_id=repo_id, repo_type="dataset")
 
 
-def _lock(storage: Path, object_id: str):
+def _lock(storage: Path, object_id: str) -> AbstractContextManager[object]:
     from huggingface_hub.utils import WeakFileLock
 
     path = storage.parent / ".locks" / storage.name / f"{object_id}.lock"
@@ -128,7 +58,7 @@ def check_copy(pointer: Path, storage: Path) -> FileHash:
     try:
         entry = os.lstat(pointer)
     except OSError as exc:
-        raise CorruptCopy(_os_reason(exc), pointer, None, None) from None
+        raise CorruptCopy(os_reason(exc), pointer, None, None) from None
     if not stat.S_ISLNK(entry.st_mode):
         if stat.S_ISREG(entry.st_mode) and not _links_expected(storage):
             try:  # a cache without symbolic links keeps plain copies: no object id to check against
@@ -136,7 +66,7 @@ def check_copy(pointer: Path, storage: Path) -> FileHash:
             except UnreadableFile as exc:
                 raise CorruptCopy(str(exc), pointer, (entry.st_dev, entry.st_ino), None) from None
         raise CorruptCopy(
-            f"is {'a plain file' if stat.S_ISREG(entry.st_mode) else _kind(entry.st_mode)} where the cache keeps "
+            f"is {'a plain file' if stat.S_ISREG(entry.st_mode) else file_kind(entry.st_mode)} where the cache keeps "
             "a link to a blob",
             pointer,
             (entry.st_dev, entry.st_ino),
@@ -149,7 +79,7 @@ def check_copy(pointer: Path, storage: Path) -> FileHash:
     try:
         blob_entry = os.lstat(blob)
     except OSError as exc:
-        raise CorruptCopy(_os_reason(exc), pointer, (entry.st_dev, entry.st_ino), None) from None
+        raise CorruptCopy(os_reason(exc), pointer, (entry.st_dev, entry.st_ino), None) from None
     identity = (blob_entry.st_dev, blob_entry.st_ino)
     try:
         digest = hash_file(blob)
@@ -249,13 +179,14 @@ def forget_entry(pointer: Path) -> None:
 def recorded_absent(repo_id: str, revision: str, relpath: str) -> bool:
     """Whether the cache records that ``relpath`` does not exist at ``revision`` (a commit, or a revision whose
     commit the cache knows)."""
-    from huggingface_hub import _CACHED_NO_EXIST, try_to_load_from_cache
+    from huggingface_hub import try_to_load_from_cache
 
     try:
         found = try_to_load_from_cache(repo_id, relpath, revision=revision, repo_type="dataset")
     except (OSError, ValueError):
         return False
-    return found is _CACHED_NO_EXIST
+    # a path when cached, None when unknown, and otherwise the library's "recorded as absent" marker
+    return found is not None and not isinstance(found, str)
 
 
 def record_absent(storage: Path, commit: str, relpath: str) -> None:

@@ -22,11 +22,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from ..errors import MissingFileError, SchemaError, first_line
-from .arrowtools import string_array
-from .kinds import LIST_SEPARATOR
-from .registry import JSON_MAPPING, Column, ConfigSpec, get_spec
-from .sources import Source, open_source
+from ...data.sources.resolve import SourceLike
+from ...errors import MissingFileError, SchemaError, first_line
+from ..schema.kinds import LIST_SEPARATOR
+from ..schema.registry import get_spec
+from ..schema.spec import JSON_MAPPING, Column, ConfigSpec
+from ..sources.base import Source
+from ..sources.resolve import open_source
+from .arrow import string_array
 
 NULL_TOKENS = ("", "nan")
 
@@ -46,9 +49,9 @@ def read_typed_file(path: str | os.PathLike, spec: ConfigSpec, *, name: str | No
     try:
         raw = pacsv.read_csv(path, convert_options=convert)
     except pa.ArrowInvalid as exc:
-        raise SchemaError(f"{name}: cannot be read as CSV: {first_line(exc)}") from None
+        raise SchemaError(f"{name}: cannot be read as CSV: {first_line(exc)}", path=name, config=spec.name) from None
     except OSError as exc:
-        raise SchemaError(f"{name}: cannot be read: {exc}") from None
+        raise SchemaError(f"{name}: cannot be read: {exc}", path=name, config=spec.name) from None
     check_header(raw.column_names, spec, name)
     columns = [cast_column(raw.column(c.name), c, name) for c in spec.columns]
     return pa.Table.from_arrays(columns, schema=spec.arrow_schema)
@@ -80,14 +83,16 @@ def _read_json_mapping(path: str | os.PathLike, spec: ConfigSpec, name: str) -> 
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SchemaError(f"{name}: cannot be read as JSON: {first_line(exc)}") from None
+        raise SchemaError(f"{name}: cannot be read as JSON: {first_line(exc)}", path=name, config=spec.name) from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-        raise SchemaError(f"{name}: expected a JSON object mapping each {spec.keys[0]} to a record")
+        raise SchemaError(
+            f"{name}: expected a JSON object mapping each {spec.keys[0]} to a record", path=name, config=spec.name
+        )
     key = spec.keys[0]
     for mapped, record in data.items():
         check_header(list(record), spec, f"{name}: record {mapped!r}")
         if record[key] != mapped:
-            raise SchemaError(f"{name}: record {mapped!r} has {key} {record[key]!r}")
+            raise SchemaError(f"{name}: record {mapped!r} has {key} {record[key]!r}", path=name, column=key)
     return typed_records(list(data.values()), spec.columns, name)
 
 
@@ -103,8 +108,12 @@ def check_header(found: list[str], spec: ConfigSpec, name: str) -> None:
             parts.append(f"missing column(s) {', '.join(missing)}")
         if extra:
             parts.append(f"unexpected column(s) {', '.join(extra)}")
-        raise SchemaError(f"{name}: schema drift for config {spec.name}: {'; '.join(parts)}")
-    raise SchemaError(f"{name}: columns of config {spec.name} are not in the registry's order")
+        raise SchemaError(
+            f"{name}: schema drift for config {spec.name}: {'; '.join(parts)}", path=name, config=spec.name
+        )
+    raise SchemaError(
+        f"{name}: columns of config {spec.name} are not in the registry's order", path=name, config=spec.name
+    )
 
 
 def cast_column(values: pa.ChunkedArray, column: Column, name: str) -> pa.ChunkedArray:
@@ -127,7 +136,9 @@ def _fail_where(bad: pa.Array, text: pa.Array, column: Column, name: str, what: 
         count = pc.sum(bad).as_py()
         more = f" ({count} such values)" if count > 1 else ""
         raise SchemaError(
-            f"{name}: column {column.name!r}, data row {row + 1}: value {text[row].as_py()!r} is {what}{more}"
+            f"{name}: column {column.name!r}, data row {row + 1}: value {text[row].as_py()!r} is {what}{more}",
+            path=name,
+            column=column.name,
         )
 
 
@@ -142,7 +153,7 @@ def decode_labels(table: pa.Table, spec: ConfigSpec) -> pa.Table:
 
 def load_table(
     config: str,
-    source: str | os.PathLike | Source | None = None,
+    source: SourceLike = None,
     revision: str | None = None,
     *,
     decode: bool = False,
@@ -159,4 +170,4 @@ def config_file(source: Source, spec: ConfigSpec) -> Path:
     try:
         return source.path(spec.path)
     except MissingFileError as exc:
-        raise MissingFileError(f"config {spec.name}: {exc}") from None
+        raise MissingFileError(f"config {spec.name}: {exc}", config=spec.name, **exc.fields) from None

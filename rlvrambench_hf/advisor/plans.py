@@ -1,0 +1,47 @@
+"""Planned runs in the dataset's vocabulary: the one shape every reader of plans produces and the advisor reads.
+
+A :class:`Plans` holds one row per planned run, as columns named and typed as the registry types the settings of
+``benchmark/configurations.csv`` (``model_id``, ``workload_id``, ``gpu_count``, ``rollout_tp_size``,
+``actor_micro_batch``, ``vllm_gpu_memory_utilization``, ``max_response_length``, ...). A setting the plan does not
+give is null. Beside the table: where each plan came from, how the user wrote each setting (so that an error names
+``actor_rollout_ref.rollout.n`` or ``column rollout_n, row 3`` rather than an internal name), and the scope flags
+the config itself raises (a LoRA rank or estimator the measurements do not cover, another execution stack, an
+unknown workload, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+
+@dataclass(frozen=True)
+class Plans:
+    """Planned runs: ``table`` (one row per plan, settings columns in the registry's types, null where not given),
+    ``origins`` (one label per row: ``plans.csv row 3``, ``run.sh``), ``written`` (setting name → how the user
+    wrote it; ``{row}`` in it is replaced by the row's number) and ``flags`` (per row, the scope flags the config
+    raises)."""
+
+    table: pa.Table
+    origins: Sequence[str]
+    written: Mapping[str, str] = field(default_factory=dict)
+    flags: Sequence[Sequence[str]] = ()
+
+    def __post_init__(self) -> None:
+        if len(self.origins) != self.table.num_rows:
+            raise ValueError(f"{len(self.origins)} origins for {self.table.num_rows} plans")
+        if self.flags and len(self.flags) != self.table.num_rows:
+            raise ValueError(f"{len(self.flags)} flag lists for {self.table.num_rows} plans")
+
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+    def as_written(self, setting: str, row: int) -> str:
+        """How the user wrote ``setting`` of plan ``row`` (0-based), for one-line errors."""
+        text = self.written.get(setting, setting)
+        return f"{text.replace('{row}', str(row + 1))} ({self.origins[row]})"
+
+    def row_flags(self, row: int) -> list[str]:
+        return list(self.flags[row]) if self.flags else []

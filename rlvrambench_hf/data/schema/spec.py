@@ -1,0 +1,144 @@
+"""What a table of the release is: its columns, keys and relations to other tables (the registry's classes).
+
+:mod:`.registry` holds the entries; this module holds the shapes they take. A :class:`ConfigSpec` says where a
+table lives, what it means, how every column is typed, which columns key its rows, which columns point into
+another table (:class:`ForeignKey`) and which columns repeat another table's values (:class:`Copy`).
+Verification and diffs read the relations instead of spelling out joins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from ...errors import UnknownConfigError
+from .columns import LABEL_DESCRIPTIONS, VOCABULARY
+from .kinds import KINDS, LABEL, Kind
+from .pins import OUTCOME_LABELS
+
+if TYPE_CHECKING:  # pragma: no cover
+    import datasets
+
+#: File layouts the typed reader knows: a CSV file, or a JSON object mapping each key to one record.
+CSV, JSON_MAPPING = "csv", "json_mapping"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: its name, kind (a name of :data:`~.kinds.KINDS`), meaning and, for labels, the class names."""
+
+    name: str
+    kind: str
+    description: str
+    labels: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"column {self.name}: unknown kind {self.kind!r}")
+        if (KINDS[self.kind] is LABEL) != bool(self.labels):
+            raise ValueError(f"column {self.name}: labels are given exactly for label columns")
+
+    @property
+    def type(self) -> Kind:
+        """What the column's kind is in Arrow, ``datasets``, Croissant, text and previews."""
+        return KINDS[self.kind]
+
+    @property
+    def arrow_type(self) -> pa.DataType:
+        return self.type.arrow_type
+
+
+def columns(names: str, **labels: tuple[str, ...]) -> tuple[Column, ...]:
+    """Columns in file order; ``labels`` gives the extra class names of each label column."""
+    out = []
+    for name in names.split():
+        if name in LABEL_DESCRIPTIONS:
+            extra = labels.get(name, ())
+            out.append(Column(name, "label", LABEL_DESCRIPTIONS[name], OUTCOME_LABELS + tuple(extra)))
+        else:
+            kind, description = VOCABULARY[name]
+            out.append(Column(name, kind, description))
+    unused = set(labels) - {c.name for c in out}
+    if unused:
+        raise ValueError(f"label overrides for absent columns {sorted(unused)}")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class ForeignKey:
+    """``columns`` of this table name a row of ``table`` by its ``references`` columns (its key by default).
+
+    Rows with a null in ``columns`` point nowhere and are skipped, unless ``where`` names a bool column: then the
+    rows where it is true must point somewhere and the others must be null. ``exactly_one`` asks that each row
+    match exactly one row of ``table`` (for references that are not its key)."""
+
+    columns: tuple[str, ...]
+    table: str
+    references: tuple[str, ...] = ()
+    where: str | None = None
+    exactly_one: bool = False
+
+
+@dataclass(frozen=True)
+class Copy:
+    """Columns of this table that repeat ``table``'s values for the row ``on`` finds there: ``columns`` maps each
+    column here to its name there, and ``on`` the columns here to ``table``'s key columns."""
+
+    table: str
+    columns: Mapping[str, str]
+    on: tuple[str, ...] = ("configuration_id",)
+
+
+def same_names(names: str) -> dict[str, str]:
+    """A :attr:`Copy.columns` mapping of columns that have the same name in both tables."""
+    return {name: name for name in names.split()}
+
+
+@dataclass(frozen=True)
+class ConfigSpec:
+    """One table of the release: where it lives, what it means and how every column is typed."""
+
+    name: str
+    split: str
+    path: str
+    description: str
+    keys: tuple[str, ...]
+    columns: tuple[Column, ...] = field(repr=False)
+    card: bool = True  # a config named by the dataset card; False for supporting tables
+    layout: str = CSV  # JSON_MAPPING: {key: record}, the key repeated as the record's first key column
+    references: tuple[ForeignKey, ...] = ()
+    copies: tuple[Copy, ...] = ()
+
+    @property
+    def column_names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def column(self, name: str) -> Column:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise UnknownConfigError(f"config {self.name} has no column {name!r}", config=self.name, column=name)
+
+    @property
+    def label_columns(self) -> list[Column]:
+        return [c for c in self.columns if c.type is LABEL]
+
+    @cached_property
+    def arrow_schema(self) -> pa.Schema:
+        """Arrow storage schema (labels as int64 class indices, as in ``datasets``)."""
+        return pa.schema([pa.field(c.name, c.arrow_type) for c in self.columns])
+
+    @property
+    def features(self) -> datasets.Features:
+        """The ``datasets.Features`` of this table (imports ``datasets``)."""
+        return _features(self)
+
+
+def _features(spec: ConfigSpec) -> datasets.Features:
+    import datasets
+
+    return datasets.Features({c.name: c.type.feature(c.labels) for c in spec.columns})
