@@ -132,6 +132,8 @@ def reading(a: str, b: str, name: str, entry: Mapping[str, Any], design: Design)
         return f"{head}; no interval (the difference is undefined in every resample)"
     span = _span_text(low, high, more, fewer)
     unit, units = design.unit, design.units
+    if design.method == BOOTSTRAP and low == high == 0:
+        return f"{head}; no difference in any resample"
     if design.method == BOOTSTRAP:
         tail = f", {design.level:.0%} interval {span}"
         if low <= 0 <= high:

@@ -13,7 +13,7 @@ import numpy as np
 from ..scoring.compare import Design, Side, compare_scope
 from ..scoring.intervals import BOOTSTRAP, MIN_UNITS, RANGE, IntervalOptions, resample_weights, settings
 from .intervals import UNIT, WHY_TARGETS, scope_draws, scopes_of, unit_cells
-from .key import ScoringKey
+from .key import ALL_TRACKS, ScoringKey
 from .score import score
 
 WARNING = (
@@ -30,7 +30,8 @@ def compare_predictions(
     *,
     marginal: bool = False,
 ) -> dict:
-    """The comparison of two aligned label-code arrays on ``key``: overall and per track, per metric."""
+    """The comparison of two aligned label-code arrays on ``key``: overall (when every track is selected) and per
+    track, per metric; with ``marginal``, each side's own interval too."""
     (a, b), (name_a, name_b) = predicted, names
     scores = score(key, a), score(key, b)
     cells = unit_cells(key, a), unit_cells(key, b)
@@ -38,8 +39,8 @@ def compare_predictions(
     task_base = 1 + len(key.tracks)
     out: dict = {}
     for scope in scopes_of(key):
-        if scope.level == "per_task":
-            continue
+        if scope.level == "per_task" or (scope.level == "overall" and key.track != ALL_TRACKS):
+            continue  # tasks: too few targets each; one selected track: its scope is the whole
         present = np.flatnonzero(cells[0][:, scope.index * 9 : scope.index * 9 + 9].sum(axis=1).A1)
         enough = len(present) >= MIN_UNITS
         chosen = weights if enough else np.eye(cells[0].shape[0], dtype=np.int64)[present]
