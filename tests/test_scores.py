@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rlvrambench_hf import DEFAULT_REVISION, admission, estimation, flat_scores, transfer, trainer_metrics
+from rlvrambench_hf import DEFAULT_REVISION, admission, estimation, flat_scores, trainer_metrics, transfer
 from rlvrambench_hf.data.tables.output import json_text
 from rlvrambench_hf.errors import InputError
 from rlvrambench_hf.followup import STUDIES, frozen_predictions, score_panel, score_study, study_rows
@@ -343,8 +342,8 @@ def test_compare_a_predictions_file_with_a_rule_and_with_itself(snapshot, tables
 
 
 def test_results_export_parses_back_and_names_the_revision(snapshot, tables, key, tmp_path):
-    from huggingface_hub import parse_eval_result_entries
     import yaml
+    from huggingface_hub import parse_eval_result_entries
 
     from rlvrambench_hf import __version__
 
