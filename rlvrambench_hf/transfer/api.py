@@ -3,7 +3,7 @@ entry points that load and score in one call."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
@@ -64,6 +64,32 @@ def score_lists(
     :func:`~rlvrambench_hf.transfer.score.score_predictions`."""
     key = cached_scoring_key(source, revision, track)
     return score_predictions(key, query_ids, predictions, intervals=intervals)
+
+
+def compare_lists(
+    query_ids: Sequence[str],
+    predictions: Mapping[str, Sequence[str]],
+    *,
+    track: str | None = "all",
+    source: SourceLike = None,
+    revision: str | None = None,
+    intervals: IntervalsLike = True,
+) -> dict:
+    """The paired comparison (:func:`~rlvrambench_hf.transfer.compare.compare_predictions`) of two named prediction
+    lists on the same ``query_ids`` (``{"mine": [...], "source_label": [...]}``, A first): per scope and metric,
+    A − B with its interval and a one-line reading."""
+    from ..errors import InputError
+    from ..scoring.intervals import IntervalOptions, interval_options
+    from .compare import compare_predictions
+    from .score import align_predictions
+
+    if not isinstance(predictions, Mapping) or len(predictions) != 2:
+        raise InputError("compare_lists takes a mapping of exactly two names to prediction lists")
+    key = cached_scoring_key(source, revision, track)
+    options = interval_options(intervals) or IntervalOptions()
+    name_a, name_b = predictions
+    aligned = tuple(align_predictions(key, query_ids, p, f"predictions {n}") for n, p in predictions.items())
+    return compare_predictions(key, (aligned[0], aligned[1]), (name_a, name_b), options)
 
 
 def reference_scores(
