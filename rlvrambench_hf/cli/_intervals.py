@@ -10,17 +10,17 @@ from typing import Any
 from ..errors import InputError
 from ..scoring.intervals import BOOTSTRAP, DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED, IntervalOptions
 
+OPTIONAL = (
+    "add a bootstrap interval over the independent units (or the exact range where they are too few) to every rate "
+    "and count of the score file"
+)
 
-def add_interval_options(parser: argparse.ArgumentParser, *, always: bool = False) -> None:
-    """``--intervals`` and its three settings (with ``always``, the intervals are always computed and
-    ``--intervals`` adds each side's own interval)."""
-    what = (
-        "also give each side's own interval beside the difference's"
-        if always
-        else "add a bootstrap interval over the independent units (or the exact range where they are too few) to "
-        "every rate and count of the score file"
-    )
-    parser.add_argument("--intervals", action="store_true", help=what)
+
+def add_interval_options(parser: argparse.ArgumentParser, *, flag: str | None = OPTIONAL, always: bool = False) -> None:
+    """``--intervals`` (with the help ``flag``; None: no such flag) and its three settings; with ``always`` the
+    intervals are computed whether or not ``--intervals`` is given (it then means what ``flag`` says)."""
+    if flag is not None:
+        parser.add_argument("--intervals", action="store_true", help=flag)
     parser.add_argument("--level", type=float, help=f"interval coverage, 0 < level < 1 (default {DEFAULT_LEVEL})")
     parser.add_argument(
         "--seed", type=int, help=f"seed of the resampling (default {DEFAULT_SEED}); same seed, same file"
@@ -28,7 +28,7 @@ def add_interval_options(parser: argparse.ArgumentParser, *, always: bool = Fals
     parser.add_argument(
         "--resamples", type=int, help=f"bootstrap resamples, 100 to 100000 (default {DEFAULT_RESAMPLES})"
     )
-    parser.set_defaults(intervals_always=always)
+    parser.set_defaults(intervals_always=always or flag is None, **({"intervals": False} if flag is None else {}))
 
 
 def interval_options_of(args: argparse.Namespace) -> IntervalOptions | None:

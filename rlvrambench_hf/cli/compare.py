@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         )
     p.add_argument("--track", help=f"the track to compare: {choices_text((*TRACKS, ALL_TRACKS))} (default all)")
     p.add_argument("--output", metavar="FILE.json", help="also write the comparison (JSON)")
-    add_interval_options(p, always=True)
+    add_interval_options(p, flag="also give each side's own interval beside the difference's", always=True)
     p.set_defaults(handler=run_compare)
 
 

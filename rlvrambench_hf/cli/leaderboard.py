@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("paths", nargs="*", metavar="PATH", help="score files, .eval_results YAML files or folders")
     p.add_argument("--references", action="store_true", help="add the three reference rules, scored now with intervals")
     p.add_argument("--output", metavar="F.csv|F.html", help="also write the table as CSV or HTML")
-    add_interval_options(p, always=True)
+    add_interval_options(p, flag=None)  # --level/--seed/--resamples of the --references' intervals
     p.set_defaults(handler=run_leaderboard)
 
 

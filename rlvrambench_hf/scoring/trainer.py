@@ -30,6 +30,8 @@ def label_codes(predictions: Any, rows: int) -> np.ndarray:
     if array.ndim == 2 and array.shape[1] == len(OUTCOME_LABELS):
         if not np.issubdtype(array.dtype, np.number):
             raise InputError(f"logits must be numbers, not {array.dtype}")
+        if not np.isfinite(array).all():
+            raise InputError(f"logits hold {int((~np.isfinite(array)).sum())} NaN or infinite value(s)")
         codes = array.argmax(axis=1)
     elif array.ndim == 1 and np.issubdtype(array.dtype, np.integer):
         codes = array
