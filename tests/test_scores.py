@@ -96,6 +96,32 @@ def test_transfer_intervals_on_every_scope_resample_targets(snapshot, tables, ke
     assert "macro_task_three_state_accuracy" in gpu
 
 
+def test_draws_with_every_unit_once_are_the_point_scores(snapshot, tables, key):
+    """The resampled recomputation is the scorer itself: with every unit drawn once it gives the score file's
+    numbers exactly (transfer scopes and estimation folds)."""
+    import numpy as np
+
+    from rlvrambench_hf.estimation.intervals import fold_draws
+    from rlvrambench_hf.transfer.intervals import MACRO, scope_draws, scopes_of, unit_cells
+
+    predicted = transfer.align_predictions(key, *rule_rows(tables, "source_label"))
+    scores = transfer.score(key, predicted)
+    cells = unit_cells(key, predicted)
+    ones = np.ones((1, cells.shape[0]), dtype=np.int64)
+    for scope in scopes_of(key):
+        point = scores["overall"] if scope.level == "overall" else scores[scope.level][scope.name]
+        draw = scope_draws(cells, ones, scope, 1 + len(key.tracks))[0]
+        assert {k: v for k, v in draw.items() if k != MACRO} == {k: point[k] for k in draw if k != MACRO}
+        if scope.tasks:
+            assert draw[MACRO] == pytest.approx(point[MACRO], abs=1e-15)
+    report = estimation.run_retrospective(snapshot)
+    truth = {r["configuration_id"]: r for r in estimation.load_inputs(snapshot).pool.rows}
+    for fold in report["folds"].values():
+        ids = sorted({r["configuration_id"] for r in fold["predictions"]})
+        for method, point in fold["scores"].items():
+            assert fold_draws(fold["predictions"], truth, ids, np.ones((1, 30), dtype=np.int64), method) == [point]
+
+
 def test_same_seed_same_bytes_another_seed_other_intervals(snapshot, tables, key, tmp_path):
     ids, states = rule_rows(tables, "always_approve")
     first = json_text(transfer.score_predictions(key, ids, states, intervals={"seed": 7, "resamples": 500}))

@@ -16,18 +16,20 @@ from typing import Any
 import numpy as np
 
 from ..scoring.compare import Design, Side, compare_scope
+from ..scoring.estimators import peak_error_statistics
 from ..scoring.intervals import (
     BOOTSTRAP,
     MIN_UNITS,
     RANGE,
     IntervalOptions,
     bootstrap_block,
+    confusion_draws,
     numeric_names,
     range_block,
     resample_weights,
     settings,
 )
-from .folds import score_rows
+from ..scoring.labels import encode_labels
 
 UNIT = "held_out_configuration"
 WHY_CONFIGURATIONS = (
@@ -46,13 +48,26 @@ def stream_of(family: str) -> int:
 def fold_draws(
     rows: Sequence[Mapping], truth: Mapping[str, Mapping], ids: Sequence[str], weights: np.ndarray, method: str
 ) -> list[dict]:
-    """The scores of ``method``'s rows (one per id of ``ids``) under each row of unit ``weights``."""
+    """The fold scores of ``method``'s rows (one per id of ``ids``) under each row of unit ``weights``: the fields
+    of :func:`~rlvrambench_hf.scoring.estimators.estimator_scores`, a configuration drawn twice counting twice (the
+    label metrics from the weighted confusion matrix, the peak errors over the repeated rows)."""
     by_id = {r["configuration_id"]: r for r in rows if r["method"] == method}
     ordered = [by_id[i] for i in ids]
-    return [
-        score_rows([row for row, n in zip(ordered, w.tolist()) for _ in range(n)], truth, [method])[method]
-        for w in weights
-    ]
+    predicted = encode_labels([r["predicted_state"] for r in ordered], "predicted labels")
+    observed = encode_labels([truth[i]["observed_state"] for i in ids], "observed labels")
+    cells = np.zeros((len(ids), 9), dtype=np.int64)
+    cells[np.arange(len(ids)), predicted.astype(np.intp) * 3 + observed] = 1
+    predicted_peaks = [r["predicted_peak_mib"] for r in ordered]
+    observed_peaks = [truth[i]["max_completed_run_peak_mib"] for i in ids]
+    changed = np.array([bool(r.get("startup_guard_changed_state")) for r in ordered], dtype=np.int64)
+    draws = []
+    for w, labels in zip(weights, confusion_draws(weights @ cells)):
+        drawn = np.repeat(np.arange(len(ids)), w).tolist()
+        peaks = peak_error_statistics([predicted_peaks[i] for i in drawn], [observed_peaks[i] for i in drawn])
+        labels.update(queries=int(w.sum()), distinct_target_configurations=int((w > 0).sum()), **peaks)
+        labels["startup_guard_changed_states"] = int(w @ changed)
+        draws.append(labels)
+    return draws
 
 
 def fold_blocks(

@@ -167,6 +167,16 @@ def unit_block(
     return bootstrap_block(point, draws, names, unit=unit, units=units, level=options.level)
 
 
+def confusion_draws(confusions: np.ndarray) -> list[dict]:
+    """The label metrics (:func:`~.labels.metrics_from_confusion`) of each row of ``confusions`` (draws × 9 cells,
+    predicted-major), computed once per distinct matrix."""
+    from .labels import metrics_from_confusion
+
+    distinct, inverse = np.unique(confusions, axis=0, return_inverse=True)
+    metrics = [metrics_from_confusion(c.reshape(3, 3)) for c in distinct]
+    return [dict(metrics[i]) for i in inverse.ravel()]
+
+
 def numeric_names(metrics: Mapping[str, Any]) -> list[str]:
     """The keys of ``metrics`` whose values are numbers (or null), booleans and nested values excluded."""
     return [k for k, v in metrics.items() if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))]

@@ -25,6 +25,7 @@ from ..scoring.intervals import (
     MIN_UNITS,
     IntervalOptions,
     bootstrap_block,
+    confusion_draws,
     numeric_names,
     range_block,
     resample_weights,
@@ -75,13 +76,6 @@ def unit_cells(key: ScoringKey, predicted: np.ndarray) -> sparse.csr_matrix:
     return sparse.csr_matrix((np.ones(len(columns), dtype=np.int64), (rows, columns)), shape=shape)
 
 
-def confusion_metrics(confusions: np.ndarray) -> list[dict]:
-    """The label metrics of each row of ``confusions`` (n × 9), computed once per distinct matrix."""
-    distinct, inverse = np.unique(confusions, axis=0, return_inverse=True)
-    metrics = [metrics_from_confusion(c.reshape(3, 3)) for c in distinct]
-    return [metrics[i] for i in inverse.ravel()]
-
-
 def macro_accuracy(task_confusions: np.ndarray) -> list[float | None]:
     """The unweighted mean task accuracy of each draw (draws × tasks × 9; tasks without a query skipped)."""
     queries = task_confusions.sum(axis=2)
@@ -119,7 +113,7 @@ def add_transfer_intervals(
 
 
 def scope_draws(cells: sparse.csr_matrix, weights: np.ndarray, scope: Scope, task_base: int) -> list[dict]:
-    draws = confusion_metrics(_confusions(cells, weights, scope.index))
+    draws = confusion_draws(_confusions(cells, weights, scope.index))
     if scope.tasks:
         per_task = np.stack([_confusions(cells, weights, task_base + t) for t in scope.tasks], axis=1)
         for draw, macro in zip(draws, macro_accuracy(per_task)):
