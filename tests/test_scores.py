@@ -553,3 +553,22 @@ def test_the_package_does_not_import_transformers():
 
     code = "import sys, rlvrambench_hf; rlvrambench_hf.trainer_metrics; print('transformers' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+
+
+def test_leaderboard_reads_the_eval_results_of_a_hub_repository(hub, tables, key, tmp_path):
+    from rlvrambench_hf.release.evalresults import eval_entries, eval_results_text
+
+    repo = tmp_path / "repo"
+    (repo / ".eval_results").mkdir(parents=True)
+    (repo / "README.md").write_text("a model\n")
+    scores = transfer.score_predictions(key, *rule_rows(tables, "always_approve"), intervals={"resamples": 200})
+    export = eval_entries(scores, dataset_id="kobzaond/RLVRAMBench", dataset_revision=DEFAULT_REVISION, version="x")
+    (repo / ".eval_results" / "rlvrambench.yaml").write_text(eval_results_text(export.entries))
+    hub.add_repo("me/scored-model", repo, repo_type="model")
+    result = run_cli("leaderboard", "hub:me/scored-model", "--output", str(tmp_path / "board.html"))
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"\ngpu_count_transfer\s+1\s+me/scored-model\s+1\s+1\s+1\s+4\s+6\n", result.stdout)
+    page = (tmp_path / "board.html").read_text()
+    assert "<td>me/scored-model</td>" in page and "<title>RLVRAMBench leaderboard</title>" in page
+    result = run_cli("leaderboard", "hub:me/no-such-model")
+    assert result.returncode == 2 and "not found" in result.stderr and len(result.stderr.splitlines()) == 1

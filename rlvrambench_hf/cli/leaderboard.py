@@ -22,15 +22,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "sorted by recall and grouped where the intervals overlap. A folder is searched for *.json score files and "
         ".eval_results/*.yaml; a method is named by its file (an .eval_results file by the folder holding it).",
     )
-    p.add_argument("paths", nargs="*", metavar="PATH", help="score files, .eval_results YAML files or folders")
+    p.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help=f"score files, .eval_results YAML files, folders, or {HUB_PREFIX}OWNER/NAME for the .eval_results of a "
+        "Hub model repository (read through huggingface_hub)",
+    )
     p.add_argument("--references", action="store_true", help="add the three reference rules, scored now with intervals")
     p.add_argument("--output", metavar="F.csv|F.html", help="also write the table as CSV or HTML")
     add_interval_options(p, flag=None)  # --level/--seed/--resamples of the --references' intervals
     p.set_defaults(handler=run_leaderboard)
 
 
+HUB_PREFIX = "hub:"
+
+
 def gather(paths: list[str]) -> dict[str, tuple[str, Path]]:
-    """Method name → (kind, file) of every score file ("scores") and evaluation-results file ("entries")."""
+    """Method name → (kind, file) of every score file ("scores") and evaluation-results file ("entries");
+    ``hub:`` repositories are left to :func:`run_leaderboard`."""
     from ..errors import InputError
     from ..release.evalresults import EVAL_RESULTS_FOLDER
 
@@ -48,7 +58,7 @@ def gather(paths: list[str]) -> dict[str, tuple[str, Path]]:
             raise InputError(f"two inputs name the method {name!r} ({found[name][1]} and {file}); rename one")
         found[name] = (kind, file)
 
-    for given in map(Path, paths):
+    for given in (Path(p) for p in paths if not p.startswith(HUB_PREFIX)):
         if not given.exists():
             raise InputError(f"{given} does not exist")
         for file in folder_files(given) if given.is_dir() else [given]:
@@ -69,27 +79,18 @@ def folder_files(folder: Path) -> list[Path]:
     return files
 
 
-def run_leaderboard(args: argparse.Namespace) -> int:
+def file_standings(found: dict[str, tuple[str, Path]]) -> list:
+    """The standings of every gathered file (score files and evaluation-results files)."""
     import json
 
-    from ..data.tables.output import write_atomic
     from ..errors import InputError
     from ..release.evalresults import read_eval_results
-    from ..reporting.leaderboard import LEGEND, leaderboard_csv, leaderboard_html, leaderboard_table
-    from ..reporting.leaderboard import standings_from_entries as from_entries
-    from ..reporting.leaderboard import standings_from_scores as from_scores
+    from ..reporting.leaderboard import standings_from_entries, standings_from_scores
 
-    if args.output and Path(args.output).suffix.lower() not in (".csv", ".html"):
-        raise InputError(f"--output {args.output} must end in .csv or .html")
-    found = gather(args.paths)
-    if not found and not args.references:
-        raise InputError("no score files given (PATH...), and no --references")
-    inputs = {f"PATH {name}": str(file) for name, (_, file) in found.items()}
-    source = checked_source(args, [args.output], inputs) if args.references else None
     standings = []
     for name, (kind, file) in found.items():
         if kind == "entries":
-            standings += from_entries(name, read_eval_results(file))
+            standings += standings_from_entries(name, read_eval_results(file))
             continue
         try:
             scores = json.loads(file.read_text(encoding="utf-8"))
@@ -97,12 +98,42 @@ def run_leaderboard(args: argparse.Namespace) -> int:
             raise InputError(f"score file {file} cannot be read as JSON ({type(exc).__name__})") from None
         if not isinstance(scores, dict) or not isinstance(scores.get("per_track"), dict):
             raise InputError(f"{file} is not a transfer score file (no per_track scores)")
-        standings += from_scores(name, scores)
+        standings += standings_from_scores(name, scores)
+    return standings
+
+
+def run_leaderboard(args: argparse.Namespace) -> int:
+    from ..data.tables.output import check_outputs, write_atomic
+    from ..errors import InputError
+    from ..release.evalresults import hub_eval_results
+    from ..reporting.leaderboard import (
+        LEGEND,
+        leaderboard_csv,
+        leaderboard_html,
+        leaderboard_table,
+        standings_from_entries,
+        standings_from_scores,
+    )
+
+    if args.output and Path(args.output).suffix.lower() not in (".csv", ".html"):
+        raise InputError(f"--output {args.output} must end in .csv or .html")
+    found = gather(args.paths)
+    repos = [p[len(HUB_PREFIX) :] for p in args.paths if p.startswith(HUB_PREFIX)]
+    if not found and not repos and not args.references:
+        raise InputError("no score files given (PATH...), and no --references")
+    inputs = {f"PATH {name}": str(file) for name, (_, file) in found.items()}
+    source = checked_source(args, [args.output], inputs) if args.references else None
+    if source is None:
+        check_outputs([args.output], inputs=inputs)
+    standings = file_standings(found)
+    for repo in repos:
+        standings += standings_from_entries(repo, hub_eval_results(repo))
     if args.references:
         from ..transfer import RULES, reference_scores
 
         options = interval_options_of(args)
-        standings += [s for rule in RULES for s in from_scores(rule, reference_scores(rule, source, intervals=options))]
+        for rule in RULES:
+            standings += standings_from_scores(rule, reference_scores(rule, source, intervals=options))
     table = leaderboard_table(standings)
     if args.output:
         text = leaderboard_html(table) if args.output.lower().endswith(".html") else leaderboard_csv(table)

@@ -172,3 +172,19 @@ def read_eval_results(path: str | os.PathLike) -> list[EvalResultEntry]:
         return parse_eval_result_entries(data)
     except (KeyError, TypeError, ValueError):
         raise InputError(f"eval results file {file} has an entry without dataset id, task id or value") from None
+
+
+def hub_eval_results(repo_id: str, revision: str = "main", repo_type: str = "model") -> list[EvalResultEntry]:
+    """The ``.eval_results/*.yaml`` entries of a Hub repository, fetched and cached by huggingface_hub."""
+    from huggingface_hub import snapshot_download
+
+    from ..data.sources.huberrors import hub_errors
+
+    with hub_errors(repo_id, revision, repo_type=repo_type):
+        folder = snapshot_download(
+            repo_id, repo_type=repo_type, revision=revision, allow_patterns=[f"{EVAL_RESULTS_FOLDER}/*.yaml"]
+        )
+    files = sorted((Path(folder) / EVAL_RESULTS_FOLDER).glob("*.yaml"))
+    if not files:
+        raise InputError(f"{repo_type} repository {repo_id}@{revision} has no {EVAL_RESULTS_FOLDER}/*.yaml")
+    return [entry for file in files for entry in read_eval_results(file)]
