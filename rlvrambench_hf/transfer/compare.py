@@ -12,7 +12,7 @@ import numpy as np
 
 from ..scoring.compare import Design, Side, compare_scope
 from ..scoring.intervals import BOOTSTRAP, MIN_UNITS, RANGE, IntervalOptions, resample_weights, settings
-from .intervals import UNIT, WHY_TARGETS, scope_draws, scopes_of, unit_cells
+from .intervals import UNIT, WHY_TARGETS, scope_draws, scopes_of, unit_cells, units_in
 from .key import ALL_TRACKS, ScoringKey
 from .score import score
 
@@ -41,9 +41,9 @@ def compare_predictions(
     for scope in scopes_of(key):
         if scope.level == "per_task" or (scope.level == "overall" and key.track != ALL_TRACKS):
             continue  # tasks: too few targets each; one selected track: its scope is the whole
-        present = np.flatnonzero(cells[0][:, scope.index * 9 : scope.index * 9 + 9].sum(axis=1).A1)
+        present = units_in(cells[0], scope)
         enough = len(present) >= MIN_UNITS
-        chosen = weights if enough else np.eye(cells[0].shape[0], dtype=np.int64)[present]
+        chosen = weights if enough else present
         points = [s["overall"] if scope.level == "overall" else s["per_track"][scope.name] for s in scores]
         sides = [Side(n, p, scope_draws(c, chosen, scope, task_base)) for n, p, c in zip(names, points, cells)]
         design = Design(UNIT, len(present), BOOTSTRAP if enough else RANGE, options.level)

@@ -93,38 +93,44 @@ def add_transfer_intervals(
     """``scores`` (the score file of ``predicted`` on ``key``) with an ``intervals`` block in every scope and the
     file's ``interval_settings``."""
     cells = unit_cells(key, predicted)
-    n_units = cells.shape[0]
-    weights = resample_weights(n_units, options)
+    weights = resample_weights(cells.shape[0], options)
     task_base = 1 + len(key.tracks)
     blocks: dict[tuple[str, str], dict] = {}
     for scope in scopes_of(key):
         entry = _entry(scores, scope)
         names = numeric_names({k: v for k, v in entry.items() if k in _LABEL_NAMES or k == MACRO})
-        present = np.flatnonzero(cells[:, scope.index * 9 : scope.index * 9 + 9].sum(axis=1).A1)
-        chosen = weights if len(present) >= MIN_UNITS else np.eye(n_units, dtype=np.int64)[present]
-        draws = scope_draws(cells, chosen, scope, task_base)
+        present = units_in(cells, scope)
         if len(present) >= MIN_UNITS:
-            blocks[(scope.level, scope.name)] = bootstrap_block(
-                entry, draws, names, unit=UNIT, units=len(present), level=options.level
-            )
+            draws = scope_draws(cells, weights, scope, task_base)
+            block = bootstrap_block(entry, draws, names, unit=UNIT, units=len(present), level=options.level)
         else:
-            blocks[(scope.level, scope.name)] = range_block(draws, names, unit=UNIT)
+            block = range_block(scope_draws(cells, present, scope, task_base), names, unit=UNIT)
+        blocks[(scope.level, scope.name)] = block
     return with_blocks(scores, blocks, settings(options, UNIT, WHY_TARGETS))
 
 
-def scope_draws(cells: sparse.csr_matrix, weights: np.ndarray, scope: Scope, task_base: int) -> list[dict]:
-    draws = confusion_draws(_confusions(cells, weights, scope.index))
+def units_in(cells: sparse.csr_matrix, scope: Scope) -> np.ndarray:
+    """The targets with at least one query in ``scope``."""
+    return np.flatnonzero(cells[:, scope.index * 9 : scope.index * 9 + 9].sum(axis=1).A1)
+
+
+def scope_draws(cells: sparse.csr_matrix, draws_of: np.ndarray, scope: Scope, task_base: int) -> list[dict]:
+    """The metrics of ``scope`` (its macro task accuracy too, for a track) under each draw: ``draws_of`` is either
+    resample weights (draws × units) or the indices of the units to score one at a time."""
+    draws = confusion_draws(_confusions(cells, draws_of, scope.index))
     if scope.tasks:
-        per_task = np.stack([_confusions(cells, weights, task_base + t) for t in scope.tasks], axis=1)
+        per_task = np.stack([_confusions(cells, draws_of, task_base + t) for t in scope.tasks], axis=1)
         for draw, macro in zip(draws, macro_accuracy(per_task)):
             draw[MACRO] = macro
     return draws
 
 
-def _confusions(cells: sparse.csr_matrix, weights: np.ndarray, index: int) -> np.ndarray:
-    """Draws × 9: the confusion cells of column block ``index`` under each row of ``weights``."""
+def _confusions(cells: sparse.csr_matrix, draws_of: np.ndarray, index: int) -> np.ndarray:
+    """Draws × 9: the confusion cells of column block ``index`` under each draw (weights, or units alone)."""
     block = cells[:, index * 9 : index * 9 + 9]
-    return np.asarray((block.T @ weights.T).T, dtype=np.int64)
+    if draws_of.ndim == 1:  # each unit alone: its own row
+        return np.asarray(block[draws_of].toarray(), dtype=np.int64)
+    return np.asarray((block.T @ draws_of.T).T, dtype=np.int64)
 
 
 _LABEL_NAMES = frozenset(k for k in metrics_from_confusion(np.zeros((3, 3), dtype=np.int64)) if "confusion" not in k)
