@@ -24,11 +24,16 @@ from .errors import (
     SourceError,
     UnknownConfigError,
 )
+from .scoring.flat import FlatScores, flat_scores
+from .scoring.intervals import IntervalOptions
+from .scoring.trainer import trainer_metrics
 
 __version__ = "0.1.0"
 __all__ = [
     "DEFAULT_REPO_ID",
     "DEFAULT_REVISION",
+    "FlatScores",
+    "IntervalOptions",
     "OUTCOME_LABELS",
     "REGISTRY",
     "IntegrityError",
@@ -42,12 +47,14 @@ __all__ = [
     "SourceError",
     "SourceLike",
     "UnknownConfigError",
+    "flat_scores",
     "get_spec",
     "load_dataset",
     "load_table",
     "loading_script_path",
     "metric_path",
     "open_source",
+    "trainer_metrics",
 ]
 
 

@@ -148,7 +148,7 @@ def test_missing_mlcroissant_is_one_line_naming_the_extra_and_the_way_round(snap
     )
     skipped = run_without(("mlcroissant",), "release", "verify", str(folder), "--no-croissant", cwd=tmp_path)
     assert skipped.returncode == 0, skipped.stderr
-    assert "verified: 68 files, 10 configs" in skipped.stdout and "mlcroissant skipped" in skipped.stdout
+    assert "verified: 69 files, 10 configs" in skipped.stdout and "mlcroissant skipped" in skipped.stdout
     folder.joinpath("LICENSE").write_text("changed")
     broken = run_without(("mlcroissant",), "release", "verify", str(folder), "--no-croissant", cwd=tmp_path)
     assert broken.returncode == 2 and "LICENSE: present but corrupted" in broken.stderr

@@ -128,6 +128,20 @@ def test_card_yaml_is_generated_from_the_registry(release, snapshot):
     assert "within_margin" in body and "memory_failure" in body and "@misc{" in body and ABSENT in body
 
 
+def test_eval_yaml_declares_a_task_per_track_and_reported_metric(release):
+    from rlvrambench_hf.release.evalresults import REPORTED_METRICS, split_task_id
+    from rlvrambench_hf.transfer import TRACKS
+
+    declared = yaml.safe_load((release / "eval.yaml").read_text(encoding="utf-8"))
+    assert declared["name"] == "RLVRAMBench"
+    tasks = declared["tasks"]
+    assert len(tasks) == len(TRACKS) * len(REPORTED_METRICS) == 16
+    assert {(t["config"], t["split"]) for t in tasks} == {("transfer_queries", "evaluation")}
+    assert [split_task_id(t["id"]) for t in tasks] == [(k, m) for k in TRACKS for m in REPORTED_METRICS]
+    record = json.loads((release / "release.json").read_text(encoding="utf-8"))
+    assert record["files"]["eval.yaml"]["sha256"] == sha256_file(release / "eval.yaml")
+
+
 def test_parquet_embeds_the_registry_features(release):
     for spec in BUILT:
         schema = pq.read_schema(release / parquet_path(spec))
@@ -209,7 +223,7 @@ def test_build_refuses_a_source_file_that_fails_its_digest(snapshot, tmp_path):
 def test_verify_cli_passes_on_a_build(release):
     r = run_cli("release", "verify", str(release))
     assert r.returncode == 0, r.stderr
-    assert "verified: 68 files, 10 configs" in r.stdout
+    assert "verified: 69 files, 10 configs" in r.stdout
 
 
 def test_verify_tells_absent_from_corrupted(release, tmp_path):
@@ -659,7 +673,7 @@ def test_push_dry_run_plans_against_the_mirror_and_changes_nothing(hub, mirror, 
     assert r.returncode == 0, r.stderr
     plan = json.loads(r.stdout[: r.stdout.rindex("}") + 1])
     assert plan["remote_commit"] == mirror
-    generated = {"croissant.json"} | {parquet_path(s) for s in BUILT}
+    generated = {"croissant.json", "eval.yaml"} | {parquet_path(s) for s in BUILT}
     assert set(plan["add"]) == generated
     assert plan["replace"] == ["README.md", "release.json"]
     assert plan["delete"] == []
@@ -677,7 +691,7 @@ def test_push_dry_run_plans_against_the_mirror_and_changes_nothing(hub, mirror, 
         env=cli_env(HF_HOME=str(hf_home), HF_TOKEN=None),
     )
     assert r.returncode == 0, r.stderr
-    assert "0 to add, 0 to replace, 0 to delete, 68 unchanged" in r.stdout
+    assert "0 to add, 0 to replace, 0 to delete, 69 unchanged" in r.stdout
     assert _git(repo, "show-ref") == refs
 
 

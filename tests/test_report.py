@@ -138,7 +138,10 @@ def render(page: Path, screenshot: Path, profile: Path) -> dict:
         browser.wait_for("Page.loadEventFired")
         probe = (
             "JSON.stringify({title: document.title, images: Array.from(document.images, i => "
-            "({id: i.id, complete: i.complete, width: i.naturalWidth, height: i.naturalHeight}))})"
+            "({id: i.id, complete: i.complete, width: i.naturalWidth, height: i.naturalHeight})), "
+            "leaderboard: Array.from(document.querySelectorAll('#leaderboard tbody tr'), r => "
+            "Array.from(r.cells, c => c.innerText)), leaderboardVisible: (() => { const t = "
+            "document.querySelector('#leaderboard table'); return !!t && t.getBoundingClientRect().height > 0; })()})"
         )
         state = json.loads(
             browser.send("Runtime.evaluate", {"expression": probe, "returnByValue": True}, session=session)["result"][
@@ -195,6 +198,11 @@ def test_report_content(report_dir: Path) -> None:
     # transfer reference rules per track: GPU-count figures of the published benchmark
     assert re.search(r"gpu_count_transfer\s+source_label\s+36\s+20\s+0\.5556\s+26\s+20\s+2\s+4\s+6", text)
     assert re.search(r"gpu_count_transfer\s+always_reject\s+36\s+4\s+0\.1111\s+0\s+0\s+0\s+0", text)
+    # leaderboard: per track by recall, grouped where intervals overlap, approval errors beside the recall
+    board = text[text.index("Leaderboard") : text.index("Admission replay")]
+    assert re.search(r"gpu_count_transfer\s+1\s+always_approve\s+1\s+1\s+1\s+4\s+6", board)
+    assert re.search(r"gpu_count_transfer\s+2\s+source_label\s+0\.7692\s+0\.\d+\s+0\.\d+\s+2\s+4", board)
+    assert re.search(r"horizon_transfer\s+no interval: not grouped\s+source_label\s+1\s+null\s+null", board)
     # admission summary: direct screening recall 0, 0.25, 0.75, 1 at budgets 0..3
     for budget, recall in enumerate(("0", "0.25", "0.75", "1")):
         assert re.search(rf"direct_screen\s+{budget}\s+4\s+4\s+{re.escape(recall)}\s", text)
@@ -218,6 +226,13 @@ def test_report_renders_in_headless_chromium(report_dir: Path, tmp_path: Path) -
         assert image["complete"] and image["width"] > 300 and image["height"] > 200, image
     assert state["console_errors"] == []
     assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and screenshot.stat().st_size > 10_000
+    # the leaderboard is on the page as the browser lays it out: the three rules on each of the four tracks
+    board = state["leaderboard"]
+    assert state["leaderboardVisible"] and len(board) == 3 * len(TRACKS)
+    gpu = [row for row in board if row[0] == "gpu_count_transfer"]
+    assert [row[2] for row in gpu] == ["always_approve", "source_label", "always_reject"]
+    assert gpu[1][1] == "2" and gpu[1][3] == "0.7692" and gpu[1][6:] == ["2", "4"]
+    assert all(row[1] == "no interval: not grouped" for row in board if row[0] == "horizon_transfer")
 
 
 @needs_chromium
@@ -326,6 +341,9 @@ def test_report_shows_your_predictions_beside_the_reference_rules(user_report_di
         user = re.search(rf"{scope}\s+user((?:\s+\S+){{10}})", transfer)
         assert approve and user and approve.group(1).split() == user.group(1).split(), scope
     assert "<h3>user</h3>" in (user_report_dir / "index.html").read_text(encoding="utf-8")
+    board = text[text.index("Leaderboard") : text.index("Admission replay")]
+    assert re.search(r"gpu_count_transfer\s+1\s+always_approve\s+1\s+1\s+1\s+4\s+6", board)
+    assert re.search(r"gpu_count_transfer\s+1\s+user\s+1\s+1\s+1\s+4\s+6", board)  # your row beside them
     followup = text[text.index("Follow-up studies") :]
     larger, expanded = followup.split("expanded_host")[0], followup.split("expanded_host")[1]
     assert re.search(r"user\s+12\s+6\s+6\s+3\s+0\s+0\s+6\s+0", larger)  # as donor copy: everything approved

@@ -11,7 +11,9 @@ from typing import Any
 from ..data.schema.registry import get_spec
 from ..data.sources.resolve import SourceLike, open_source
 from ..errors import InputError
+from ..scoring.intervals import IntervalsLike, interval_options
 from .attempts import ATTEMPTS_CONFIG, Attempt, attempts_from_records, validate_attempts
+from .intervals import add_decision_intervals, add_replay_intervals
 from .policy import DECISIONS, builtin_rule, load_policy
 from .protocol import PROTOCOL_PATH, Protocol, parse_protocol
 from .report import build_report, inputs_for_rule
@@ -73,15 +75,19 @@ def replay_report(
     policy: Any = None,
     budgets: Sequence[int] = (0, 1, 2, 3),
     attempts_path: str | os.PathLike | None = None,
+    intervals: IntervalsLike = None,
 ) -> dict:
-    """The whole score file: every rule in ``rules``, then ``policy`` (an object or ``"module:attr"``), if given."""
+    """The whole score file: every rule in ``rules``, then ``policy`` (an object or ``"module:attr"``), if given;
+    with ``intervals``, each row's range over cases (:mod:`.intervals`)."""
+    options = interval_options(intervals)
     policies = [builtin_rule(r) for r in ([rules] if isinstance(rules, str) else rules)]
     if policy is not None:
         policies.append(load_policy(policy) if isinstance(policy, str) else policy)
     src = open_source(source, revision)
     protocol = load_protocol(src)
     attempts = load_attempts(src, path=attempts_path)
-    return build_report(protocol, attempts, policies, budgets)
+    report = build_report(protocol, attempts, policies, budgets)
+    return report if options is None else add_replay_intervals(report, options)
 
 
 _TRUTH_CACHE: dict[tuple[str, str], tuple[Protocol, dict[str, Truth]]] = {}
@@ -100,13 +106,20 @@ def evaluation_truth(source: SourceLike = None, revision: str | None = None) -> 
 
 
 def score_decisions(
-    candidate_ids: Sequence[str], decisions: Sequence[str], *, source: SourceLike = None, revision: str | None = None
+    candidate_ids: Sequence[str],
+    decisions: Sequence[str],
+    *,
+    source: SourceLike = None,
+    revision: str | None = None,
+    intervals: IntervalsLike = None,
 ) -> dict:
     """Score final approve/reject/abstain decisions against the hidden evaluation truth.
 
     Every case that appears must be complete. Returns the summary keys (macro recall and sums) and ``per_case``
-    (``case_id``, ``decisions``, ``metrics``), the same numbers as the replay's per-case metrics.
+    (``case_id``, ``decisions``, ``metrics``), the same numbers as the replay's per-case metrics; with
+    ``intervals``, the range over cases (:mod:`.intervals`).
     """
+    options = interval_options(intervals)
     ids, chosen = _checked_lists(candidate_ids, decisions)
     protocol, truth = evaluation_truth(source, revision)
     case_of = protocol.case_of
@@ -130,7 +143,8 @@ def score_decisions(
                 "metrics": case_metrics(case.candidate_ids, case_decisions, truth),
             }
         )
-    return {**summarize(per_case, with_costs=False), "per_case": per_case}
+    scores = {**summarize(per_case, with_costs=False), "per_case": per_case}
+    return scores if options is None else add_decision_intervals(scores, options)
 
 
 def _checked_lists(candidate_ids: Any, decisions: Any) -> tuple[list[str], list[str]]:

@@ -10,6 +10,7 @@ import argparse
 from ..admission.policy import RULES
 from ..errors import InputError
 from ._common import checked_source, choices_text, format_table
+from ._intervals import add_interval_options, interval_options_of, units_cell, with_interval
 
 RULE_NAMES: tuple[str, ...] = tuple(RULES)
 
@@ -39,6 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--output", required=True, metavar="FILE.json", help="score JSON file to write")
     p.add_argument("--summary", metavar="CSV", help="also write the summary rows as CSV")
+    add_interval_options(p)
     p.set_defaults(handler=run_replay)
 
 
@@ -57,12 +59,15 @@ def run_replay(args: argparse.Namespace) -> int:
     inputs = {"--attempts": args.attempts, "--policy": object_file(args.policy)}
     source = checked_source(args, [args.output, args.summary], inputs)
     budgets = parse_budgets(args.budgets)
+    options = interval_options_of(args)
     if args.policy:
         rules: tuple[str, ...] = ()
         policy = admission.load_policy(args.policy)
     else:
         rules, policy = tuple(dict.fromkeys(args.rule or RULE_NAMES)), None
-    report = admission.replay_report(source, rules=rules, policy=policy, budgets=budgets, attempts_path=args.attempts)
+    report = admission.replay_report(
+        source, rules=rules, policy=policy, budgets=budgets, attempts_path=args.attempts, intervals=options
+    )
     text = json_text(report)
     with atomic_output(args.output) as scores:  # both files appear together, or neither
         scores.write(text)
@@ -70,7 +75,23 @@ def run_replay(args: argparse.Namespace) -> int:
             with atomic_output(args.summary) as summary:
                 summary.write(admission.summary_csv(report["summary"]))
     print(summary_table(report["summary"]))
+    if options is not None:
+        print()
+        print(range_table(report["summary"]))
     return 0
+
+
+def range_table(summary: list[dict]) -> str:
+    """One line per rule × budget: macro recall and approval errors with their range over the cases."""
+    headers = ["rule", "budget", "cases", "macro_recall", "approved_mf", "approved_am"]
+    names = ("macro_case_within_margin_recall", "approved_memory_failure", "approved_above_margin")
+    rows = [
+        [s["rule"], s["budget_target_attempts_per_case"], units_cell(s["intervals"])]
+        + [with_interval(s[n], s["intervals"], n) for n in names]
+        for s in summary
+    ]
+    note = summary[0]["intervals"].get("note") if summary else None
+    return format_table(headers, rows) + ("\n" + note if note else "")
 
 
 def summary_table(summary: list[dict]) -> str:

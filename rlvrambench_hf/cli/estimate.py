@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from ._common import add_group, checked_source, format_table
+from ._intervals import add_interval_options, interval_legend, interval_options_of, with_interval
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,6 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "changes and the source cost of the evidence.",
     )
     _output(p, "the folds (fitted parameters, 90 prediction rows, scores, source costs)")
+    add_interval_options(p)
     p.set_defaults(handler=run_retrospective)
 
     p = commands.add_parser(
@@ -66,6 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="an object or class with fit(training) and predict(targets) (module or path/to/file.py); repeatable",
     )
     _output(p, "the folds with your estimators' scores and prediction rows")
+    add_interval_options(p)
     p.set_defaults(handler=run_compare)
 
     p = commands.add_parser(
@@ -113,9 +116,12 @@ def _write(path: str | None, data: object, *, sort_keys: bool = False) -> None:
 def run_retrospective(args: argparse.Namespace) -> int:
     from ..estimation import run_retrospective
 
-    report = run_retrospective(checked_source(args, [args.output]))
+    options = interval_options_of(args)
+    report = run_retrospective(checked_source(args, [args.output]), intervals=options)
     _write(args.output, report)
     print(render_folds(report))
+    if options is not None:
+        print("\n" + render_fold_intervals(report))
     return 0
 
 
@@ -189,9 +195,16 @@ def run_compare(args: argparse.Namespace) -> int:
     from ..data.tables.output import object_file
 
     files = {f"estimator {name}": object_file(spec) for name, spec in estimators.items()}
-    report = run_retrospective(checked_source(args, [args.output], files), estimators=estimators)
+    options = interval_options_of(args)
+    report = run_retrospective(checked_source(args, [args.output], files), estimators=estimators, intervals=options)
     _write(args.output, report)
     print(render_folds(report))
+    if options is not None:
+        from ..estimation.intervals import comparison_readings
+
+        print("\n" + render_fold_intervals(report))
+        print("\npaired comparisons, each estimator against each reference (difference per metric):")
+        print("\n".join(comparison_readings(report)))
     return 0
 
 
@@ -251,6 +264,18 @@ def render_folds(report: dict) -> str:
         )
     lines.append("W, A, F: approved targets observed within margin, above margin, memory failure.")
     return "\n".join(lines)
+
+
+def render_fold_intervals(report: dict) -> str:
+    """Per fold and method: correct labels, recall and approval errors with their intervals."""
+    names = ("correct_three_state", "within_margin_recall", "approved_memory_failure", "approved_above_margin")
+    rows = [
+        [family, method, *(with_interval(scores.get(n), scores["intervals"], n) for n in names)]
+        for family, fold in report["folds"].items()
+        for method, scores in fold["scores"].items()
+    ]
+    headers = ["fold", "method", "correct", "wm_recall", "approved_mf", "approved_am"]
+    return format_table(headers, rows) + "\n" + interval_legend(report["interval_settings"])
 
 
 def render_advice(advice: dict) -> str:

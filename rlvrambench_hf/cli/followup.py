@@ -6,6 +6,7 @@ import argparse
 
 from ..followup.core import STUDIES
 from ._common import PREDICTIONS_FORMATS, add_group, checked_source, format_table
+from ._intervals import add_interval_options, interval_legend, interval_options_of, with_interval
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -34,6 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         f"configuration; {PREDICTIONS_FORMATS}",
     )
     score.add_argument("--output", metavar="FILE.json", help="also write the scores as JSON")
+    add_interval_options(score)
     score.set_defaults(handler=run_score)
 
 
@@ -42,11 +44,42 @@ def run_score(args: argparse.Namespace) -> int:
     from ..followup import score_study
 
     source = checked_source(args, [args.output], {"--predictions": args.predictions})
-    scores = score_study(args.study, source, predictions=args.predictions)
+    options = interval_options_of(args)
+    scores = score_study(args.study, source, predictions=args.predictions, intervals=options)
     if args.output:
         write_json(args.output, scores)
     print(render_scores(args.study, scores))
+    if options is not None:
+        print()
+        print(range_lines(scores))
     return 0
+
+
+APPROVED = "full_panel_approved_configurations"
+
+
+def range_lines(scores: dict) -> str:
+    """Per method: approvals over the planned panel and resolved-subset figures with their range over units."""
+    headers = ["method", "approved", "recall", "approved_mf", "approved_am"]
+    rows = []
+    for method, approvals in scores["approvals"].items():
+        metrics = scores["resolved_subset_metrics"][method]
+        rows.append(
+            [
+                method,
+                with_interval(
+                    approvals["full_panel_approved_configurations"],
+                    approvals["intervals"],
+                    "full_panel_approved_configurations",
+                ),
+                *(
+                    with_interval(metrics.get(n), metrics["intervals"], n)
+                    for n in ("within_margin_recall", "approved_memory_failure", "approved_above_margin")
+                ),
+            ]
+        )
+    first = next(iter(scores["approvals"].values()))["intervals"]
+    return format_table(headers, rows) + "\n" + first.get("note", interval_legend(scores["interval_settings"]))
 
 
 def render_scores(study: str, scores: dict) -> str:

@@ -13,6 +13,7 @@ from ..errors import InputError
 from ..transfer.key import ALL_TRACKS, TRACKS
 from ..transfer.tasks import RULES
 from ._common import PREDICTIONS_FORMATS, checked_source, choices_text, format_table
+from ._intervals import add_interval_options, interval_legend, interval_options_of, units_cell, with_interval
 
 _TRACK_HELP = f"the track to select: {choices_text((*TRACKS, ALL_TRACKS))} (default: {ALL_TRACKS})"
 
@@ -58,6 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--track", help=_TRACK_HELP)
     p.add_argument("--output", metavar="FILE.json", help="also write the score file (JSON)")
+    add_interval_options(p)
     p.set_defaults(handler=run_evaluate)
 
 
@@ -108,15 +110,39 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
     source = checked_source(args, [args.output], {"--predictions": args.predictions})
     track = transfer.check_track(args.track)
+    options = interval_options_of(args)
     query_ids, states = transfer.read_predictions(args.predictions)
     tables = transfer.load_transfer_tables(source)
     key = transfer.scoring_key(tables["queries"], tables["outcomes"], track)
     origin = "predictions from standard input" if args.predictions == STDIN else f"predictions file {args.predictions}"
-    scores = transfer.score_predictions(key, query_ids, states, origin=origin)
+    scores = transfer.score_predictions(key, query_ids, states, origin=origin, intervals=options)
     if args.output:
         write_json(args.output, scores)
     print(score_table(scores))
+    if options is not None:
+        print()
+        print(interval_table(scores))
     return 0
+
+
+#: The figures printed with their intervals.
+INTERVAL_COLUMNS = (
+    ("wm_recall", "within_margin_recall"),
+    ("wm_precision", "within_margin_approval_precision"),
+    ("approved_mf", "approved_memory_failure"),
+    ("approved_am", "approved_above_margin"),
+)
+
+
+def interval_table(scores: dict) -> str:
+    """Per track and overall: the reported figures with their intervals, and how they were made."""
+    scopes = [*scores["per_track"].items(), ("overall", scores["overall"])]
+    headers = ["scope", "targets", *(h for h, _ in INTERVAL_COLUMNS)]
+    rows = [
+        [name, units_cell(s["intervals"]), *(with_interval(s[m], s["intervals"], m) for _, m in INTERVAL_COLUMNS)]
+        for name, s in scopes
+    ]
+    return format_table(headers, rows) + "\n" + interval_legend(scores["interval_settings"])
 
 
 def score_table(scores: dict) -> str:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, cast
 from ..data.sources.base import Source
 from ..data.sources.resolve import SourceLike, open_source
 from ..errors import InputError
+from ..scoring.intervals import IntervalsLike, interval_options
 from .advisor import BENCHMARK_HARDWARE, HARDWARE_SETTINGS, PLANNED_SETTINGS, Hardware, advise
 from .features import FEATURE_NAMES, apply_amendment, feature_matrix
 from .folds import final_fit, fitting_pool, parameters_of, prospective, retrospective, score_rows
@@ -99,15 +100,29 @@ def numerical_environment() -> dict:
 
 
 def run_retrospective(
-    source: SourceLike = None, revision: str | None = None, *, estimators: Mapping | None = None
+    source: SourceLike = None,
+    revision: str | None = None,
+    *,
+    estimators: Mapping | None = None,
+    intervals: IntervalsLike = None,
 ) -> dict:
     """The three leave-one-family-out folds (``retrospective.json``'s structure); ``estimators`` maps names to
-    users' estimators (objects or ``module:attr`` specs) scored beside the references."""
+    users' estimators (objects or ``module:attr`` specs) scored beside the references. With ``intervals``, every
+    method's fold scores get their interval block and each estimator is compared with each reference
+    (:mod:`.intervals`)."""
     from .user import estimator_run
 
+    options = interval_options(intervals)
     inputs = load_inputs(source, revision)
     runs = {name: estimator_run(load_estimator(e, name), name) for name, e in (estimators or {}).items()}
-    return {**retrospective(inputs.pool, inputs.parameters, runs), "numerical_environment": numerical_environment()}
+    report = {**retrospective(inputs.pool, inputs.parameters, runs), "numerical_environment": numerical_environment()}
+    if options is None:
+        return report
+    from .intervals import add_retrospective_intervals
+    from .references import METHODS
+
+    truth = {r["configuration_id"]: r for r in inputs.pool.rows}
+    return add_retrospective_intervals(report, truth, options, METHODS)
 
 
 def run_final_fit(source: SourceLike = None, revision: str | None = None) -> tuple[FittedReferences, EstimationInputs]:
@@ -170,11 +185,13 @@ def score_fold_predictions(
     fold: str = ALL_FOLDS,
     source: SourceLike = None,
     revision: str | None = None,
+    intervals: IntervalsLike = None,
 ) -> dict:
     """Score a user's held-out predictions against the hidden fold labels, per fold, as the references are scored.
 
     ``fold`` is ``"all"`` (cover all 90 pool configurations) or one family (cover exactly its 30);
-    ``predicted_peaks_mib`` is aligned with the ids or maps ids to peaks (an absent id has no peak).
+    ``predicted_peaks_mib`` is aligned with the ids or maps ids to peaks (an absent id has no peak); with
+    ``intervals``, each fold's scores get their interval block.
     """
     from .folds import fold_names
     from .user import checked_predictions
@@ -201,8 +218,9 @@ def score_fold_predictions(
             f"{len(missing)} missing, {len(unknown)} unexpected, {len(duplicates)} duplicated "
             f"(e.g. {(missing + unknown + duplicates)[0]})"
         )
+    options = interval_options(intervals)
     truth = {r["configuration_id"]: r for r in inputs.pool.rows}
-    scores = {}
+    scores, rows_by_fold = {}, {}
     for family in families:
         if fold not in (ALL_FOLDS, family):
             continue
@@ -213,7 +231,12 @@ def score_fold_predictions(
         ]
         rows.sort(key=lambda r: r["configuration_id"])
         scores[family] = score_rows(rows, truth, ["predictions"])["predictions"]
-    return {"folds": scores}
+        rows_by_fold[family] = rows
+    if options is None:
+        return {"folds": scores}
+    from .intervals import add_fold_score_intervals
+
+    return add_fold_score_intervals({"folds": scores}, rows_by_fold, truth, options)
 
 
 def advise_planned(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..data.sources.resolve import SourceLike
 from ..data.tables.reader import load_table
+from ..scoring.intervals import IntervalsLike, interval_options
 from ..scoring.predictions import STDIN, WHITESPACE, read_prediction_file
 from .core import (
     PEAK_COLUMN,
@@ -19,6 +20,7 @@ from .core import (
     study_config,
     validate_predictions,
 )
+from .intervals import add_followup_intervals
 
 
 def read_predictions(path: str | os.PathLike, configuration_ids: Sequence[str]) -> MethodPredictions:
@@ -47,8 +49,11 @@ def score_study(
     revision: str | None = None,
     *,
     predictions: str | os.PathLike | MethodPredictions | None = None,
+    intervals: IntervalsLike = None,
 ) -> dict:
-    """Score the three frozen methods of ``study`` and, if given, a user's predictions (a file or an object)."""
+    """Score the three frozen methods of ``study`` and, if given, a user's predictions (a file or an object); with
+    ``intervals``, every method's figures get their block (:mod:`.intervals`)."""
+    options = interval_options(intervals)
     rows = study_rows(study, source, revision)
     methods = frozen_predictions(rows)
     if predictions is not None:
@@ -56,4 +61,5 @@ def score_study(
         if not isinstance(predictions, MethodPredictions):
             predictions = read_predictions(predictions, ids)
         methods[USER_METHOD] = predictions
-    return score_panel(rows, methods)
+    scores = score_panel(rows, methods)
+    return scores if options is None else add_followup_intervals(scores, rows, methods, options)

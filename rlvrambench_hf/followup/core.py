@@ -96,28 +96,8 @@ def score_panel(rows: Sequence[Mapping], methods: Mapping[str, MethodPredictions
     metrics: dict[str, dict] = {}
     for name, prediction in methods.items():
         _check_coverage(prediction.states, ids, f"method {name}")
-        approved = [r for r in rows if prediction.states[r["configuration_id"]] == APPROVAL]
-        unscored = [r for r in approved if r["observed_state"] == UNRESOLVED]
-        approvals[name] = {
-            "full_panel_approved_configurations": len(approved),
-            "full_panel_approved_ids": _ids(approved),
-            "scored_approved_configurations": len(approved) - len(unscored),
-            "unscored_approved_configurations": len(unscored),
-            "unscored_approved_ids": _ids(unscored),
-            "unscored_approvals_with_known_failure": sum(bool(r["known_memory_failure"]) for r in unscored),
-            "unscored_approvals_with_known_margin_exceedance": sum(
-                bool(r["known_margin_exceedance"]) for r in unscored
-            ),
-        }
-        ids_resolved = [r["configuration_id"] for r in resolved]
-        metrics[name] = estimator_scores(
-            ids_resolved,
-            [prediction.states[i] for i in ids_resolved],
-            [r["observed_state"] for r in resolved],
-            predicted_peaks_mib=[prediction.peaks_mib.get(i) for i in ids_resolved],
-            observed_peaks_mib=[r["completed_peak_mib"] for r in resolved],
-            guard_changed=[prediction.guard_changed.get(i) for i in ids_resolved],
-        )
+        approvals[name] = panel_approvals(rows, prediction)
+        metrics[name] = resolved_metrics(resolved, prediction)
     return {
         "planned_configurations": len(rows),
         "resolved_configurations": len(resolved),
@@ -129,6 +109,35 @@ def score_panel(rows: Sequence[Mapping], methods: Mapping[str, MethodPredictions
         "approvals": approvals,
         "resolved_subset_metrics": metrics,
     }
+
+
+def panel_approvals(rows: Sequence[Mapping], prediction: MethodPredictions) -> dict:
+    """A method's approvals over planned ``rows`` (repeats count again): scored and unscored, with the known
+    failure evidence against the unscored ones."""
+    approved = [r for r in rows if prediction.states[r["configuration_id"]] == APPROVAL]
+    unscored = [r for r in approved if r["observed_state"] == UNRESOLVED]
+    return {
+        "full_panel_approved_configurations": len(approved),
+        "full_panel_approved_ids": _ids(approved),
+        "scored_approved_configurations": len(approved) - len(unscored),
+        "unscored_approved_configurations": len(unscored),
+        "unscored_approved_ids": _ids(unscored),
+        "unscored_approvals_with_known_failure": sum(bool(r["known_memory_failure"]) for r in unscored),
+        "unscored_approvals_with_known_margin_exceedance": sum(bool(r["known_margin_exceedance"]) for r in unscored),
+    }
+
+
+def resolved_metrics(resolved: Sequence[Mapping], prediction: MethodPredictions) -> dict:
+    """A method's label and peak metrics over ``resolved`` rows (the estimator comparison's fields)."""
+    ids = [r["configuration_id"] for r in resolved]
+    return estimator_scores(
+        ids,
+        [prediction.states[i] for i in ids],
+        [r["observed_state"] for r in resolved],
+        predicted_peaks_mib=[prediction.peaks_mib.get(i) for i in ids],
+        observed_peaks_mib=[r["completed_peak_mib"] for r in resolved],
+        guard_changed=[prediction.guard_changed.get(i) for i in ids],
+    )
 
 
 def peak_metrics(resolved: Sequence[Mapping], peaks_mib: Mapping[str, float | None]) -> dict:

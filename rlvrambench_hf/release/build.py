@@ -30,8 +30,10 @@ from ..data.tables.reader import load_table
 from ..errors import InputError, OutputError
 from .card import render_card
 from .croissant import render_croissant
+from .evalresults import eval_yaml_text
 from .layout import (
     CROISSANT_PATH,
+    EVAL_YAML_PATH,
     RECORD_FORMAT,
     RECORD_PATH,
     BuiltConfig,
@@ -166,6 +168,7 @@ def _assemble(
         + "\n",
         encoding="utf-8",
     )
+    (work / EVAL_YAML_PATH).write_text(eval_yaml_text(), encoding="utf-8")
     upstream = upstream_release(src)
     card = render_card(
         built,

@@ -14,11 +14,13 @@ from ..errors import InputError
 
 RECORD_PATH = "release.json"
 CROISSANT_PATH = "croissant.json"
+#: The benchmark's task declaration for the Hub's evaluation results (:mod:`.evalresults`).
+EVAL_YAML_PATH = "eval.yaml"
 DATA_DIR = "data"
 #: Marks a ``release.json`` written by this package (the upstream release has its own ``release.json``).
 RECORD_FORMAT = "rlvrambench-hf-release/1"
 #: Files every build regenerates instead of copying from its source.
-GENERATED = (CARD_PATH, RECORD_PATH, CROISSANT_PATH)
+GENERATED = (CARD_PATH, RECORD_PATH, CROISSANT_PATH, EVAL_YAML_PATH)
 _VERSION = re.compile(r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$")
 _SKIPPED_PARTS = {".git", ".cache", ".huggingface"}
 

@@ -77,9 +77,16 @@ def _same(local: Path, remote: RemoteFile) -> bool:
 
 
 def plan_push(
-    folder: str | os.PathLike, remote: dict[str, RemoteFile], *, repo_id: str, revision: str, remote_commit: str | None
+    folder: str | os.PathLike,
+    remote: dict[str, RemoteFile],
+    *,
+    repo_id: str,
+    revision: str,
+    remote_commit: str | None,
+    prune: bool = True,
 ) -> PushPlan:
-    """What a push of ``folder`` over the remote files ``remote`` would change (pure; no network)."""
+    """What a push of ``folder`` over the remote files ``remote`` would change (pure; no network); without
+    ``prune``, remote files absent from ``folder`` are kept (the folder adds or replaces files only)."""
     folder = Path(folder)
     plan = PushPlan(repo_id, revision, remote_commit)
     local = folder_files(folder)
@@ -91,7 +98,7 @@ def plan_push(
             plan.unchanged.append(rel)
         else:
             plan.replace.append(rel)
-    plan.delete = sorted(set(remote) - set(local) - set(KEPT_REMOTE_FILES))
+    plan.delete = sorted(set(remote) - set(local) - set(KEPT_REMOTE_FILES)) if prune else []
     return plan
 
 
@@ -182,11 +189,13 @@ def push_folder(
     *,
     repo_type: str,
     create: dict | None = None,
+    prune: bool = True,
     **options: Unpack[PushOptions],
 ) -> PushResult:
     """Plan an already verified ``folder`` against ``repo_id@revision`` (a ``repo_type`` repository) and, unless
     ``dry_run``, commit it as one atomic commit (then tag it). With ``create`` (keyword arguments of
-    ``HfApi.create_repo``, e.g. a Space's SDK), a missing repository is planned as empty and created on commit."""
+    ``HfApi.create_repo``, e.g. a Space's SDK), a missing repository is planned as empty and created on commit.
+    Without ``prune``, the remote files that ``folder`` lacks are kept (e.g. results added to a model repo)."""
     from huggingface_hub import HfApi
 
     folder = Path(folder).expanduser()
@@ -208,7 +217,7 @@ def push_folder(
             refs = api.list_repo_refs(repo_id, repo_type=repo_type)
         if any(t.name == tag for t in refs.tags):
             raise InputError(f"tag {tag} already exists in {repo_id}")
-    plan = plan_push(folder, remote, repo_id=repo_id, revision=revision, remote_commit=commit)
+    plan = plan_push(folder, remote, repo_id=repo_id, revision=revision, remote_commit=commit, prune=prune)
     result = PushResult(plan, tag=tag)
     if dry_run:
         return result

@@ -2,7 +2,8 @@
 
 Top to bottom: provenance (package version, source, revision and commit, time of the run, your input files), the
 configs, the figures, the transfer scores (overall then the tracks in the documented order; reference rules and
-your predictions) with their confusion matrices, the admission replay (recall against the budget and against the
+your predictions) with their confusion matrices, the leaderboard (recall with its interval per track, grouped
+where intervals overlap), the admission replay (recall against the budget and against the
 attempts really spent, target plus donor), the follow-up studies (frozen methods and your predictions) and the
 estimator comparison with model families held out.
 
@@ -109,11 +110,12 @@ def build_report(
         study_config(study)  # an unknown study fails before any work
     src = open_source(source, revision)
     tables = transfer.load_transfer_tables(src)
-    methods = {rule: transfer.reference_scores(rule, src) for rule in transfer.RULES}
+    methods = {rule: transfer.reference_scores(rule, src, intervals=True) for rule in transfer.RULES}
     if predictions is not None:
         key = transfer.scoring_key(tables["queries"], tables["outcomes"])
         ids, states = transfer.read_predictions(predictions)
-        methods[USER_METHOD] = transfer.score_predictions(key, ids, states, origin=f"predictions file {predictions}")
+        origin = f"predictions file {predictions}"
+        methods[USER_METHOD] = transfer.score_predictions(key, ids, states, origin=origin, intervals=True)
     followups = {study: score_study(study, src, predictions=followup_files.get(study)) for study in STUDIES}
     replay = admission.replay_report(src, policy=None if policy is None else admission.load_policy(policy))
     configurations = load_table("all_configurations", src, decode=True)
@@ -137,6 +139,7 @@ def build_report(
         s.section("Configs", _configs_table(src), "configs"),
         s.section("Figures of the release", _figures(images, ("feasibility.png", "stages.png")), "figures"),
         s.section("Transfer tasks", _transfer_body(methods), "transfer"),
+        s.section("Leaderboard", _leaderboard_body(methods), "leaderboard"),
         s.section(
             "Admission replay",
             _figures(images, ("admission.png", "attempts.png")) + s.admission_summary(replay["summary"]),
@@ -226,6 +229,18 @@ def _configs_table(src: Source) -> str:
             count = "not in this revision"
         rows.append([spec.name, spec.split, count, spec.path, spec.description])
     return s.table(("config", "split", "rows", "file", "description"), rows)
+
+
+def _leaderboard_body(methods: Mapping[str, Mapping]) -> str:
+    from .leaderboard import LEGEND, leaderboard_table, standings_from_scores
+
+    standings = [x for method, scores in methods.items() for x in standings_from_scores(method, scores)]
+    about = next(iter(methods.values()))["interval_settings"]
+    how = (
+        f"Intervals: {about['level']:.0%} percentile bootstrap over target configurations ({about['resamples']} "
+        f"resamples, seed {about['seed']}); a track with fewer than {about['minimum_units']} targets has none."
+    )
+    return s.paragraph(LEGEND) + s.from_table(leaderboard_table(standings)) + s.paragraph(how, "note")
 
 
 def _transfer_body(methods: Mapping[str, Mapping]) -> str:

@@ -70,22 +70,33 @@ class MetricConfig:
         return "\n".join(lines)
 
 
-def _transfer(predictions: Sequence[str], query_ids: Sequence[str], **options: Any) -> dict:
+def _shaped(scores: dict, flat: bool) -> dict:
+    """The score dict, or its flat view (:func:`~rlvrambench_hf.scoring.flat.flat_scores`) when ``flat``."""
+    if not isinstance(flat, bool):
+        raise InputError(f"flat must be True or False, not {flat!r}")
+    from .flat import flat_scores
+
+    return flat_scores(scores) if flat else scores
+
+
+def _transfer(predictions: Sequence[str], query_ids: Sequence[str], flat: bool = False, **options: Any) -> dict:
     from ..transfer.api import score_lists
 
-    return score_lists(query_ids, predictions, **options)
+    return _shaped(score_lists(query_ids, predictions, **options), flat)
 
 
-def _admission(candidate_ids: Sequence[str], decisions: Sequence[str], **options: Any) -> dict:
+def _admission(candidate_ids: Sequence[str], decisions: Sequence[str], flat: bool = False, **options: Any) -> dict:
     from ..admission.api import score_decisions
 
-    return score_decisions(candidate_ids, decisions, **options)
+    return _shaped(score_decisions(candidate_ids, decisions, **options), flat)
 
 
-def _estimation(predictions: Sequence[str], configuration_ids: Sequence[str], **options: Any) -> dict:
+def _estimation(
+    predictions: Sequence[str], configuration_ids: Sequence[str], flat: bool = False, **options: Any
+) -> dict:
     from ..estimation.api import score_fold_predictions
 
-    return score_fold_predictions(configuration_ids, predictions, **options)
+    return _shaped(score_fold_predictions(configuration_ids, predictions, **options), flat)
 
 
 _SOURCE = (
@@ -93,6 +104,16 @@ _SOURCE = (
     Argument("revision", "Hub revision ($RLVRAMBENCH_REVISION, else the release commit the package pins)", None),
 )
 _LABEL = "within_margin, above_margin or memory_failure"
+#: The options every config takes beside its own: intervals on every rate and count, and the flat view.
+_SHAPE = (
+    Argument(
+        "intervals",
+        "True, or a mapping of level/resamples/seed (defaults 0.95, 2000, 0): add a bootstrap interval over the "
+        "independent units (or the exact range where they are too few) to every rate and count",
+        None,
+    ),
+    Argument("flat", "True: return the flat view {'overall/within_margin_recall': ...}, nulls left out", False),
+)
 
 #: Every config of the metric, the default first.
 METRIC_CONFIGS: dict[str, MetricConfig] = {
@@ -105,6 +126,7 @@ METRIC_CONFIGS: dict[str, MetricConfig] = {
                 Argument("predictions", f"the predicted label of each query: {_LABEL}"),
                 Argument("query_ids", "the query of each prediction; together they cover the selected queries once"),
                 Argument("track", "all, or one track name to score only that track's queries", "all"),
+                *_SHAPE,
                 *_SOURCE,
             ),
             _transfer,
@@ -115,6 +137,7 @@ METRIC_CONFIGS: dict[str, MetricConfig] = {
             (
                 Argument("candidate_ids", "admission candidate ids; every case that appears is complete"),
                 Argument("decisions", "the final decision for each candidate: approve, reject or abstain"),
+                *_SHAPE,
                 *_SOURCE,
             ),
             _admission,
@@ -128,6 +151,7 @@ METRIC_CONFIGS: dict[str, MetricConfig] = {
                 Argument("configuration_ids", "the configuration of each prediction (all 90, or the 30 of fold)"),
                 Argument("predicted_peaks_mib", "a mapping from configuration id to predicted peak, MiB", None),
                 Argument("fold", "all, or one held-out family (granite33, phi4, qwen25)", "all"),
+                *_SHAPE,
                 *_SOURCE,
             ),
             _estimation,

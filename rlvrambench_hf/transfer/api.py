@@ -3,13 +3,14 @@ entry points that load and score in one call."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
 from ..data.sources.base import Source
 from ..data.sources.resolve import Request, SourceLike, open_source, request
 from ..data.tables.reader import load_table
+from ..scoring.intervals import IntervalsLike
 from .key import ScoringKey, check_track, scoring_key
 from .score import score_predictions
 from .tasks import reference_predictions
@@ -57,16 +58,51 @@ def score_lists(
     track: str | None = "all",
     source: SourceLike = None,
     revision: str | None = None,
+    intervals: IntervalsLike = None,
 ) -> dict:
-    """Score prediction lists against the hidden labels of the source (cached per process)."""
-    return score_predictions(cached_scoring_key(source, revision, track), query_ids, predictions)
+    """Score prediction lists against the hidden labels of the source (cached per process); ``intervals`` as
+    :func:`~rlvrambench_hf.transfer.score.score_predictions`."""
+    key = cached_scoring_key(source, revision, track)
+    return score_predictions(key, query_ids, predictions, intervals=intervals)
+
+
+def compare_lists(
+    query_ids: Sequence[str],
+    predictions: Mapping[str, Sequence[str]],
+    *,
+    track: str | None = "all",
+    source: SourceLike = None,
+    revision: str | None = None,
+    intervals: IntervalsLike = True,
+) -> dict:
+    """The paired comparison (:func:`~rlvrambench_hf.transfer.compare.compare_predictions`) of two named prediction
+    lists on the same ``query_ids`` (``{"mine": [...], "source_label": [...]}``, A first): per scope and metric,
+    A − B with its interval and a one-line reading."""
+    from ..errors import InputError
+    from ..scoring.intervals import IntervalOptions, interval_options
+    from .compare import compare_predictions
+    from .score import align_predictions
+
+    if not isinstance(predictions, Mapping) or len(predictions) != 2:
+        raise InputError("compare_lists takes a mapping of exactly two names to prediction lists")
+    key = cached_scoring_key(source, revision, track)
+    options = interval_options(intervals) or IntervalOptions()
+    name_a, name_b = predictions
+    aligned = tuple(align_predictions(key, query_ids, p, f"predictions {n}") for n, p in predictions.items())
+    return compare_predictions(key, (aligned[0], aligned[1]), (name_a, name_b), options)
 
 
 def reference_scores(
-    rule: str, source: SourceLike = None, revision: str | None = None, track: str | None = None
+    rule: str,
+    source: SourceLike = None,
+    revision: str | None = None,
+    track: str | None = None,
+    *,
+    intervals: IntervalsLike = None,
 ) -> dict:
-    """The full score dict of a built-in rule."""
+    """The full score dict of a built-in rule (``intervals`` as in :func:`score_lists`)."""
     tables = load_transfer_tables(source, revision)
     predictions = reference_predictions(tables["queries"], tables["outcomes"], rule, track)
     key = scoring_key(tables["queries"], tables["outcomes"], track)
-    return score_predictions(key, predictions.column("query_id"), predictions.column("predicted_state"))
+    ids, states = predictions.column("query_id"), predictions.column("predicted_state")
+    return score_predictions(key, ids, states, intervals=intervals)

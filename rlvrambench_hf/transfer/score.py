@@ -18,8 +18,10 @@ import pyarrow.compute as pc
 
 from ..data.tables.arrow import arrow_ints, arrow_strings, numpy_ints, one_chunk
 from ..errors import InputError
+from ..scoring.intervals import IntervalsLike, interval_options
 from ..scoring.labels import encode_labels, label_array, metrics_from_confusion
 from ..scoring.predictions import WHITESPACE, read_prediction_file
+from .intervals import add_transfer_intervals
 from .key import ALL_TRACKS, PREDICTION_COLUMNS, PROTOCOL_VERSION, ScoringKey
 
 COST_SCOPE = (
@@ -182,7 +184,17 @@ def score(key: ScoringKey, predicted: np.ndarray) -> dict:
 
 
 def score_predictions(
-    key: ScoringKey, query_ids: pa.Array | Sequence[str], states: pa.Array | Sequence[str], origin: str = "predictions"
+    key: ScoringKey,
+    query_ids: pa.Array | Sequence[str],
+    states: pa.Array | Sequence[str],
+    origin: str = "predictions",
+    *,
+    intervals: IntervalsLike = None,
 ) -> dict:
-    """Validate prediction rows against ``key`` and score them."""
-    return score(key, align_predictions(key, query_ids, states, origin))
+    """Validate prediction rows against ``key`` and score them; with ``intervals`` (True, a mapping of
+    level/resamples/seed, or :class:`~rlvrambench_hf.scoring.intervals.IntervalOptions`) every scope also gets its
+    bootstrap interval block (:mod:`.intervals`)."""
+    options = interval_options(intervals)
+    predicted = align_predictions(key, query_ids, states, origin)
+    scores = score(key, predicted)
+    return scores if options is None else add_transfer_intervals(key, predicted, scores, options)

@@ -1,0 +1,190 @@
+"""Scores where the Hub shows them: ``.eval_results/*.yaml`` entries of a scored repository, and the
+``eval.yaml`` that declares the benchmark's tasks in the dataset repository.
+
+One task per track and reported metric (``gpu_count_transfer-within_margin_recall``, ...): the card asks for
+within-margin recall and approval precision beside the memory-failure and above-margin approvals, per track, and
+never one pooled number. Entries are huggingface_hub's own :class:`~huggingface_hub.EvalResultEntry`, written by
+``eval_result_entries_to_yaml`` and read back by ``parse_eval_result_entries``; each names the dataset revision
+the scores were computed at and, in its notes, the package version and the interval when the score file has one.
+Pure apart from :func:`read_eval_results`, which reads a file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..data.schema.registry import get_spec
+from ..errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from huggingface_hub import EvalResultEntry
+
+#: The metrics each track reports on the Hub, in this order.
+REPORTED_METRICS: tuple[str, ...] = (
+    "within_margin_recall",
+    "within_margin_approval_precision",
+    "approved_memory_failure",
+    "approved_above_margin",
+)
+EVAL_RESULTS_FOLDER = ".eval_results"
+EVAL_RESULTS_FILE = "rlvrambench.yaml"
+TASK_CONFIG = "transfer_queries"
+_INTERVAL_NOTE = re.compile(r"interval (?P<low>-?[\d.e+-]+) to (?P<high>-?[\d.e+-]+)")
+
+
+def task_id(track: str, metric: str) -> str:
+    """The Hub task id of one track and metric."""
+    return f"{track}-{metric}"
+
+
+def split_task_id(task: str) -> tuple[str, str] | None:
+    """(track, metric) of a task id of this benchmark, or None for another benchmark's task."""
+    from ..transfer.key import TRACKS
+
+    for track in TRACKS:
+        for metric in REPORTED_METRICS:
+            if task == task_id(track, metric):
+                return track, metric
+    return None
+
+
+def benchmark_tasks() -> list[dict]:
+    """The benchmark's tasks as ``eval.yaml`` declares them: one per track and reported metric."""
+    from ..transfer.key import TRACKS
+
+    spec = get_spec(TASK_CONFIG)
+    return [
+        {"id": task_id(track, metric), "config": spec.name, "split": spec.split}
+        for track in TRACKS
+        for metric in REPORTED_METRICS
+    ]
+
+
+def eval_yaml_text() -> str:
+    """The ``eval.yaml`` of a release: the benchmark's name, what it measures and its tasks."""
+    import yaml
+
+    data = {
+        "name": "RLVRAMBench",
+        "description": "Transfer tasks: predict a target configuration's GPU-memory label (within_margin, "
+        "above_margin, memory_failure) from matched source measurements. Report each track's within-margin "
+        "recall and approval precision beside its memory-failure and above-margin approvals; open descriptive "
+        "tasks, not a blind leaderboard.",
+        "tasks": benchmark_tasks(),
+    }
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110)
+
+
+@dataclass(frozen=True)
+class Export:
+    """The entries written from a score file, and the (track, metric) pairs left out because they were null."""
+
+    entries: list[EvalResultEntry]
+    left_out: list[str]
+
+
+def eval_entries(
+    scores: Mapping[str, Any], *, dataset_id: str, dataset_revision: str, version: str, source: str = "score file"
+) -> Export:
+    """One entry per track of ``scores`` (a transfer score file) and reported metric; a null value is left out
+    (and named), never written as 0."""
+    from huggingface_hub import EvalResultEntry
+
+    if not isinstance(scores, Mapping) or not isinstance(scores.get("per_track"), Mapping):
+        raise InputError(
+            f"{source} is not a transfer score file (no per_track scores); export takes the file "
+            "that rlvrambench evaluate --output writes"
+        )
+    entries, left_out = [], []
+    about = scores.get("interval_settings")
+    for track, scope in scores["per_track"].items():
+        for metric in REPORTED_METRICS:
+            value = scope.get(metric)
+            if value is None:
+                left_out.append(task_id(track, metric))
+                continue
+            notes = f"rlvrambench-hf {version}; {scope.get('queries')} queries, track {track}"
+            block = scope.get("intervals")
+            if block and about and metric in block["metrics"]:
+                notes += "; " + interval_note(block, metric, about)
+            entries.append(
+                EvalResultEntry(
+                    dataset_id=dataset_id,
+                    task_id=task_id(track, metric),
+                    value=value,
+                    dataset_revision=dataset_revision,
+                    notes=notes,
+                )
+            )
+    if not entries:
+        raise InputError(f"{source} has no non-null value of {', '.join(REPORTED_METRICS)} to export")
+    return Export(entries, left_out)
+
+
+def interval_note(block: Mapping[str, Any], metric: str, about: Mapping[str, Any]) -> str:
+    """How an entry's notes state its interval (read back by :func:`interval_of`)."""
+    ends = block["metrics"][metric]
+    if ends["low"] is None:
+        return "no interval"
+    from ..scoring.compare import number
+
+    unit, low, high = str(block["unit"]).replace("_", " "), number(ends["low"]), number(ends["high"])
+    if block["method"] == "percentile_bootstrap":
+        return (
+            f"{about['level']:.0%} interval {low} to {high} (percentile bootstrap over {block['units']} {unit}s, "
+            f"{about['resamples']} resamples, seed {about['seed']})"
+        )
+    return f"range over {block['units']} {unit}s {low} to {high} (too few for an interval)"
+
+
+def interval_of(notes: str | None) -> tuple[float, float] | None:
+    """The bootstrap interval an entry's notes state (None without one, or where only a range was possible)."""
+    match = _INTERVAL_NOTE.search(notes or "")
+    return (float(match.group("low")), float(match.group("high"))) if match else None
+
+
+def eval_results_text(entries: Sequence[EvalResultEntry]) -> str:
+    """The YAML of an ``.eval_results`` file (huggingface_hub's own serialisation)."""
+    import yaml
+    from huggingface_hub import eval_result_entries_to_yaml
+
+    return yaml.safe_dump(eval_result_entries_to_yaml(list(entries)), sort_keys=False, allow_unicode=True)
+
+
+def read_eval_results(path: str | os.PathLike) -> list[EvalResultEntry]:
+    """The entries of an ``.eval_results/*.yaml`` file, parsed by huggingface_hub."""
+    import yaml
+    from huggingface_hub import parse_eval_result_entries
+
+    file = Path(path)
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise InputError(f"eval results file {file} cannot be read as YAML ({type(exc).__name__})") from None
+    if not isinstance(data, list) or not all(isinstance(item, Mapping) for item in data):
+        raise InputError(f"eval results file {file} is not a list of entries")
+    try:
+        return parse_eval_result_entries(data)
+    except (KeyError, TypeError, ValueError):
+        raise InputError(f"eval results file {file} has an entry without dataset id, task id or value") from None
+
+
+def hub_eval_results(repo_id: str, revision: str = "main", repo_type: str = "model") -> list[EvalResultEntry]:
+    """The ``.eval_results/*.yaml`` entries of a Hub repository, fetched and cached by huggingface_hub."""
+    from huggingface_hub import snapshot_download
+
+    from ..data.sources.huberrors import hub_errors
+
+    with hub_errors(repo_id, revision, repo_type=repo_type):
+        folder = snapshot_download(
+            repo_id, repo_type=repo_type, revision=revision, allow_patterns=[f"{EVAL_RESULTS_FOLDER}/*.yaml"]
+        )
+    files = sorted((Path(folder) / EVAL_RESULTS_FOLDER).glob("*.yaml"))
+    if not files:
+        raise InputError(f"{repo_type} repository {repo_id}@{revision} has no {EVAL_RESULTS_FOLDER}/*.yaml")
+    return [entry for file in files for entry in read_eval_results(file)]
