@@ -109,7 +109,7 @@ def _verify(args: argparse.Namespace) -> int:
     checked = "Croissant (mlcroissant skipped)" if args.no_croissant else "Croissant"
     print(
         f"release {report.folder} verified: {report.files} files, {len(report.configs)} configs; digests, "
-        f"card, Parquet schemas and rows and {checked} agree with the registry"
+        f"card, every Parquet column and {checked} agree with the registry and the typed tables"
     )
     return 0
 
