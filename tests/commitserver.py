@@ -11,14 +11,16 @@ protocol, not Xet). Endpoints, as huggingface_hub's ``hf_api.py``, ``_commit_api
 - ``GET /api/{type}s/{repo}[/revision/{rev}]`` (repo info), ``.../tree/{rev}[/{path}]``, ``.../refs``,
   ``POST .../paths-info/{rev}``;
 - ``POST .../preupload/{rev}`` (LFS by ``.gitattributes`` pattern or size), ``POST /{prefix}{repo}.git/info/lfs/
-  objects/batch`` (basic transfer), ``PUT /lfs/{oid}`` and ``POST /lfs/{oid}/verify`` on the storage origin;
+  objects/batch`` (basic transfer), ``PUT /lfs/{type}s/{repo}/{oid}`` and ``POST .../{oid}/verify`` on the
+  storage origin (objects are kept per repository, as the batch API is);
 - ``POST .../commit/{rev}`` (NDJSON; ``parentCommit`` must be the branch head, else 412 as on the Hub;
   ``create_pr=1`` makes ``refs/pr/N``), ``POST .../tag/{rev}`` (409 for an existing tag);
 - ``GET|HEAD /{prefix}{repo}/resolve/{rev}/{path}`` with ``ETag`` / ``X-Repo-Commit``, LFS files by a redirect
   carrying ``X-Linked-Etag`` / ``X-Linked-Size``, and HTTP ``Range``.
 
 Faults for the tests: :meth:`CommitServer.break_next` makes the next call of a route fail (``drop``: the
-connection closes without an answer, a commit having written half of its objects; ``error``: status 500), and
+connection closes without an answer, a commit having written half of its objects; ``error``: status 500;
+``reject``: status 400), and
 :attr:`CommitServer.before_commit` runs just before a commit is applied (e.g. a concurrent commit).
 """
 
@@ -43,7 +45,7 @@ _ACTIONS = "revision|tree|refs|paths-info|preupload|commit|tag"
 _API = re.compile(rf"^/api/(datasets|spaces|models)/([^/]+/[^/]+)(?:/({_ACTIONS})(?:/([^/]+)(/.*)?)?)?$")
 _RESOLVE = re.compile(r"^/(?:(datasets|spaces)/)?([^/]+/[^/]+)/resolve/([^/]+)/(.+)$")
 _BATCH = re.compile(r"^/(?:(datasets|spaces)/)?([^/]+/[^/]+)\.git/info/lfs/objects/batch$")
-_LFS = re.compile(r"^/lfs/([0-9a-f]{64})(/verify)?$")
+_LFS = re.compile(r"^/lfs/(datasets|spaces|models)/([^/]+/[^/]+)/([0-9a-f]{64})(/verify)?$")
 
 
 class CommitServer:
@@ -91,12 +93,16 @@ class CommitServer:
         self._servers = []
 
     def break_next(self, route: str, how: str = "drop") -> None:
-        """Make the next ``route`` call (``commit``, ``lfs-upload``, ``preupload``, ``tag``) fail: ``drop`` or
-        ``error``."""
+        """Make the next ``route`` call (``commit``, ``lfs-upload``, ``preupload``, ``tag``) fail: ``drop``,
+        ``error`` (500, which clients retry) or ``reject`` (400, which they do not)."""
         self._faults[route] = how
 
     def take_fault(self, route: str) -> str | None:
         return self._faults.pop(route, None)
+
+    def uploads(self) -> list[str]:
+        """The paths of the LFS objects uploaded so far (``/lfs/{type}s/{repo}/{oid}``), in order."""
+        return [path for method, path in self.requests if method == "PUT"]
 
     def calls(self, word: str) -> list[str]:
         """The paths of the logged requests that contain ``word`` (e.g. ``/commit/``, ``/lfs/``)."""
@@ -213,6 +219,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         how = self.owner.take_fault(route)
         if how == "error":
             raise StoreError(500, f"Internal Error - the server failed during {route}")
+        if how == "reject":
+            raise StoreError(400, f"the storage refused the request during {route}")
         return how
 
     # ------------------------------------------------------------------ routes
@@ -230,7 +238,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if (match := _BATCH.match(path)) and self.command == "POST":
             return self._batch(self._repo(match.group(1), match.group(2)), json.loads(body))
         if match := _LFS.match(path):
-            return self._lfs(match.group(1), bool(match.group(2)), body)
+            return self._lfs(self._repo(match.group(1), match.group(2)), match.group(3), bool(match.group(4)), body)
         raise StoreError(404, f"no route for {self.command} {path}")
 
     def _api(self, match: re.Match, query: dict[str, list[str]], body: bytes) -> None:
@@ -318,7 +326,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return self._error(404, f"Entry not found: {path}", "EntryNotFound", commit)
         headers = {"X-Repo-Commit": commit, "Accept-Ranges": "bytes"}
         if entry.lfs_oid:
-            location = f"{self.owner.storage_endpoint}/lfs/{entry.lfs_oid}"
+            location = f"{self.owner.storage_endpoint}/lfs/{repo.repo_type}s/{repo.repo_id}/{entry.lfs_oid}"
             headers |= {
                 "Location": location,
                 "ETag": f'"{entry.oid}"',
@@ -363,7 +371,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             found = repo.lfs_path(oid)
             entry: dict = {"oid": oid, "size": size, "authenticated": True}
             if not (found.is_file() and found.stat().st_size == size):
-                href = f"{self.owner.storage_endpoint}/lfs/{oid}"
+                href = f"{self.owner.storage_endpoint}/lfs/{repo.repo_type}s/{repo.repo_id}/{oid}"
                 entry["actions"] = {"upload": {"href": href}, "verify": {"href": f"{href}/verify"}}
             objects.append(entry)
         self._send(
@@ -372,9 +380,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             {"Content-Type": "application/vnd.git-lfs+json"},
         )
 
-    def _lfs(self, oid: str, verify: bool, body: bytes) -> None:
-        repo_root = self.owner.store.root / "lfs"
-        path = repo_root / oid[:2] / oid
+    def _lfs(self, repo: Repo, oid: str, verify: bool, body: bytes) -> None:
+        path = repo.lfs_path(oid)
         if self.command == "PUT":
             if self._fault("lfs-upload") == "drop":
                 raise Dropped

@@ -1,9 +1,10 @@
 """The storage behind the tests' commit server: one bare git repository per Hub repository, plus an LFS store.
 
 Files stored in LFS are kept as the Hub keeps them: the git tree holds a pointer (``version https://git-lfs...``,
-``oid sha256:...``, ``size ...``) and the content lives in the LFS store under its SHA-256. Commits are made with
-git plumbing on a temporary index and published with ``git update-ref NEW OLD``, a compare-and-swap: a commit
-whose parent is no longer the branch head is refused, and a commit that stops half-way moves no reference.
+``oid sha256:...``, ``size ...``) and the content lives in the repository's LFS store under its SHA-256.
+Commits are made with git plumbing on a temporary index and published with ``git update-ref NEW OLD``, a
+compare-and-swap: a commit whose parent is no longer the branch head is refused, and a commit that stops
+half-way moves no reference.
 """
 
 from __future__ import annotations
@@ -273,7 +274,7 @@ class Store:
             git_dir = self.root / f"{repo_type}s" / f"{repo_id}.git"
             if not (git_dir / "HEAD").is_file():
                 return None
-            self._repos[key] = Repo(repo_type, repo_id, git_dir, self.root / "lfs")
+            self._repos[key] = Repo(repo_type, repo_id, git_dir, self.root / "lfs" / f"{repo_type}s" / repo_id)
         return self._repos[key]
 
     def create(self, repo_type: str, repo_id: str, *, sdk: str | None = None) -> Repo:

@@ -139,7 +139,10 @@ def test_a_release_is_pushed_as_one_commit_with_its_tag(server, pushed, release)
     parquet = [rel for rel in files if rel.endswith(".parquet")]
     assert len(parquet) == 10 and all(files[rel].lfs_oid for rel in parquet)  # by the .gitattributes pattern
     assert all(files[rel].lfs_oid is None for rel in files if rel.endswith((".csv", ".json", ".md")))
-    assert len(server.calls("/info/lfs/objects/batch")) >= 1 and len(server.calls("/lfs/")) >= 10
+    assert server.calls("/info/lfs/objects/batch")
+    assert {path.rsplit("/", 1)[1] for path in server.uploads() if repo_id in path} == {
+        files[rel].lfs_oid for rel in parquet
+    }
 
 
 def test_the_pushed_release_reads_back_at_the_new_tag(pushed, snapshot, server, tmp_path):
@@ -212,13 +215,13 @@ def test_a_large_file_takes_the_lfs_path(server, snapshot, tmp_path):
     folder = build_release(tmp_path / "rel", "1.1.0", source).folder
     repo_id = "rlvrambench-tests/large-file"
     server.seed(repo_id, snapshot)
-    uploads = len(server.calls("/lfs/"))
+    uploads = len(server.uploads())
     done = push(server, tmp_path / "hf", folder, repo_id, "--tag", "v1.1.0")
     assert done.returncode == 0, done.stderr
     digest = digest_file(large)
     entry = remote_files(server, repo_id)[LARGE]
     assert (entry.lfs_oid, entry.size) == (digest.sha256, digest.size_bytes) and entry.pointer_size < 200
-    assert f"/lfs/{digest.sha256}" in server.calls("/lfs/")[uploads:]
+    assert f"/lfs/datasets/{repo_id}/{digest.sha256}" in server.uploads()[uploads:]
     fetch = (
         "import sys; from huggingface_hub import hf_hub_download; "
         "print(hf_hub_download(sys.argv[1], sys.argv[2], repo_type='dataset', revision='v1.1.0'))"
@@ -249,11 +252,25 @@ def test_the_server_failing_in_the_middle_of_a_commit_leaves_the_remote_unchange
     repo = server.store.get("dataset", repo_id)
     assert head(server, repo_id) == before and repo.refs()["tags"] == []
     assert {path: entry.oid for path, entry in remote_files(server, repo_id).items()} == files
-    uploads = len(server.calls("/lfs/"))
+    uploads = len(server.uploads())
+    assert uploads > 0  # the Parquet files went up before the commit failed
     done = push(server, tmp_path / "hf", release, repo_id, "--tag", "v1.1.0")
     assert done.returncode == 0, done.stderr
     assert "tagged" in done.stdout and repo.resolve("v1.1.0") == head(server, repo_id) != before
-    assert [p for p in server.calls("/lfs/")[uploads:] if not p.endswith("/batch")] == []  # objects already there
+    assert server.uploads()[uploads:] == []  # the objects were already there: nothing is sent twice
+    assert sorted(remote_files(server, repo_id)) == sorted([*folder_files(release), ".gitattributes"])
+
+
+def test_an_upload_refused_by_the_storage_leaves_the_remote_unchanged(server, snapshot, release, tmp_path):
+    repo_id = "rlvrambench-tests/upload-refused"
+    before = server.seed(repo_id, snapshot)
+    server.break_next("lfs-upload", "reject")  # one Parquet file refused; huggingface_hub does not retry a 400
+    done = push(server, tmp_path / "hf", release, repo_id)
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert f"push to {repo_id}@main failed: the server answered 400" in done.stderr
+    assert head(server, repo_id) == before and "croissant.json" not in remote_files(server, repo_id)
+    done = push(server, tmp_path / "hf", release, repo_id)
+    assert done.returncode == 0, done.stderr
     assert sorted(remote_files(server, repo_id)) == sorted([*folder_files(release), ".gitattributes"])
 
 

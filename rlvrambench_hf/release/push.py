@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, Unpack
 
-from ..data.sources.huberrors import hub_error, hub_errors, is_network_error
-from ..errors import InputError, SourceError, first_line
+from ..data.sources.huberrors import endpoint, hub_error, hub_errors, is_network_error
+from ..errors import InputError, SourceError
 from .layout import folder_files, git_blob_sha1
 from .verify import check_release, read_record
 
@@ -273,19 +273,19 @@ def _commit(api: HfApi, plan: PushPlan, folder: Path, result: PushResult, option
             parent_commit=plan.remote_commit,
             repo_type=repo_type,
         )
-    except HfHubHTTPError as exc:
-        if exc.response is not None and exc.response.status_code == 412:
+    except Exception as exc:
+        cause = _hub_cause(exc, HfHubHTTPError)
+        if cause is None:
+            raise
+        status = getattr(getattr(cause, "response", None), "status_code", None)
+        if status == 412:
             raise SourceError(
                 f"{where} moved after the plan (planned against commit {plan.remote_commit}): nothing was "
                 "committed; run the push again to plan against its new head",
                 repo_id=plan.repo_id,
                 revision=plan.revision,
             ) from None
-        raise SourceError(f"push to {where} failed: {_reason(exc)}; {again}", repo_id=plan.repo_id) from None
-    except Exception as exc:
-        if not is_network_error(exc):
-            raise
-        raise SourceError(f"push to {where} failed: {_reason(exc)}; {again}", repo_id=plan.repo_id) from None
+        raise SourceError(f"push to {where} failed: {_reason(cause)}; {again}", repo_id=plan.repo_id) from None
     result.commit, result.commit_url = info.oid, info.pr_url or info.commit_url
 
 
@@ -304,12 +304,23 @@ def _tag(api: HfApi, result: PushResult, tag: str, message: str | None, repo_typ
         ) from None
 
 
+def _hub_cause(exc: BaseException, http_error: type[BaseException]) -> BaseException | None:
+    """The Hub or network error behind ``exc`` (huggingface_hub wraps a failed LFS upload in a RuntimeError), or
+    None when there is none."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, http_error) or is_network_error(seen):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def _reason(exc: BaseException) -> str:
     """A Hub or network error in a few words: the HTTP status and what the server said, or the transport's
     first line."""
     status = getattr(getattr(exc, "response", None), "status_code", None)
     if status is None:
-        return first_line(exc)
+        return f"the connection to {endpoint()} failed ({type(exc).__name__})"
     said = getattr(exc, "server_message", None)
     said = f" ({said[:200]!r})" if isinstance(said, str) and said.strip() else ""
     if status in (401, 403):
