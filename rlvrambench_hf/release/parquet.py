@@ -108,7 +108,8 @@ def content_problems(table: pa.Table, typed: pa.Table, spec: ConfigSpec, rel: st
             outside = pc.and_(pc.is_valid(found), pc.invert(pc.is_in(found, value_set=string_array(column.labels))))
             count = pc.sum(outside).as_py() or 0
             if count:
-                first = found.filter(outside)[0].as_py()
+                first = str(found.filter(outside)[0].as_py())
+                first = first if len(first) <= 60 else first[:60] + "…"
                 problems.append(
                     f"{rel}: column {column.name}: {count} value(s) outside its class names, first {first!r}"
                 )
