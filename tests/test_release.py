@@ -9,6 +9,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
@@ -24,10 +25,12 @@ from rlvrambench_hf.release.croissant import validate_croissant
 from rlvrambench_hf.release.diff import diff_releases, diff_tables, resolve_side
 from rlvrambench_hf.release.layout import digest_file, folder_files, parquet_path
 from rlvrambench_hf.release.mirror import publish_mirror
+from rlvrambench_hf.release.parquet import release_schema
 from rlvrambench_hf.release.push import RemoteFile, commit_operations, plan_push, push_release
 from rlvrambench_hf.release.verify import verify_release
 
 from conftest import cli_env, run_cli
+from rangeproxy import RangeProxy
 
 RELEASE_REPO = "kobzaond/RLVRAMBench-release-test"
 ROWS = {
@@ -142,11 +145,12 @@ def test_eval_yaml_declares_a_task_per_track_and_reported_metric(release):
     assert record["files"]["eval.yaml"]["sha256"] == sha256_file(release / "eval.yaml")
 
 
-def test_parquet_embeds_the_registry_features(release):
+def test_parquet_holds_label_names_and_leaves_the_features_to_the_card(release):
     for spec in BUILT:
         schema = pq.read_schema(release / parquet_path(spec))
-        assert schema.metadata[b"huggingface"] == spec.features.arrow_schema.metadata[b"huggingface"]
-        assert schema.remove_metadata() == spec.arrow_schema
+        assert schema.metadata is None  # no datasets features of its own: the card's dataset_info states them
+        assert schema == release_schema(spec)
+        assert [schema.field(c.name).type for c in spec.label_columns] == [pa.string()] * len(spec.label_columns)
 
 
 @pytest.mark.parametrize("spec", BUILT, ids=lambda s: s.name)
@@ -170,7 +174,8 @@ def test_croissant_validates_and_reads_typed_records(release):
     records = list(dataset.records("recorded_attempts"))
     assert len(records) == ROWS["recorded_attempts"]
     first = records[0]
-    assert isinstance(first["recorded_attempts/recorded_outcome"], int)
+    outcome = first["recorded_attempts/recorded_outcome"]
+    assert outcome.decode() in get_spec("recorded_attempts").column("recorded_outcome").labels  # a name, as stored
     assert isinstance(first["recorded_attempts/evidence_files"], list)
     names = [
         r["recorded_attempts.recorded_outcome.labels/name"]
@@ -270,21 +275,22 @@ def test_verify_checks_card_features(release, tmp_path):
     ]
 
 
-def test_verify_checks_parquet_features_and_rows(release, tmp_path):
+def test_verify_checks_parquet_layout_and_rows(release, tmp_path):
     folder = _copy(release, tmp_path)
-    rel = parquet_path(get_spec("stage_measurements"))
+    spec = get_spec("stage_measurements")
+    rel = parquet_path(spec)
     table = pq.read_table(folder / rel)
-    pq.write_table(table.replace_schema_metadata(None), folder / rel)  # plain Arrow, no datasets Features
+    pq.write_table(table.replace_schema_metadata(spec.features.arrow_schema.metadata), folder / rel)
     _refresh_digest(folder, rel)
     problems = verify_release(folder, croissant=False).problems
-    assert problems[0] == f"{rel}: embedded datasets Features differ from the registry's"
+    assert problems[0] == f"{rel}: embeds datasets features in its schema metadata; the card's dataset_info states them"
     rel = parquet_path(get_spec("transfer_queries"))
     table = pq.read_table(folder / rel)
     pq.write_table(table.slice(1), folder / rel)
     _refresh_digest(folder, rel)
     problems = verify_release(folder, croissant=False).problems
     assert f"{rel}: 399 rows, release.json states 400" in problems
-    assert f"{rel}: rows differ from the typed benchmark/queries.csv" in problems
+    assert f"{rel}: 399 rows, the typed benchmark/queries.csv has 400" in problems
 
 
 def test_verify_checks_croissant(release, tmp_path):
@@ -525,76 +531,6 @@ def test_plain_load_dataset_through_the_hub_at_the_tag(mirror, snapshot, spec):
     assert ds.features == spec.features
     assert ds.data.table.select(spec.column_names).cast(typed.schema).equals(typed)
     assert load_table(spec.name, RELEASE_REPO, "v1.1.0").equals(typed)
-
-
-class RangeProxy:
-    """HTTP Range on top of olah, whose local mirrors answer every ranged GET with the whole file (200).
-
-    huggingface.co honours Range, and streaming Parquet needs it (the footer is read from the end of the file).
-    Everything else is relayed unchanged.
-    """
-
-    def __init__(self, upstream: str) -> None:
-        import http.server
-        import threading
-        import urllib.error
-        import urllib.request
-
-        class NoRedirect(urllib.request.HTTPRedirectHandler):
-            def redirect_request(self, *args, **kwargs):
-                return None
-
-        opener = urllib.request.build_opener(NoRedirect)
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args) -> None:
-                pass
-
-            def _relay(self) -> None:
-                skip = {"host", "range", "accept-encoding", "connection", "content-length"}
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in skip}
-                length = int(self.headers.get("Content-Length") or 0)
-                data = self.rfile.read(length) if length else None
-                request = urllib.request.Request(upstream + self.path, data=data, headers=headers, method=self.command)
-                try:
-                    response = opener.open(request, timeout=60)
-                except urllib.error.HTTPError as exc:
-                    response = exc
-                body = response.read() if self.command != "HEAD" else b""
-                status, wanted = response.status, self.headers.get("Range")
-                extra = {}
-                if wanted and status == 200 and self.command == "GET" and wanted.startswith("bytes="):
-                    first, _, last = wanted[6:].split(",")[0].partition("-")
-                    size = len(body)
-                    start = size - int(last) if first == "" else int(first)
-                    end = size - 1 if first == "" or last == "" else min(int(last), size - 1)
-                    body, status = body[start : end + 1], 206
-                    extra["Content-Range"] = f"bytes {start}-{end}/{size}"
-                self.send_response(status)
-                drop = {"transfer-encoding", "connection", "content-length", "content-range"}
-                for key, value in response.headers.items():
-                    if key.lower() not in drop:
-                        self.send_header(key, value)
-                for key, value in extra.items():
-                    self.send_header(key, value)
-                if self.command == "HEAD":
-                    self.send_header("Content-Length", response.headers.get("Content-Length", "0"))
-                else:
-                    self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            do_GET = do_HEAD = do_POST = _relay
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 STREAM_SCRIPT = """

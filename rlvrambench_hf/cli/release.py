@@ -14,9 +14,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         subparsers,
         "release",
         help="build, verify, compare and publish typed Hub releases",
-        description="Typed Hub releases of the dataset: build a release folder (Parquet with embedded features, "
-        "card, Croissant, digests), verify it, compare two releases, push one to a Hub dataset repository or "
-        "commit it into a local olah mirror.",
+        description="Typed Hub releases of the dataset: build a release folder (Parquet with label names, the card "
+        "with the features, Croissant, digests), verify it, compare two releases, push one to a Hub dataset "
+        "repository or commit it into a local olah mirror.",
         metavar="ACTION",
     )
 
@@ -24,8 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "build",
         help="build a Hub-ready release folder from --source/--revision",
         description="Read every config of --source/--revision (digests checked) and write a release folder: one "
-        "Parquet file per config with the datasets features embedded, the card with its YAML, Croissant "
-        "metadata and release.json with every file's digest.",
+        "Parquet file per config (label columns as their names; datasets reads them as ClassLabel through the card's "
+        "features), the card with its YAML, Croissant metadata and release.json with every file's digest.",
     )
     build.add_argument("--version", required=True, help="release version X.Y.Z")
     build.add_argument("--output", required=True, help="folder to create (must not exist or be empty)")
@@ -109,7 +109,7 @@ def _verify(args: argparse.Namespace) -> int:
     checked = "Croissant (mlcroissant skipped)" if args.no_croissant else "Croissant"
     print(
         f"release {report.folder} verified: {report.files} files, {len(report.configs)} configs; digests, "
-        f"card, Parquet schemas and rows and {checked} agree with the registry"
+        f"card, every Parquet column and {checked} agree with the registry and the typed tables"
     )
     return 0
 

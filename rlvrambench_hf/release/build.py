@@ -11,11 +11,11 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..data.schema.pins import CARD_PATH, DEFAULT_REPO_ID
@@ -24,9 +24,8 @@ from ..data.schema.spec import ConfigSpec
 from ..data.sources.base import Source
 from ..data.sources.hub import HubSource
 from ..data.sources.resolve import SourceLike, open_source
-from ..data.tables.export import with_features_metadata
 from ..data.tables.output import check_outputs, pid_alive
-from ..data.tables.reader import load_table
+from ..data.tables.reader import decode_labels, load_table
 from ..errors import InputError, OutputError
 from .card import render_card
 from .croissant import render_croissant
@@ -43,6 +42,7 @@ from .layout import (
     is_generated,
     parquet_path,
 )
+from .parquet import storage_table, write_release_parquet
 
 CITATION_PATH = "CITATION.cff"
 
@@ -63,15 +63,6 @@ def package_version() -> str:
         return version("rlvrambench-hf")
     except PackageNotFoundError:
         return "unknown"
-
-
-def write_parquet(table: pa.Table, spec: ConfigSpec, path: Path) -> None:
-    """Write a typed table with the registry's ``datasets.Features`` embedded, as ``datasets`` does."""
-    schema = spec.features.arrow_schema
-    if table.schema.remove_metadata() != schema.remove_metadata():
-        raise InputError(f"config {spec.name}: the table does not have the registry's Arrow schema")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(with_features_metadata(table, spec), path, compression="snappy")
 
 
 def upstream_release(src: Source) -> dict | None:
@@ -138,10 +129,55 @@ def build_release(
     return BuildResult(target, version, result[0], result[1], result[2])
 
 
+@dataclass(frozen=True)
+class Release:
+    """What a build renders its generated files from: the source, the version and the configs it wrote."""
+
+    source: Source
+    version: str
+    repo_id: str
+    built: list[BuiltConfig]
+    absent: list[ConfigSpec]
+
+
+def croissant_text(release: Release) -> str:
+    document = render_croissant(
+        release.built, version=release.version, date_published=release_date(release.source), repo_id=release.repo_id
+    )
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def card_text(release: Release) -> str:
+    return render_card(
+        release.built,
+        version=release.version,
+        provenance=provenance_text(release.source, upstream_release(release.source)),
+        absent=release.absent,
+        source_metadata=_source_card_metadata(release.source),
+        repo_id=release.repo_id,
+    )
+
+
+#: The files a build renders once the Parquet files are written, by release path, in order. Another generated file
+#: is one more entry here, with its path in ``layout.GENERATED`` so that a build never copies it from its source.
+RENDERED: dict[str, Callable[[Release], str]] = {
+    CROISSANT_PATH: croissant_text,
+    CARD_PATH: card_text,
+    EVAL_YAML_PATH: lambda _release: eval_yaml_text(),
+}
+
+
+def write_config(src: Source, spec: ConfigSpec, folder: Path) -> BuiltConfig:
+    """Write the release Parquet file of ``spec`` (labels as their names) from the typed table of ``src``."""
+    rel = parquet_path(spec)
+    write_release_parquet(decode_labels(load_table(spec.name, src), spec), spec, folder / rel)
+    written = pq.read_table(folder / rel)
+    return BuiltConfig(spec, written.num_rows, storage_table(written, spec).nbytes, rel, digest_file(folder / rel))
+
+
 def _assemble(
     work: Path, src: Source, version: str, repo_id: str, built_at: datetime
 ) -> tuple[list[BuiltConfig], list[ConfigSpec], int]:
-    specs = list(card_configs())
     for rel in src.list_files():
         if is_generated(rel):
             continue
@@ -149,36 +185,12 @@ def _assemble(
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src.path(rel), dest)
 
-    built, absent = [], []
-    for spec in specs:
-        if not src.has(spec.path):
-            absent.append(spec)
-            continue
-        rel = parquet_path(spec)
-        write_parquet(load_table(spec.name, src), spec, work / rel)
-        written = pq.read_table(work / rel)
-        built.append(BuiltConfig(spec, written.num_rows, written.nbytes, rel, digest_file(work / rel)))
-
-    (work / CROISSANT_PATH).write_text(
-        json.dumps(
-            render_croissant(built, version=version, date_published=release_date(src), repo_id=repo_id),
-            indent=2,
-            ensure_ascii=False,
-        )
-        + "\n",
-        encoding="utf-8",
-    )
-    (work / EVAL_YAML_PATH).write_text(eval_yaml_text(), encoding="utf-8")
-    upstream = upstream_release(src)
-    card = render_card(
-        built,
-        version=version,
-        provenance=provenance_text(src, upstream),
-        absent=absent,
-        source_metadata=_source_card_metadata(src),
-        repo_id=repo_id,
-    )
-    (work / CARD_PATH).write_text(card, encoding="utf-8")
+    specs = list(card_configs())
+    absent = [spec for spec in specs if not src.has(spec.path)]
+    built = [write_config(src, spec, work) for spec in specs if spec not in absent]
+    release = Release(src, version, repo_id, built, absent)
+    for rel, render in RENDERED.items():
+        (work / rel).write_text(render(release), encoding="utf-8")
 
     files = {rel: digest_file(work / rel).as_json() for rel in folder_files(work) if rel != RECORD_PATH}
     record = {
@@ -188,7 +200,7 @@ def _assemble(
         "built_at": built_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "package": {"name": "rlvrambench-hf", "version": package_version()},
         "source": src.identity,
-        "source_release": upstream,
+        "source_release": upstream_release(src),
         "configs": {
             b.spec.name: {
                 "split": b.spec.split,

@@ -1,7 +1,8 @@
 """Croissant (ML dataset metadata, JSON-LD) of a release: one record set per config, typed from the registry.
 
-Label columns are integer class indices, as stored in the Parquet files; each references a small enumeration
-record set that maps the index to the class name. Semicolon lists are array fields of text.
+Label columns are text, the class names the Parquet files store; each references a small enumeration record set
+that lists the class names with their class index (the order of the card's ``class_label`` features). Semicolon
+lists are array fields of text.
 """
 
 from __future__ import annotations
@@ -115,9 +116,9 @@ def _labels_record_set(config: str, column: Column) -> dict:
         "@type": "cr:RecordSet",
         "@id": rs,
         "name": rs,
-        "description": f"Class names of {config}.{column.name}, by class index",
+        "description": f"Class names of {config}.{column.name} and their class index",
         "dataType": "sc:Enumeration",
-        "key": {"@id": f"{rs}/index"},
+        "key": {"@id": f"{rs}/name"},
         "field": [
             {"@type": "cr:Field", "@id": f"{rs}/index", "name": "index", "dataType": "sc:Integer"},
             {"@type": "cr:Field", "@id": f"{rs}/name", "name": "name", "dataType": "sc:Text"},
@@ -135,14 +136,14 @@ def _record_set(b: BuiltConfig) -> dict:
             "@id": f"{name}/{column.name}",
             "name": column.name,
             "description": column.description,
-            "dataType": column.type.croissant_type,
+            "dataType": "sc:Text" if column.type is LABEL else column.type.croissant_type,
             "source": {"fileObject": {"@id": b.path}, "extract": {"column": column.name}},
         }
         if column.type is STRING_LIST:
             field["isArray"] = True
             field["arrayShape"] = "-1"
         if column.type is LABEL:
-            field["references"] = {"field": {"@id": f"{labels_record_set_id(name, column.name)}/index"}}
+            field["references"] = {"field": {"@id": f"{labels_record_set_id(name, column.name)}/name"}}
         fields.append(field)
     return {
         "@type": "cr:RecordSet",

@@ -12,12 +12,15 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypedDict, Unpack
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
-from ..data.sources.huberrors import hub_errors
+from ..data.sources.huberrors import endpoint, hub_error, hub_errors, is_network_error
 from ..errors import InputError, SourceError
 from .layout import folder_files, git_blob_sha1
 from .verify import check_release, read_record
+
+if TYPE_CHECKING:  # pragma: no cover
+    from huggingface_hub import HfApi
 
 #: Remote files a push never deletes.
 KEPT_REMOTE_FILES = (".gitattributes",)
@@ -195,28 +198,24 @@ def push_folder(
     """Plan an already verified ``folder`` against ``repo_id@revision`` (a ``repo_type`` repository) and, unless
     ``dry_run``, commit it as one atomic commit (then tag it). With ``create`` (keyword arguments of
     ``HfApi.create_repo``, e.g. a Space's SDK), a missing repository is planned as empty and created on commit.
-    Without ``prune``, the remote files that ``folder`` lacks are kept (e.g. results added to a model repo)."""
+    Without ``prune``, the remote files that ``folder`` lacks are kept (e.g. results added to a model repo).
+
+    Everything that can be refused is refused before anything is uploaded: a bad or existing tag, a tag with
+    ``create_pr``, a real push to a revision that is not a branch."""
     from huggingface_hub import HfApi
 
     folder = Path(folder).expanduser()
     revision, tag, dry_run = options.get("revision", "main"), options.get("tag"), options.get("dry_run", False)
     _check_tag(tag)
+    if tag is not None and options.get("create_pr"):
+        raise InputError(
+            f"--tag {tag} cannot be combined with --create-pr: tag the release once the pull request is merged"
+        )
     token = options.get("token") if dry_run else resolve_token(options.get("token"))
     api = HfApi(token=token)
-    missing = False
-    try:
-        commit, remote = remote_state(repo_id, revision, token, repo_type)
-    except SourceError:
-        with hub_errors(repo_id, revision, repo_type=repo_type):
-            missing = create is not None and not api.repo_exists(repo_id, repo_type=repo_type)
-        if not missing:
-            raise
-        commit, remote = None, {}
-    if tag is not None and not missing:
-        with hub_errors(repo_id, revision, repo_type=repo_type):
-            refs = api.list_repo_refs(repo_id, repo_type=repo_type)
-        if any(t.name == tag for t in refs.tags):
-            raise InputError(f"tag {tag} already exists in {repo_id}")
+    commit, remote, missing = _remote(api, token, repo_id, revision, repo_type, create is not None)
+    if not missing:
+        _check_refs(api, repo_id, revision, repo_type, tag=tag, branch_needed=not dry_run)
     plan = plan_push(folder, remote, repo_id=repo_id, revision=revision, remote_commit=commit, prune=prune)
     result = PushResult(plan, tag=tag)
     if dry_run:
@@ -224,21 +223,115 @@ def push_folder(
     with hub_errors(repo_id, revision, repo_type=repo_type):
         if missing:
             api.create_repo(repo_id, repo_type=repo_type, **(create or {}))
-        if plan.has_changes:
-            info = api.create_commit(
-                repo_id,
-                commit_operations(plan, folder),
-                commit_message=options.get("message") or "Update",
-                revision=revision,
-                create_pr=options.get("create_pr", False),
-                parent_commit=commit,
-                repo_type=repo_type,
-            )
-            result.commit, result.commit_url = info.oid, info.pr_url or info.commit_url
-        else:
-            result.commit = commit
-        if tag is not None:
-            api.create_tag(
-                repo_id, tag=tag, revision=result.commit, repo_type=repo_type, tag_message=options.get("message")
-            )
+    result.commit = commit
+    if plan.has_changes:
+        _commit(api, plan, folder, result, options, repo_type)
+    if tag is not None:
+        _tag(api, result, tag, options.get("message"), repo_type)
     return result
+
+
+def _remote(
+    api: HfApi, token: str | None, repo_id: str, revision: str, repo_type: str, may_create: bool
+) -> tuple[str | None, dict[str, RemoteFile], bool]:
+    """The remote commit and files, and whether the repository is missing (and may be created)."""
+    try:
+        commit, remote = remote_state(repo_id, revision, token, repo_type)
+    except SourceError:
+        with hub_errors(repo_id, revision, repo_type=repo_type):
+            if may_create and not api.repo_exists(repo_id, repo_type=repo_type):
+                return None, {}, True
+        raise
+    return commit, remote, False
+
+
+def _check_refs(
+    api: HfApi, repo_id: str, revision: str, repo_type: str, *, tag: str | None, branch_needed: bool
+) -> None:
+    """Refuse an existing ``tag``, and (``branch_needed``) a ``revision`` that is neither a branch nor a pull
+    request: a commit goes to a branch."""
+    if tag is None and not branch_needed:
+        return
+    with hub_errors(repo_id, revision, repo_type=repo_type):
+        refs = api.list_repo_refs(repo_id, repo_type=repo_type, include_pull_requests=revision.startswith("refs/pr/"))
+    if tag is not None and any(t.name == tag for t in refs.tags):
+        raise InputError(f"tag {tag} already exists in {repo_id}")
+    branches = [b.name for b in refs.branches]
+    if branch_needed and revision not in branches and not any(pr.ref == revision for pr in refs.pull_requests or []):
+        raise InputError(
+            f"--revision {revision!r} is not a branch of {repo_id} (branches: {', '.join(branches) or 'none'}); "
+            "a push commits to a branch"
+        )
+
+
+def _commit(api: HfApi, plan: PushPlan, folder: Path, result: PushResult, options: PushOptions, repo_type: str) -> None:
+    """One commit carrying out ``plan``, whose parent must still be the planned remote commit."""
+    from huggingface_hub.errors import HfHubHTTPError
+
+    where = f"{plan.repo_id}@{plan.revision}"
+    again = (
+        "a commit applies all of its changes or none, so run the same push again: it plans against the remote's head"
+    )
+    try:
+        info = api.create_commit(
+            plan.repo_id,
+            commit_operations(plan, folder),
+            commit_message=options.get("message") or "Update",
+            revision=plan.revision,
+            create_pr=options.get("create_pr", False),
+            parent_commit=plan.remote_commit,
+            repo_type=repo_type,
+        )
+    except Exception as exc:
+        cause = _hub_cause(exc, HfHubHTTPError)
+        if cause is None:
+            raise
+        status = getattr(getattr(cause, "response", None), "status_code", None)
+        if status == 412:
+            raise SourceError(
+                f"{where} moved after the plan (planned against commit {plan.remote_commit}): nothing was "
+                "committed; run the push again to plan against its new head",
+                repo_id=plan.repo_id,
+                revision=plan.revision,
+            ) from None
+        raise SourceError(f"push to {where} failed: {_reason(cause)}; {again}", repo_id=plan.repo_id) from None
+    result.commit, result.commit_url = info.oid, info.pr_url or info.commit_url
+
+
+def _tag(api: HfApi, result: PushResult, tag: str, message: str | None, repo_type: str) -> None:
+    plan = result.plan
+    try:
+        api.create_tag(plan.repo_id, tag=tag, revision=result.commit, repo_type=repo_type, tag_message=message)
+    except Exception as exc:
+        if not is_network_error(exc) and hub_error(exc, plan.repo_id, plan.revision) is None:
+            raise
+        done = f"committed {result.commit}, but" if plan.has_changes else "nothing to commit, but"
+        raise SourceError(
+            f"{plan.repo_id}: {done} tag {tag} could not be created ({_reason(exc)}); run the same push again to "
+            "tag it",
+            repo_id=plan.repo_id,
+        ) from None
+
+
+def _hub_cause(exc: BaseException, http_error: type[BaseException]) -> BaseException | None:
+    """The Hub or network error behind ``exc`` (huggingface_hub wraps a failed LFS upload in a RuntimeError), or
+    None when there is none."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, http_error) or is_network_error(seen):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _reason(exc: BaseException) -> str:
+    """A Hub or network error in a few words: the HTTP status and what the server said, or the transport's
+    first line."""
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if status is None:
+        return f"the connection to {endpoint()} failed ({type(exc).__name__})"
+    said = getattr(exc, "server_message", None)
+    said = f" ({said[:200]!r})" if isinstance(said, str) and said.strip() else ""
+    if status in (401, 403):
+        return f"the server answered {status}{said}: the token in use cannot write to this repository"
+    return f"the server answered {status}{said}"

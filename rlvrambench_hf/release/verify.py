@@ -1,4 +1,4 @@
-"""Verify a built release folder: digests, card YAML, Parquet schemas and rows, and Croissant.
+"""Verify a built release folder: digests, card YAML, Parquet layout and every column, and Croissant.
 
 :func:`verify_release` returns every problem found as a one-line message (an empty list means the release is
 sound); :func:`check_release` raises a one-line :class:`IntegrityError` when there is any.
@@ -32,6 +32,7 @@ from .layout import (
     folder_files,
     parquet_path,
 )
+from .parquet import content_problems, layout_problems, release_schema, storage_table
 
 
 @dataclass
@@ -132,30 +133,28 @@ def _check_parquet(folder: Path, record: dict, report: VerifyReport) -> list[Bui
 
 
 def _check_parquet_file(folder: Path, spec: ConfigSpec, meta: object, report: VerifyReport) -> BuiltConfig | None:
-    """One config's Parquet file against the registry, its record entry and the typed source file beside it."""
+    """One config's Parquet file against the release layout, its record entry and the typed source file beside it."""
     rel = parquet_path(spec)
     try:
         table = pq.read_table(folder / rel)
     except Exception as exc:  # pyarrow raises several types for unreadable files
         report.problems.append(f"{rel}: not a readable Parquet file ({first_line(exc)})")
         return None
-    expected = spec.features.arrow_schema
-    if table.schema.remove_metadata() != expected.remove_metadata():
-        report.problems.append(f"{rel}: Arrow schema differs from the registry's for config {spec.name}")
-    elif table.schema.metadata != expected.metadata:
-        report.problems.append(f"{rel}: embedded datasets Features differ from the registry's")
+    layout = layout_problems(table, spec, rel)
+    report.problems.extend(layout)
     if not isinstance(meta, dict) or meta.get("num_examples") != table.num_rows:
         stated = meta.get("num_examples") if isinstance(meta, dict) else "nothing"
         report.problems.append(f"{rel}: {table.num_rows} rows, {RECORD_PATH} states {stated}")
-    if (folder / spec.path).is_file():
+    columns_match = table.schema.remove_metadata() == release_schema(spec)
+    if columns_match and (folder / spec.path).is_file():
         try:
-            source = load_table(spec.name, folder)
+            typed = load_table(spec.name, folder, decode=True)
         except RLVRAMBenchError as exc:
             report.problems.append(f"config {spec.name}: {exc}")
         else:
-            if not source.equals(table.replace_schema_metadata(None)):
-                report.problems.append(f"{rel}: rows differ from the typed {spec.path}")
-    return BuiltConfig(spec, table.num_rows, table.nbytes, rel, digest_file(folder / rel))
+            report.problems.extend(content_problems(table, typed, spec, rel))
+    num_bytes = storage_table(table, spec).nbytes if columns_match else table.nbytes
+    return BuiltConfig(spec, table.num_rows, num_bytes, rel, digest_file(folder / rel))
 
 
 def _check_card(folder: Path, built: list[BuiltConfig], report: VerifyReport) -> None:
