@@ -45,6 +45,7 @@ def config_set_problems(card_names: list[str], builder_names: list[str]) -> list
     return problems
 
 
+@pytest.mark.unit
 def test_the_config_check_sees_a_config_missing_either_way():
     names = [s.name for s in card_configs()]
     assert config_set_problems(names, names) == []

@@ -119,9 +119,9 @@ class RLVRAMBench(datasets.ArrowBasedBuilder):
 
 
 class TypedTables(ArrowExamplesIterable):
-    """The builder's Arrow tables, declared as already having ``features`` (they are read with exactly the
-    features' Arrow schema), so that ``datasets`` formats them as it formats plain streaming, without a per-row
-    wrapper. Shuffled, sharded or resharded, it stays typed."""
+    """The builder's Arrow tables, declared as already having ``features`` (the typed reader gives them the
+    registry's Arrow schema, which is that of its features), so that ``datasets`` formats them as it formats plain
+    streaming, without a per-row wrapper. Shuffled, sharded or resharded, it stays typed."""
 
     def __init__(
         self,
@@ -163,10 +163,7 @@ def _typed_table(path: str, config: str) -> pa.Table:
 
 @lru_cache(maxsize=2)
 def _read_once(path: str, config: str, _mtime_ns: int, _size: int) -> pa.Table:
-    spec = get_spec(config)
-    table = read_typed_file(path, spec)
-    schema = spec.features.arrow_schema  # what TypedTables declares; the reader already gives it
-    return table if table.schema.equals(schema) else table.cast(schema)
+    return read_typed_file(path, get_spec(config))  # the registry's Arrow schema: that of its features
 
 
 def row_ranges(num_rows: int, shards: int = SHARDS) -> list[tuple[int, int, int]]:
