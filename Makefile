@@ -1,12 +1,13 @@
 # Set-up and entry points. `make demo` runs the main job on the real data; `make test` runs the tests.
-# Both create .venv/ (the package and its CLI, .venv/bin/rlvrambench) when it is missing or stale.
+# Both create .venv/ (the package and its CLI, .venv/bin/rlvrambench) when it is missing or stale. `make test-fast`
+# runs the unit layer alone (pytest -m unit: a generated mini release, no real data, no server).
 PYTHON ?= python3
 VENV := .venv
 OLAH_VENV := .venv-olah
 SNAPSHOT ?= $(abspath ../shared/rlvrambench/hub)
 export RLVRAMBENCH_SNAPSHOT ?= $(SNAPSHOT)
 
-.PHONY: install browser demo lint package-check test bench clean
+.PHONY: install browser demo lint package-check test test-fast bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -42,6 +43,10 @@ package-check: $(VENV)/.installed $(OLAH_VENV)/.installed
 
 test: lint $(VENV)/.installed $(OLAH_VENV)/.installed browser package-check
 	OLAH_CLI=$(abspath $(OLAH_VENV))/bin/olah-cli $(VENV)/bin/python -m pytest -q --ignore=tests/test_packaging.py
+
+# The unit layer: every core on a mini release the tests write (tests/minirelease.py); under a minute.
+test-fast: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest -q -m unit
 
 bench: $(VENV)/.installed $(OLAH_VENV)/.installed
 	for b in bench/bench_*.py; do OLAH_CLI=$(abspath $(OLAH_VENV))/bin/olah-cli $(VENV)/bin/python $$b || exit 1; done

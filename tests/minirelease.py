@@ -1,10 +1,14 @@
-"""A tiny release written from the registry: a few rows per table, a card, manifests — for the fast unit layer.
+"""A tiny release written from the registry: a few rows per table, a card, manifests and protocols — the data of
+the fast unit layer.
 
 :func:`write_mini_release` lays out a folder like the Hub repository. Every registry table gets rows whose values
-follow the column's kind (with blanks, the literal ``nan``, lists and every label present), and the tables agree
-with each other as the real release does: four configurations in two cases, one eligible run and attempt each plus
-one excluded attempt, one stage record per run, and two transfer queries across the cases. The expected typed
-values are returned beside the files, so tests compare what the package reads with what was written.
+follow the column's kind (with blanks, the literal ``nan``, negative integers, lists and every label present),
+overridden where the cores read them by the world of :mod:`miniworld`: transfer configurations and queries, an
+estimation pool and its targets, an admission panel and two follow-up panels. The tables agree with each other as
+the real release does — every relation the registry declares holds, the counts of ``summary.json`` match, every
+file a manifest covers has its digest, and the estimation protocol seals its inputs (the amendment seals the
+protocol). The typed rows and JSON documents written are returned beside the files, so tests compare what the
+package reads with what was written.
 """
 
 from __future__ import annotations
@@ -15,26 +19,35 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rlvrambench_hf.admission.protocol import PROTOCOL_PATH as ADMISSION_PROTOCOL
 from rlvrambench_hf.data.schema.pins import MANIFESTS, OUTCOME_LABELS
 from rlvrambench_hf.data.schema.registry import REGISTRY, card_configs
 from rlvrambench_hf.data.schema.spec import JSON_MAPPING, Column, ConfigSpec
+from rlvrambench_hf.estimation.api import AMENDMENT, PROTOCOL, SEALED_INPUTS
+from rlvrambench_hf.estimation.features import FEATURE_NAMES
+from rlvrambench_hf.estimation.logistic import CLASSIFIER_SETTINGS
 
-CONFIGURATIONS = ("cfg-a", "cfg-b", "cfg-c", "cfg-d")
-CASE_OF = {"cfg-a": "case-1", "cfg-b": "case-2", "cfg-c": "case-1", "cfg-d": "case-2"}
-#: Repeated label of each configuration: the two targets of the queries are b (within) and d (memory failure).
-STATE_OF = {"cfg-a": "within_margin", "cfg-b": "within_margin", "cfg-c": "above_margin", "cfg-d": "memory_failure"}
-QUERIES = (  # query, task, track, source, target
-    ("query-1", "task-1", "model_transfer", "cfg-a", "cfg-b"),
-    ("query-2", "task-2", "gpu_count_transfer", "cfg-c", "cfg-d"),
-)
+import miniworld as world
+
+# The names earlier tests use for the transfer part of the world.
+CONFIGURATIONS, CASE_OF, STATE_OF, QUERIES = world.TRANSFER, world.CASE_OF, world.STATE_OF, world.QUERIES
+SUMMARY = "benchmark/summary.json"
+#: The feature the original estimation protocol names last, before its amendment.
+ORIGINAL_LAST_FEATURE = "actor_parameter_offload"
 
 
 @dataclass
 class MiniRelease:
-    """The folder and, per config, the typed rows written into it (labels by name, blanks as None)."""
+    """The folder and, per config, the typed rows written into it (labels by name, blanks as None); ``documents``
+    holds the JSON files by repository path (protocols, amendment, summary)."""
 
     root: Path
     rows: dict[str, list[dict]] = field(default_factory=dict)
+    documents: dict[str, dict] = field(default_factory=dict)
+
+    def path(self, config: str) -> Path:
+        """The file of ``config``."""
+        return self.root / REGISTRY[config].path
 
 
 def value(column: Column, row: int) -> object:
@@ -75,66 +88,173 @@ def table_rows(spec: ConfigSpec, n: int, fixed: list[dict] | None = None) -> lis
     return rows
 
 
+def _outcome(configuration_id: str, state: str, peak: float | None, attempts: int, excluded: int) -> dict:
+    completed = 0 if state == world.F else world.RUNS_PER_CONFIGURATION
+    per_label = {label: world.RUNS_PER_CONFIGURATION if label == state else 0 for label in OUTCOME_LABELS}
+    return {
+        "configuration_id": configuration_id,
+        "observed_state": state,
+        "eligible_processes": world.RUNS_PER_CONFIGURATION,
+        "distinct_seeds": world.RUNS_PER_CONFIGURATION,
+        "completed_eligible_processes": completed,
+        "within_margin_processes": per_label[world.W],
+        "above_margin_processes": per_label[world.A],
+        "memory_failure_processes": per_label[world.F],
+        "max_completed_run_peak_mib": peak,
+        "mean_completed_run_peak_mib": peak,
+        "recorded_attempts": attempts,
+        "documented_completed_attempts": completed,
+        "excluded_attempts": excluded,
+        "label_scope": "eligible_resource_outcomes",
+    }
+
+
+def _runs_and_attempts(states: dict[str, str], peaks: dict[str, float | None]) -> tuple[list, list, list]:
+    """Three eligible runs per configuration (one attempt and one stage record each), and one excluded attempt."""
+    runs, attempts, stages = [], [], []
+    for configuration_id, state in states.items():
+        for seed in range(1, world.RUNS_PER_CONFIGURATION + 1):
+            suffix = "" if seed == 1 else f"-{seed}"
+            run, peak = f"run-{configuration_id}{suffix}", peaks[configuration_id]
+            runs.append(
+                {
+                    "run_id": run,
+                    "configuration_id": configuration_id,
+                    "training_seed": seed,
+                    "observed_state": state,
+                    "completed_requested_work": state != world.F,
+                    "completed_run_peak_mib": peak,
+                    "observed_peak_mib": peak if peak is not None else 40900.0,
+                    "terminal_stage": "checkpoint" if state != world.F else "actor_update",
+                }
+            )
+            attempts.append(
+                {
+                    "attempt_id": f"att-{configuration_id}{suffix}",
+                    "configuration_id": configuration_id,
+                    "run_id": run,
+                    "eligible": True,
+                    "recorded_outcome": state,
+                    "exclusion_reason": None,
+                    "documented_completion": state != world.F,
+                }
+            )
+            stages.append({"run_id": run, "configuration_id": configuration_id, "stage": "rollout"})
+    attempts.insert(
+        world.RUNS_PER_CONFIGURATION,  # after cfg-a's eligible attempts
+        {
+            "attempt_id": "att-excluded",
+            "configuration_id": "cfg-a",
+            "run_id": None,
+            "eligible": False,
+            "recorded_outcome": "no_trial_record",
+            "exclusion_reason": ["setup_failure", "no_trial_record"],
+            "documented_completion": False,
+        },
+    )
+    return runs, attempts, stages
+
+
 def _world() -> dict[str, list[dict]]:
-    """Rows of every table, consistent across tables."""
-    settings = [
-        {"configuration_id": c, "case_id": CASE_OF[c], "gpu_count": 2 + i} for i, c in enumerate(CONFIGURATIONS)
+    """The overrides of every table the world describes, consistent across tables."""
+    transfer = [
+        {"configuration_id": c, "case_id": world.CASE_OF[c], "gpu_count": 2 + i} for i, c in enumerate(world.TRANSFER)
     ]
-    outcome = [
-        {"configuration_id": c, "observed_state": STATE_OF[c], "eligible_processes": 3, "recorded_attempts": 4 + i}
-        for i, c in enumerate(CONFIGURATIONS)
-    ]
-    runs = [{"run_id": f"run-{c}", "configuration_id": c} for c in CONFIGURATIONS]
-    attempts = [
-        {"attempt_id": f"att-{c}", "configuration_id": c, "run_id": f"run-{c}", "eligible": True}
-        for c in CONFIGURATIONS
-    ]
-    attempts.append({"attempt_id": "att-excluded", "configuration_id": "cfg-a", "run_id": None, "eligible": False})
-    stages = [{"run_id": f"run-{c}", "configuration_id": c, "stage": "rollout"} for c in CONFIGURATIONS]
+    pool, pool_peaks = world.pool_settings(), world.pool_peaks()
+    states = {**world.STATE_OF, **{c: world.state_of_peak(p) for c, p in pool_peaks.items()}}
+    peaks = {**world.PEAK_OF, **pool_peaks}
+    runs, attempts, stages = _runs_and_attempts(states, peaks)
+    recorded = {c: sum(a["configuration_id"] == c for a in attempts) for c in states}
+    outcome = [_outcome(c, s, peaks[c], recorded[c], int(c == "cfg-a")) for c, s in states.items()]
+    settings = transfer + pool
+    joined = [{**s, **o, "used_in_transfer_tasks": s["configuration_id"] in CASE_OF} for s, o in zip(settings, outcome)]
     queries = [
         dict(
             zip(("query_id", "task_id", "track", "source_configuration_id", "target_configuration_id"), q),
-            source_case_id=CASE_OF[q[3]],
-            target_case_id=CASE_OF[q[4]],
+            source_case_id=world.CASE_OF[q[3]],
+            target_case_id=world.CASE_OF[q[4]],
         )
-        for q in QUERIES
+        for q in world.QUERIES
     ]
-    joined = [{**s, **o, "used_in_transfer_tasks": True} for s, o in zip(settings, outcome)]
     return {
-        "configurations": table_rows(REGISTRY["configurations"], 4, settings),
-        "outcomes": table_rows(REGISTRY["outcomes"], 4, outcome),
-        "all_configurations": table_rows(REGISTRY["all_configurations"], 4, joined),
-        "transfer_configurations": table_rows(REGISTRY["transfer_configurations"], 4, joined),
-        "eligible_runs": table_rows(REGISTRY["eligible_runs"], 4, runs),
-        "recorded_attempts": table_rows(REGISTRY["recorded_attempts"], 5, attempts),
-        "stage_measurements": table_rows(REGISTRY["stage_measurements"], 4, stages),
-        "transfer_queries": table_rows(REGISTRY["transfer_queries"], 2, queries),
+        "configurations": settings,
+        "outcomes": outcome,
+        "all_configurations": joined,
+        "transfer_configurations": joined[: len(world.TRANSFER)],
+        "eligible_runs": runs,
+        "recorded_attempts": attempts,
+        "stage_measurements": stages,
+        "transfer_queries": queries,
+        "estimation_targets": world.target_settings(),
+        "model_metadata": world.model_metadata(),
+        "admission_candidates": world.admission_candidates(),
+        "admission_attempts": world.admission_attempts(),
+        "larger_model_configurations": world.panel_rows(world.LARGER_MODEL),
+        "expanded_host_configurations": world.panel_rows(world.EXPANDED_HOST),
     }
 
 
 def write_mini_release(root: Path) -> MiniRelease:
     """Write the tiny release into ``root`` (created) and return what was written."""
     release = MiniRelease(Path(root))
-    world = _world()
+    fixed = _world()
     for spec in REGISTRY.values():
-        rows = world.get(spec.name) or table_rows(spec, 3, [{k: f"{k}-{i}" for k in spec.keys} for i in range(3)])
-        release.rows[spec.name] = rows
+        overrides = fixed.get(spec.name) or [{k: f"{k}-{i}" for k in spec.keys} for i in range(3)]
+        release.rows[spec.name] = table_rows(spec, len(overrides), overrides)
     _apply_copies(release.rows)
     for spec in REGISTRY.values():
-        _write_csv(release.root / spec.path, spec, release.rows[spec.name])
-    _write_summary(release)
-    for manifest, folder in MANIFESTS:
-        _write_manifest(release.root, manifest, folder)
+        _write_table(release.root / spec.path, spec, release.rows[spec.name])
+    release.documents[SUMMARY] = _summary(release)
+    attempt_ids: dict[str, list[str]] = {}
+    for attempt in release.rows["recorded_attempts"]:
+        attempt_ids.setdefault(attempt["configuration_id"], []).append(attempt["attempt_id"])
+    release.documents[ADMISSION_PROTOCOL] = world.admission_protocol(attempt_ids)
+    release.documents[PROTOCOL] = _estimation_protocol(release)
+    release.documents[AMENDMENT] = {
+        "amended_at_utc": "2026-01-01T00:00:00+00:00",
+        "reason": "The offload indicator becomes the resident actor shards.",
+        "updates": {"features": list(FEATURE_NAMES)},
+    }
     _write_card(release.root)
+    seal(release)
     return release
 
 
 def rewrite_table(release: MiniRelease, config: str) -> None:
-    """Write ``release.rows[config]`` (as edited by a test) to its file again, with the manifests updated."""
+    """Write ``release.rows[config]`` (as edited by a test) to its file again, with the manifests and the seals of
+    the estimation protocol updated."""
     spec = REGISTRY[config]
-    _write_csv(release.root / spec.path, spec, release.rows[config])
+    _write_table(release.root / spec.path, spec, release.rows[config])
+    seal(release)
+
+
+def seal(release: MiniRelease) -> None:
+    """Write the JSON documents, the estimation protocol's digests of its inputs (and the amendment's of the
+    protocol) as they are now, and the manifests."""
+    protocol = release.documents[PROTOCOL]
+    protocol["input_sha256"] = {rel: _sha256(release.root / rel) for rel in SEALED_INPUTS}
+    for relpath, document in release.documents.items():
+        if relpath != AMENDMENT:
+            _write_json(release.root / relpath, document)
+    release.documents[AMENDMENT]["base_protocol_sha256"] = _sha256(release.root / PROTOCOL)
+    _write_json(release.root / AMENDMENT, release.documents[AMENDMENT])
     for manifest, folder in MANIFESTS:
         _write_manifest(release.root, manifest, folder)
+
+
+def _estimation_protocol(release: MiniRelease) -> dict:
+    pool = [r["configuration_id"] for r in release.rows["configurations"] if r["study"] in world.GPU_STUDY.values()]
+    return {
+        "protocol_version": "estimation-1.0",
+        "status": "specified_before_fitting",
+        "features": [*FEATURE_NAMES[:-1], ORIGINAL_LAST_FEATURE],
+        "classifier": {**CLASSIFIER_SETTINGS, "penalty": "l2", "implementation": "sklearn"},
+        "source_studies": sorted(world.GPU_STUDY.values()),
+        "source_configuration_ids": sorted(pool),
+        "target_configuration_ids": [r["configuration_id"] for r in release.rows["estimation_targets"]],
+        "device_capacity_mib": world.DEVICE_CAPACITY_MIB,
+        "memory_margin_limit_mib": world.MARGIN_LIMIT_MIB,
+    }
 
 
 def _apply_copies(rows: dict[str, list[dict]]) -> None:
@@ -154,7 +274,7 @@ def _apply_copies(rows: dict[str, list[dict]]) -> None:
         pending = [s for s in pending if s not in (ready or pending)]
 
 
-def _write_csv(path: Path, spec: ConfigSpec, rows: list[dict]) -> None:
+def _write_table(path: Path, spec: ConfigSpec, rows: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if spec.layout == JSON_MAPPING:  # {key: record}, values as JSON values
         path.write_text(json.dumps({row[spec.keys[0]]: row for row in rows}, indent=2) + "\n", encoding="utf-8")
@@ -166,17 +286,26 @@ def _write_csv(path: Path, spec: ConfigSpec, rows: list[dict]) -> None:
             writer.writerow([text(c, row[c.name], i) for c in spec.columns])
 
 
-def _write_summary(release: MiniRelease) -> None:
-    counts = {
-        "configurations": 4,
-        "eligible_processes": 4,
-        "recorded_attempts": 5,
-        "stage_measurements": 4,
-        "transfer_configurations": 4,
-        "queries": 2,
-        "never_started_conditions": 3,
+def _summary(release: MiniRelease) -> dict:
+    count = {name: len(rows) for name, rows in release.rows.items()}
+    return {
+        "configurations": count["configurations"],
+        "eligible_processes": count["eligible_runs"],
+        "recorded_attempts": count["recorded_attempts"],
+        "stage_measurements": count["stage_measurements"],
+        "transfer_configurations": count["transfer_configurations"],
+        "queries": count["transfer_queries"],
+        "never_started_conditions": count["not_started_conditions"],
     }
-    (release.root / "benchmark" / "summary.json").write_text(json.dumps(counts, indent=2) + "\n")
+
+
+def _write_json(path: Path, document: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _write_manifest(root: Path, manifest: str, folder: str) -> None:
@@ -186,7 +315,7 @@ def _write_manifest(root: Path, manifest: str, folder: str) -> None:
         if path.is_file() and path.name != Path(manifest).name:
             data = path.read_bytes()
             files[path.name] = {"sha256": hashlib.sha256(data).hexdigest(), "size_bytes": len(data)}
-    (root / manifest).write_text(json.dumps({"algorithm": "sha256", "files": files}, indent=2) + "\n")
+    _write_json(root / manifest, {"algorithm": "sha256", "files": files})
 
 
 def _write_card(root: Path) -> None:

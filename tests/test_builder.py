@@ -5,14 +5,18 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
+from pathlib import Path
 
+import datasets
 import pytest
+from datasets.info import DatasetInfosDict
 
 from rlvrambench_hf.data.builder import RLVRAMBench
 from rlvrambench_hf.data.schema.card import read_front_matter
-from rlvrambench_hf.data.schema.registry import REGISTRY
+from rlvrambench_hf.data.schema.registry import REGISTRY, card_configs
 from rlvrambench_hf.data.tables.reader import load_table
 from rlvrambench_hf.errors import MissingFileError
+from rlvrambench_hf.release.build import build_release
 
 from conftest import REPO_ROOT, cli_env
 
@@ -26,26 +30,59 @@ def load_script_module():
     return module
 
 
-def test_every_config_of_the_release_card_has_a_builder_config_with_its_split_and_file(snapshot):
+@pytest.fixture(scope="module")
+def built(snapshot, tmp_path_factory) -> Path:
+    """The release as ``rlvrambench release build`` writes it: the builder is compared with its card's
+    ``dataset_info`` and with what plain ``datasets`` reads from its Parquet files."""
+    return build_release(tmp_path_factory.mktemp("built") / "release", "1.0.0", snapshot).folder
+
+
+def config_set_problems(card_names: list[str], builder_names: list[str]) -> list[str]:
+    """What differs between the configs a card names and the builder's configs, both ways."""
+    problems = [f"the card names {n}, which has no builder config" for n in card_names if n not in builder_names]
+    problems += [f"the card lacks {n}" for n in builder_names if n not in card_names]
+    problems += [f"the card names {n} twice" for n in sorted({n for n in card_names if card_names.count(n) > 1})]
+    return problems
+
+
+@pytest.mark.unit
+def test_the_config_check_sees_a_config_missing_either_way():
+    names = [s.name for s in card_configs()]
+    assert config_set_problems(names, names) == []
+    assert config_set_problems(names[1:], names) == [f"the card lacks {names[0]}"]
+    assert config_set_problems([*names, "extra"], names) == ["the card names extra, which has no builder config"]
+    assert config_set_problems([*names, names[2]], names) == [f"the card names {names[2]} twice"]
+
+
+def test_every_config_of_the_release_card_has_a_builder_config_with_its_split_and_file(snapshot, built, tmp_path):
     card = read_front_matter((snapshot / "README.md").read_text(encoding="utf-8"), "release card")
-    builder_configs = {c.name: c for c in RLVRAMBench.BUILDER_CONFIGS}
     named = [entry["config_name"] for entry in card["configs"]]
+    card_builders = [c.name for c in RLVRAMBench.BUILDER_CONFIGS if REGISTRY[c.name].card]
+    assert config_set_problems(named, card_builders) == []
     assert len(named) == 11 and named[0] == RLVRAMBench.DEFAULT_CONFIG_NAME
+    built_card = read_front_matter((built / "README.md").read_text(encoding="utf-8"), "built card")
+    infos = {i["config_name"]: i for i in built_card["dataset_info"]}
+    available = []
     for entry in card["configs"]:
         name = entry["config_name"]
-        assert name in builder_configs, f"the card names {name}, which has no builder config"
         (data_file,) = entry["data_files"]
         if not (snapshot / data_file["path"]).exists():  # made only from a file that is there, in one line
             with pytest.raises(MissingFileError, match=f"config {name}: .* is not in this revision"):
                 RLVRAMBench(config_name=name, source=str(snapshot))
             continue
-        builder = RLVRAMBench(config_name=name, source=str(snapshot))
+        available.append(name)
+        builder = RLVRAMBench(config_name=name, source=str(snapshot), cache_dir=str(tmp_path / "cache"))
         assert builder.data_file == snapshot / data_file["path"]
-        assert (builder.info.features, REGISTRY[name].split, REGISTRY[name].path) == (
-            REGISTRY[name].features,
-            data_file["split"],
-            data_file["path"],
-        )
+        (published,) = DatasetInfosDict.from_dataset_card_data({"dataset_info": [infos[name]]}).values()
+        assert builder.info.features == published.features, name
+        assert list(published.splits) == [data_file["split"]]
+        builder.download_and_prepare()
+        prepared = builder.as_dataset(split=data_file["split"])
+        plain = datasets.load_dataset(str(built), name, split=data_file["split"], cache_dir=str(tmp_path / "plain"))
+        assert prepared.features == plain.features, name
+        assert prepared.to_list() == plain.to_list(), name
+        assert published.splits[data_file["split"]].num_examples == prepared.num_rows
+    assert config_set_problems(list(infos), available) == []  # the built card describes every available config
 
 
 def test_loading_script_builder_prepares_and_streams(snapshot, tmp_path):

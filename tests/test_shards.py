@@ -1,17 +1,27 @@
 """Streams that split across ranks: every streaming config has several shards (row ranges of its file), so that
 ``split_dataset_by_node`` gives each rank whole shards of its own; rows, order and types are those of the
-non-streaming split."""
+non-streaming split and of what plain ``datasets`` reads from a release built by ``rlvrambench release build``."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import datasets
 import pytest
 from datasets.distributed import split_dataset_by_node
 
 from rlvrambench_hf import load_dataset
 from rlvrambench_hf.data.builder import SHARDS, row_ranges
 from rlvrambench_hf.data.schema.registry import card_configs
+from rlvrambench_hf.release.build import build_release
 
 AVAILABLE = [s for s in card_configs() if s.name != "configuration_feasibility"]
+
+
+@pytest.fixture(scope="module")
+def built(snapshot, tmp_path_factory) -> Path:
+    """A release built from the snapshot: its Parquet files, read by plain ``datasets``, are the reference."""
+    return build_release(tmp_path_factory.mktemp("built") / "release", "1.0.0", snapshot).folder
 
 
 def test_row_ranges_cover_the_rows_once_in_order():
@@ -26,12 +36,13 @@ def test_row_ranges_cover_the_rows_once_in_order():
 
 
 @pytest.mark.parametrize("spec", AVAILABLE, ids=[s.name for s in AVAILABLE])
-def test_streaming_shards_are_disjoint_row_ranges_per_rank(snapshot, tmp_path, spec):
+def test_streaming_shards_are_disjoint_row_ranges_per_rank(snapshot, built, tmp_path, spec):
     prepared = load_dataset(spec.name, spec.split, source=snapshot, cache_dir=str(tmp_path))
     stream = load_dataset(spec.name, spec.split, source=snapshot, streaming=True)
+    plain = datasets.load_dataset(str(built), spec.name, split=spec.split, cache_dir=str(tmp_path / "plain"))
     rows = prepared.to_list()
-    assert stream.features == prepared.features == spec.features
-    assert list(stream) == rows  # same rows, same order, same types
+    assert stream.features == prepared.features == plain.features
+    assert list(stream) == rows == plain.to_list()  # same rows, same order, same types
     ranges = row_ranges(len(rows))
     assert stream.num_shards == len(ranges) > 1
     for world_size in (2, 3):

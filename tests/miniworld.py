@@ -1,0 +1,387 @@
+"""The world the mini release describes: which configurations, runs, queries, candidates and panels exist, and the
+values the cores read from them (labels by name, blanks as None).
+
+Four parts, each small enough to check by hand:
+
+- **transfer**: four configurations in two cases (``cfg-a`` … ``cfg-d``) and five queries over the four tracks;
+- **estimation**: a pool of 30 configurations (three model families × the same grid of two workloads, four levels
+  at two GPUs and two levels at four GPUs), every family with all three labels, and four Qwen2.5-7B targets;
+- **admission**: two cases of two candidates with donors, one screen and three evaluation slots each, two
+  permitted replacements and one screen slot that never started;
+- **follow-up**: the four targets as a resolved-and-unresolved panel with frozen predictions, and a three-row
+  expanded-host panel.
+
+Every configuration has three eligible runs (one attempt and one stage record each); ``cfg-a`` also has one excluded
+attempt. :mod:`minirelease` fills every other column from the column's kind and writes the files.
+"""
+
+from __future__ import annotations
+
+from rlvrambench_hf.data.schema.pins import DEVICE_CAPACITY_MIB, MARGIN_LIMIT_MIB
+
+W, A, F, U = "within_margin", "above_margin", "memory_failure", "unresolved"
+
+# --- transfer -------------------------------------------------------------------------------------------------------
+TRANSFER = ("cfg-a", "cfg-b", "cfg-c", "cfg-d")
+CASE_OF = {"cfg-a": "case-1", "cfg-b": "case-2", "cfg-c": "case-1", "cfg-d": "case-2"}
+STATE_OF = {"cfg-a": W, "cfg-b": W, "cfg-c": A, "cfg-d": F}
+PEAK_OF = {"cfg-a": 30000.0, "cfg-b": 37500.0, "cfg-c": 39500.0, "cfg-d": None}
+QUERIES = (  # query, task, track, source, target: every source in case-1, every target in case-2
+    ("query-1", "task-1", "model_transfer", "cfg-a", "cfg-b"),
+    ("query-2", "task-2", "gpu_count_transfer", "cfg-c", "cfg-d"),
+    ("query-3", "task-3", "workload_transfer", "cfg-a", "cfg-d"),
+    ("query-4", "task-4", "horizon_transfer", "cfg-c", "cfg-b"),
+    ("query-5", "task-1", "model_transfer", "cfg-c", "cfg-d"),
+)
+RUNS_PER_CONFIGURATION = 3
+
+# --- estimation -----------------------------------------------------------------------------------------------------
+#: model id → (fine family, coarse family, name, floating elements P, adapter elements R, layers, hidden, vocabulary,
+#: largest transformer layer, non-transformer elements, largest tensor)
+MODELS = {
+    "ibm-granite/granite-3.3-2b-instruct": (
+        "granite33_2b", "granite33", "granite-3.3-2b-instruct", 2_500_000_000, 110_000_000, 40, 2048, 49_152,
+        63_000_000, 100_700_000, 100_700_000,
+    ),
+    "Qwen/Qwen2.5-3B-Instruct": (
+        "qwen25_3b", "qwen25", "Qwen2.5-3B-Instruct", 3_100_000_000, 120_000_000, 36, 2048, 151_936,
+        77_000_000, 311_000_000, 311_000_000,
+    ),
+    "microsoft/Phi-4-mini-instruct": (
+        "phi4_mini", "phi4", "Phi-4-mini-instruct", 3_800_000_000, 92_000_000, 32, 3072, 200_064,
+        113_000_000, 614_600_000, 614_600_000,
+    ),
+    "Qwen/Qwen2.5-7B-Instruct": (
+        "qwen25_7b", "qwen25", "Qwen2.5-7B-Instruct", 7_600_000_000, 161_000_000, 28, 3584, 152_064,
+        233_000_000, 1_090_000_000, 545_000_000,
+    ),
+}  # fmt: skip
+POOL_MODELS = tuple(MODELS)[:3]
+TARGET_MODEL = "Qwen/Qwen2.5-7B-Instruct"
+#: workload → (prompt, response, max model length)
+WORKLOADS = {"gsm8k": (512, 512, 1024), "math": (512, 1024, 2048)}
+#: level → (actor micro-batch, log-prob micro-batches, vLLM memory fraction)
+LEVELS = {"c0": (2, 4, 0.5), "c1": (4, 8, 0.6), "c2": (8, 8, 0.7), "c3": (16, 16, 0.8)}
+#: The grid every pool family is measured on: (workload, level, GPUs); four GPUs is the study four_gpu.
+GRID = tuple((w, level, 2) for w in WORKLOADS for level in LEVELS) + (("gsm8k", "c2", 4), ("gsm8k", "c3", 4))
+#: Largest completed peak (MiB) of each pool configuration in GRID order; None: a memory failure.
+POOL_PEAKS = {
+    "ibm-granite/granite-3.3-2b-instruct": (29100, 31800, 34600, 37900, 30500, 33900, 39400, None, 32400, 35800),
+    "Qwen/Qwen2.5-3B-Instruct": (31200, 33900, 36700, 39800, 32800, 36100, None, None, 34300, 38200),
+    "microsoft/Phi-4-mini-instruct": (32900, 35600, 38700, None, 34400, 37900, 40300, None, 35900, 39900),
+}
+#: The prospective targets (Qwen2.5-7B): (workload, level, GPUs).
+TARGETS = (("gsm8k", "c1", 2), ("gsm8k", "c2", 4), ("math", "c1", 2), ("math", "c3", 2))
+GPU_STUDY = {2: "boundary", 4: "four_gpu"}
+
+
+def state_of_peak(peak: float | None) -> str:
+    """The label a measured largest peak gives (None: a memory failure)."""
+    if peak is None:
+        return F
+    return W if peak <= MARGIN_LIMIT_MIB else A
+
+
+def pool_id(model_id: str, workload: str, level: str, gpus: int) -> str:
+    return f"pool-{MODELS[model_id][1]}-{workload}-{level}-{gpus}gpu"
+
+
+def target_id(workload: str, level: str, gpus: int) -> str:
+    return f"est-7b-{workload}-{level}-{gpus}gpu"
+
+
+def settings(configuration_id: str, model_id: str, workload: str, level: str, gpus: int, study: str) -> dict:
+    """Every setting of a pool configuration or target (the columns of ``configurations.csv``)."""
+    fine, _, name = MODELS[model_id][:3]
+    prompt, response, length = WORKLOADS[workload]
+    micro, logprob_micro, utilization = LEVELS[level]
+    return {
+        "configuration_id": configuration_id,
+        "case_id": f"{fine}-{workload}-{gpus}gpu",
+        "study": study,
+        "model_family": fine,
+        "model_name": name,
+        "model_id": model_id,
+        "workload_id": workload,
+        "workload_name": workload.upper(),
+        "legacy_dataset_id": workload,
+        "algorithm": "GRPO",
+        "adaptation": "LoRA",
+        "configuration_level": level,
+        "condition": None,
+        "gpu_count": gpus,
+        "rollout_tp_size": 1,
+        "actor_micro_batch": micro,
+        "rollout_logprob_micro_batch": logprob_micro,
+        "ref_logprob_micro_batch": logprob_micro,
+        "vllm_gpu_memory_utilization": utilization,
+        "parameter_offload": False,
+        "optimizer_offload": False,
+        "free_cache_engine": True,
+        "max_prompt_length": prompt,
+        "max_response_length": response,
+        "max_model_len": length,
+        "max_num_seqs": 64,
+        "rollout_n": 4,
+        "train_batch_size": 16,
+        "train_max_samples": -1,
+        "val_max_samples": 32,
+        "total_training_steps": 5,
+        "gpu_monitor_interval_ms": 100,
+        "allocator_trace_enabled": True,
+        "allocator_trace_sync": False,
+        "save_freq": -1,
+        "test_freq": -1,
+        "val_before_train": False,
+        "resume_mode": "disable",
+        "max_actor_ckpt_to_keep": 1,
+        "accelerator": "NVIDIA A100-SXM4-40GB",
+        "device_capacity_mib": DEVICE_CAPACITY_MIB,
+        "margin_limit_mib": MARGIN_LIMIT_MIB,
+        "peak_measurement": "maximum externally sampled per-device memory",
+    }
+
+
+def pool_settings() -> list[dict]:
+    """The 30 pool configurations, sorted by id."""
+    rows = [
+        settings(pool_id(m, w, level, g), m, w, level, g, GPU_STUDY[g]) for m in POOL_MODELS for w, level, g in GRID
+    ]
+    return sorted(rows, key=lambda r: r["configuration_id"])
+
+
+def pool_peaks() -> dict[str, float | None]:
+    """configuration id → largest completed peak (None for a memory failure)."""
+    return {
+        pool_id(m, w, level, g): None if p is None else float(p)
+        for m in POOL_MODELS
+        for (w, level, g), p in zip(GRID, POOL_PEAKS[m])
+    }
+
+
+def target_settings() -> list[dict]:
+    study = "prospective_estimation"
+    return [settings(target_id(w, level, g), TARGET_MODEL, w, level, g, study) for w, level, g in TARGETS]
+
+
+def model_metadata() -> list[dict]:
+    rows = []
+    for i, (model_id, (_, _, _, p, r, layers, hidden, vocab, layer, outside, tensor)) in enumerate(MODELS.items()):
+        rows.append(
+            {
+                "all_linear_layer_adapter_elements": r,
+                "config_sha256": f"{i:064x}",
+                "floating_checkpoint_bytes": 2 * p,
+                "floating_checkpoint_elements": p,
+                "head_dim": 128,
+                "hidden_size": hidden,
+                "intermediate_size": 4 * hidden,
+                "largest_transformer_layer_elements": layer,
+                "largest_weight_tensor_elements": tensor,
+                "lora_rank": 64,
+                "model_id": model_id,
+                "non_transformer_layer_elements": outside,
+                "num_attention_heads": hidden // 128,
+                "num_hidden_layers": layers,
+                "num_key_value_heads": 2,
+                "revision": f"mini-{i}",
+                "scope": "Invented counts of the mini release (no weights)",
+                "shard_header_sha256": [f"model-0000{k}.safetensors={k + i:064x}" for k in (1, 2)],
+                "tensor_count": 10 * layers + 3,
+                "tie_word_embeddings": i % 2 == 0,
+                "vocab_size": vocab,
+            }
+        )
+    return rows
+
+
+# --- admission ------------------------------------------------------------------------------------------------------
+SCREEN_SEED, EVALUATION_SEEDS = 141, (142, 143, 144)
+#: candidate → (case, level, micro-batch, reservation, donor configuration, donor peak as the protocol writes it)
+CANDIDATES = {
+    "case-a-c1": ("case-a", "c1", 8, 0.6, "cfg-a", "30000.0"),
+    "case-a-c2": ("case-a", "c2", 16, 0.7, "cfg-b", "37500.0"),
+    "case-b-c1": ("case-b", "c1", 8, 0.6, "cfg-a", "30000.0"),
+    "case-b-c2": ("case-b", "c2", 16, 0.7, "cfg-d", ""),
+}
+ADMISSION_CASES = {"case-a": ("qwen25_3b", "gsm8k"), "case-b": ("phi4_mini", "math")}
+QUERY_ORDER = {"case-a": ("case-a-c2", "case-a-c1"), "case-b": ("case-b-c1", "case-b-c2")}
+#: (candidate, seed) → the attempts of that slot: (state, peak, known memory failure, repair reason)
+SLOT_ATTEMPTS: dict[tuple[str, int], tuple[tuple[str, float | None, bool, str | None], ...]] = {
+    ("case-a-c1", 141): ((W, 31000.0, False, None),),
+    ("case-a-c1", 142): ((W, 32000.0, False, None),),
+    ("case-a-c1", 143): ((W, 32500.0, False, None),),
+    ("case-a-c1", 144): ((W, 31800.0, False, None),),
+    ("case-a-c2", 141): ((U, None, False, "port_binding_collision"), (A, 39500.0, False, None)),
+    ("case-a-c2", 142): ((W, 38000.0, False, None),),
+    ("case-a-c2", 143): ((A, 39200.0, False, None),),
+    ("case-a-c2", 144): ((W, 38700.0, False, None),),
+    ("case-b-c1", 141): ((W, 34000.0, False, None),),
+    ("case-b-c1", 142): ((W, 34500.0, False, None),),
+    ("case-b-c1", 143): ((W, 35000.0, False, None),),
+    ("case-b-c1", 144): ((U, None, False, "missing_dependency_or_data"), (W, 34800.0, False, None)),
+    # case-b-c2's screen slot never started: no attempt
+    ("case-b-c2", 142): ((F, None, True, None),),
+    ("case-b-c2", 143): ((F, None, True, None),),
+    ("case-b-c2", 144): ((F, None, True, None),),
+}
+#: The evaluation truth the slots give.
+TRUTH = {"case-a-c1": W, "case-a-c2": A, "case-b-c1": W, "case-b-c2": F}
+
+
+def slot_id(candidate: str, seed: int) -> str:
+    return f"slot-{candidate}-s{seed}"
+
+
+def admission_protocol(attempt_ids_of: dict[str, list[str]]) -> dict:
+    """The frozen protocol (``protocol.json``); ``attempt_ids_of`` gives each configuration's recorded attempts."""
+    cases = []
+    for case, (family, dataset) in ADMISSION_CASES.items():
+        mine = [c for c, spec in CANDIDATES.items() if spec[0] == case]
+        cases.append(
+            {
+                "case_id": case,
+                "model_family": family,
+                "dataset": dataset,
+                "candidates": [
+                    {
+                        "candidate_id": c,
+                        "configuration_level": CANDIDATES[c][1],
+                        "actor_micro_batch": CANDIDATES[c][2],
+                        "reservation": CANDIDATES[c][3],
+                        "slot_ids": {
+                            "screen": [slot_id(c, SCREEN_SEED)],
+                            "evaluation": [slot_id(c, s) for s in EVALUATION_SEEDS],
+                        },
+                    }
+                    for c in mine
+                ],
+                "donors": {
+                    c: {
+                        "configuration_id": CANDIDATES[c][4],
+                        "observed_state": STATE_OF[CANDIDATES[c][4]],
+                        "max_completed_run_peak_mib": CANDIDATES[c][5],
+                        "recorded_attempt_ids": attempt_ids_of[CANDIDATES[c][4]],
+                    }
+                    for c in mine
+                },
+                "query_order": list(QUERY_ORDER[case]),
+            }
+        )
+    return {
+        "protocol_version": "decision-1.0",
+        "status": "frozen_before_any_new_target_outcome",
+        "objective": "Within-margin coverage and approval errors of the mini panel.",
+        "cases": cases,
+        "screen_seed": SCREEN_SEED,
+        "evaluation_seeds": list(EVALUATION_SEEDS),
+        "memory_limit_mib": MARGIN_LIMIT_MIB,
+        "additional_donor_guard_mib": 2048,
+        "budgets_per_case": [0, 1, 2, 3],
+        "rules": ["source_copy", "headroom_guard", "direct_screen"],
+        "decision_rule": "A revealed screen replaces the decision.",
+        "target_truth": "The three evaluation slots give the truth.",
+        "resource_cap": {"max_repair_allocations": 8},
+    }
+
+
+def admission_attempts() -> list[dict]:
+    rows = []
+    for (candidate, seed), attempts in SLOT_ATTEMPTS.items():
+        for index, (state, peak, known_failure, repair) in enumerate(attempts, start=1):
+            rows.append(
+                {
+                    "attempt_id": f"att-{candidate}-s{seed}-{index}",
+                    "attempt_index": index,
+                    "slot_id": slot_id(candidate, seed),
+                    "candidate_id": candidate,
+                    "case_id": CANDIDATES[candidate][0],
+                    "role": "screen" if seed == SCREEN_SEED else "evaluation",
+                    "training_seed": seed,
+                    "state": state,
+                    "known_memory_failure": known_failure,
+                    "peak_mib": peak,
+                    "completed_final_operations": state in (W, A),
+                    "wrapper_exit_code": 0 if state in (W, A) else 1,
+                    "validation_error": None,
+                    "repair_reason": repair,
+                    "last_completed_step": 5 if state in (W, A) else 0,
+                }
+            )
+    return rows
+
+
+def admission_candidates() -> list[dict]:
+    rows = []
+    for candidate, (case, level, micro, reservation, donor, _) in CANDIDATES.items():
+        screens = SLOT_ATTEMPTS.get((candidate, SCREEN_SEED), ())
+        evaluations = [a for s in EVALUATION_SEEDS for a in SLOT_ATTEMPTS[(candidate, s)]]
+        peaks = [a[1] for a in evaluations if a[1] is not None]
+        family, dataset = ADMISSION_CASES[case]
+        rows.append(
+            {
+                "candidate_id": candidate,
+                "case_id": case,
+                "model_family": family,
+                "dataset": dataset,
+                "configuration_level": level,
+                "actor_micro_batch": micro,
+                "reservation": reservation,
+                "evaluation_state": TRUTH[candidate],
+                "screen_state": screens[-1][0] if screens else None,
+                "screen_peak_mib": screens[-1][1] if screens else None,
+                "source_state": STATE_OF[donor],
+                "evaluation_known_memory_failure": any(a[0] == F or a[2] for a in evaluations),
+                "evaluation_known_above_margin": any(a[0] == A for a in evaluations),
+                "evaluation_max_completed_peak_mib": max(peaks) if peaks else None,
+                "recorded_screen_attempts": len(screens),
+                "recorded_evaluation_attempts": len(evaluations),
+                "gpu_count": 2,
+            }
+        )
+    return rows
+
+
+# --- follow-up ------------------------------------------------------------------------------------------------------
+#: target → (observed, completed peak, known failure, known exceedance, (state, peak) of donor copy, regression,
+#: logistic); the regression's label of the third target comes from its startup guard (its peak implies above).
+LARGER_MODEL = {
+    target_id("gsm8k", "c1", 2): (W, 35000.0, False, False, (W, 33900.0), (W, 34500.0), (W, None)),
+    target_id("gsm8k", "c2", 4): (A, 39600.0, False, True, (W, 32400.0), (A, 39000.0), (W, None)),
+    target_id("math", "c1", 2): (F, None, True, False, (W, 36100.0), (F, 39000.0), (F, None)),
+    target_id("math", "c3", 2): (U, None, False, True, (F, None), (W, 37000.0), (W, None)),
+}
+EXPANDED_HOST = {
+    "host-1": (W, 36000.0, False, False, (W, 35000.0), (W, 36500.0), (W, None)),
+    "host-2": (A, 39800.0, False, True, (A, 39600.0), (W, 38000.0), (A, None)),
+    "host-3": (U, None, True, False, (W, 34000.0), (F, 41500.0), (F, None)),
+}
+FROZEN_METHODS = ("donor_copy", "component_regression", "logistic")
+
+
+def panel_rows(panel: dict) -> list[dict]:
+    """The rows of a follow-up panel (frozen predictions, outcome and evidence)."""
+    rows = []
+    for configuration_id, (state, peak, failure, exceedance, *predictions) in panel.items():
+        completed = 0 if peak is None else 3
+        row = {
+            "configuration_id": configuration_id,
+            "observed_state": state,
+            "unresolved": state == U,
+            "completed_peak_mib": peak,
+            "maximum_known_completed_peak_mib": peak,
+            "completed_processes": completed,
+            "known_memory_failure": failure,
+            "known_margin_exceedance": exceedance,
+            "required_seeds": 3,
+            "eligible_seed_count": 2 if state == U else 3,
+            "eligible_seeds": ["151", "152"] if state == U else ["151", "152", "153"],
+            "unresolved_seeds": ["153"] if state == U else None,
+            "all_three_seeds_eligible": state != U,
+        }
+        for method, (predicted, predicted_peak) in zip(FROZEN_METHODS, predictions):
+            row[f"{method}_predicted_state"] = predicted
+            row[f"{method}_predicted_peak_mib"] = predicted_peak
+            row[f"{method}_unscored_approval"] = state == U and predicted == W
+        rows.append(row)
+    return rows

@@ -1,0 +1,149 @@
+"""The follow-up panels of the mini release: approvals over the full panel, label and peak metrics over the
+resolved subset, the frozen regression's startup-guard changes, and users' predictions (figures by hand from
+:mod:`miniworld`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlvrambench_hf.errors import InputError
+from rlvrambench_hf.followup.api import read_predictions, score_study, study_rows
+from rlvrambench_hf.followup.core import (
+    MethodPredictions,
+    frozen_predictions,
+    peak_metrics,
+    score_panel,
+    study_config,
+    validate_predictions,
+)
+
+import miniworld as world
+
+pytestmark = pytest.mark.unit
+
+W, A, F, U = world.W, world.A, world.F, world.U
+T1, T2, T3, T4 = world.LARGER_MODEL
+
+
+@pytest.fixture(scope="module")
+def larger(shared_mini):
+    return score_study("larger_model", shared_mini.root)
+
+
+def test_the_panel_counts(larger):
+    assert (larger["planned_configurations"], larger["resolved_configurations"]) == (4, 3)
+    assert larger["unresolved_ids"] == [T4] and larger["full_panel_coverage"] == 0.75
+    assert larger["resolved_ids"] == sorted([T1, T2, T3])
+
+
+@pytest.mark.parametrize(
+    ("method", "approved", "unscored", "with_exceedance"),
+    [("donor_copy", 3, 0, 0), ("component_regression", 2, 1, 1), ("logistic", 3, 1, 1)],
+)
+def test_approvals_over_the_full_panel(larger, method, approved, unscored, with_exceedance):
+    approvals = larger["approvals"][method]
+    assert approvals["full_panel_approved_configurations"] == approved
+    assert approvals["unscored_approved_configurations"] == unscored
+    assert approvals["scored_approved_configurations"] == approved - unscored
+    assert approvals["unscored_approvals_with_known_margin_exceedance"] == with_exceedance
+    assert approvals["unscored_approvals_with_known_failure"] == 0
+
+
+def test_resolved_subset_metrics_and_peak_errors(larger):
+    donor = larger["resolved_subset_metrics"]["donor_copy"]
+    assert (donor["queries"], donor["correct_three_state"], donor["approved_memory_failure"]) == (3, 1, 1)
+    assert donor["within_margin_approval_precision"] == 1 / 3
+    assert (donor["completed_peak_prediction_coverage"], donor["completed_peak_mae_mib"]) == (2, 4150.0)
+    assert donor["completed_peak_worst_underestimate_mib"] == 7200.0
+    regression = larger["resolved_subset_metrics"]["component_regression"]
+    assert regression["correct_three_state"] == 3 and regression["completed_peak_mean_signed_error_mib"] == -550.0
+    assert regression["startup_guard_changed_states"] == 1  # T3: memory failure although its peak implies above
+    logistic = larger["resolved_subset_metrics"]["logistic"]
+    assert logistic["correct_three_state"] == 2 and logistic["completed_peak_prediction_coverage"] == 0
+    assert logistic["completed_peak_mae_mib"] is None
+
+
+def test_the_guard_change_is_read_from_the_regression_peak(shared_mini):
+    methods = frozen_predictions(study_rows("larger_model", shared_mini.root))
+    assert methods["component_regression"].guard_changed == {T1: False, T2: False, T3: True, T4: False}
+    assert methods["donor_copy"].guard_changed == {} and methods["donor_copy"].peaks_mib[T4] is None
+
+
+def test_the_expanded_host_panel(shared_mini):
+    scores = score_study("expanded_host", shared_mini.root)
+    assert scores["unresolved_ids"] == ["host-3"]
+    donor = scores["approvals"]["donor_copy"]
+    assert donor["unscored_approved_ids"] == ["host-3"] and donor["unscored_approvals_with_known_failure"] == 1
+    assert scores["resolved_subset_metrics"]["logistic"]["correct_three_state"] == 2
+    assert scores["resolved_subset_metrics"]["component_regression"]["startup_guard_changed_states"] == 0
+
+
+def test_a_user_file_is_scored_beside_the_frozen_methods(shared_mini, tmp_path):
+    path = tmp_path / "mine.csv"
+    path.write_text(
+        f"configuration_id,predicted_state,predicted_peak_mib\n{T1},within_margin,35100\n{T2},above_margin,\n"
+        f"{T3},memory_failure,\n{T4},within_margin,38000\n"
+    )
+    scores = score_study("larger_model", shared_mini.root, predictions=path)
+    mine = scores["resolved_subset_metrics"]["user"]
+    assert mine["correct_three_state"] == 3 and mine["completed_peak_prediction_coverage"] == 1
+    assert mine["completed_peak_mae_mib"] == 100.0
+    assert scores["approvals"]["user"]["unscored_approved_ids"] == [T4]
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ([{"configuration_id": "", "predicted_state": W}], r"1 row\(s\) have an empty configuration_id"),
+        ([{"configuration_id": "a", "predicted_state": W}] * 2, r"1 duplicate configuration id\(s\), e.g. a"),
+        (
+            [{"configuration_id": "a", "predicted_state": W}],
+            r"must cover exactly the study's 2 configurations: 1 missing",
+        ),
+        (
+            [{"configuration_id": c, "predicted_state": W} for c in "abz"],
+            r"1 unknown configuration id\(s\), e.g. z",
+        ),
+        ([{"configuration_id": c, "predicted_state": "ok"} for c in "ab"], r"2 invalid predicted_state value\(s\)"),
+        (
+            [
+                {"configuration_id": c, "predicted_state": W, "predicted_peak_mib": p}
+                for c, p in zip("ab", ["-1", "inf"])
+            ],
+            r"2 invalid predicted_peak_mib value\(s\), e.g. a='-1', b='inf'",
+        ),
+    ],
+)
+def test_bad_user_predictions_are_one_line(rows, message):
+    with pytest.raises(InputError, match=message):
+        validate_predictions(rows, ["a", "b"], name="mine.csv")
+
+
+def test_blank_peaks_are_no_prediction_and_files_read_through_the_common_reader(tmp_path):
+    checked = validate_predictions(
+        [{"configuration_id": "a", "predicted_state": W, "predicted_peak_mib": ""}], ["a"], name="x"
+    )
+    assert checked.peaks_mib == {"a": None}
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"configuration_id": " a ", "predicted_state": "above_margin"}\n')
+    assert read_predictions(path, ["a"]) == MethodPredictions(states={"a": A}, peaks_mib={})
+
+
+def test_scores_refuse_duplicate_rows_and_methods_that_miss_a_row():
+    rows = [{"configuration_id": "a", "observed_state": W, "known_memory_failure": False}] * 2
+    with pytest.raises(InputError, match="duplicate configuration ids"):
+        score_panel(rows, {})
+    with pytest.raises(InputError, match="method m: must cover exactly"):
+        score_panel(rows[:1], {"m": MethodPredictions(states={})})
+
+
+def test_study_names_and_peak_metrics():
+    assert study_config("larger_model") == "larger_model_configurations"
+    assert study_config("expanded_host_configurations") == "expanded_host_configurations"
+    with pytest.raises(InputError, match="unknown study 'bigger'"):
+        study_config("bigger")
+    resolved = [
+        {"configuration_id": "a", "completed_peak_mib": 100.0},
+        {"configuration_id": "b", "completed_peak_mib": None},
+    ]
+    assert peak_metrics(resolved, {"a": 90.0, "b": 5.0})["completed_peak_worst_underestimate_mib"] == 10.0
