@@ -20,7 +20,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="replay admission rules or your own policy under the protocol's charging rules",
         description="Replay the published admission rules (default: all three) or one policy object given as "
         "module:attr (or path/to/file.py:attr) at each budget, score the final decisions against the "
-        "evaluation truth and write the score file.",
+        "evaluation truth and write the score file. Prints one line per rule and budget, then the three cost "
+        "ledgers (donor evidence, requested target attempts, physical runs with their recorded GPU-seconds) and "
+        "the cold-start totals.",
     )
     which = p.add_mutually_exclusive_group()
     which.add_argument(
@@ -70,7 +72,19 @@ def run_replay(args: argparse.Namespace) -> int:
             with atomic_output(args.summary) as summary:
                 summary.write(admission.summary_csv(report["summary"]))
     print(summary_table(report["summary"]))
+    print(ledger_text(report))
     return 0
+
+
+def ledger_text(report: dict) -> str:
+    """The three cost ledgers and the cold-start totals, each a titled table (GPU-seconds rounded to seconds)."""
+    from ..reporting.tables import ledger_tables
+
+    blocks = []
+    for title, table in ledger_tables(report):
+        rows = [[f"{v:,.0f}" if isinstance(v, float) else v for v in row] for row in table.rows]
+        blocks.append(f"{title}\n{format_table(table.headers, rows)}")
+    return "\n" + "\n\n".join(blocks)
 
 
 def summary_table(summary: list[dict]) -> str:

@@ -139,7 +139,9 @@ def build_report(
         s.section("Transfer tasks", _transfer_body(methods), "transfer"),
         s.section(
             "Admission replay",
-            _figures(images, ("admission.png", "attempts.png")) + s.admission_summary(replay["summary"]),
+            _figures(images, ("admission.png", "attempts.png"))
+            + s.admission_summary(replay["summary"])
+            + s.admission_ledgers(replay),
             "admission",
         ),
         s.section("Follow-up studies", "".join(s.followup_block(k, v) for k, v in followups.items()), "followup"),
