@@ -77,13 +77,10 @@ def run_replay(args: argparse.Namespace) -> int:
 
 
 def ledger_text(report: dict) -> str:
-    """The three cost ledgers and the cold-start totals, each a titled table (GPU-seconds rounded to seconds)."""
+    """The three cost ledgers and the cold-start totals, each a titled table."""
     from ..reporting.tables import ledger_tables
 
-    blocks = []
-    for title, table in ledger_tables(report):
-        rows = [[f"{v:,.0f}" if isinstance(v, float) else v for v in row] for row in table.rows]
-        blocks.append(f"{title}\n{format_table(table.headers, rows)}")
+    blocks = [f"{title}\n{format_table(table.headers, table.rows)}" for title, table in ledger_tables(report)]
     return "\n" + "\n\n".join(blocks)
 
 

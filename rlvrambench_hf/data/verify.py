@@ -46,7 +46,21 @@ class Check:
 def verify_source(source: Source) -> list[Check]:
     """Every check of the release at ``source``."""
     checks = _digest_checks(source) + seal_checks(source)
+    tables, read = read_tables(source)
+    return checks + read + _count_checks(source, tables) + _relation_checks(tables)
+
+
+def consistency_checks(source: Source) -> list[Check]:
+    """The checks that need no manifest: seals, every table typed with unique keys, and every declared relation
+    (what ``release verify`` adds to its own digests for a built release folder)."""
+    tables, read = read_tables(source)
+    return seal_checks(source) + read + _relation_checks(tables)
+
+
+def read_tables(source: Source) -> tuple[dict[str, pa.Table], list[Check]]:
+    """Every registry table ``source`` has, typed, with one check each (absent, unreadable, or its keys)."""
     tables: dict[str, pa.Table] = {}
+    checks = []
     for spec in REGISTRY.values():
         try:
             tables[spec.name] = read_typed_file(source.path(spec.path, verify=False), spec)
@@ -57,9 +71,7 @@ def verify_source(source: Source) -> list[Check]:
             checks.append(Check("rows", spec.name, FAILED, str(exc)))
             continue
         checks.append(_key_check(spec.name, tables[spec.name], spec.keys))
-    checks += _count_checks(source, tables)
-    checks += _relation_checks(tables)
-    return checks
+    return tables, checks
 
 
 def _digest_checks(source: Source) -> list[Check]:

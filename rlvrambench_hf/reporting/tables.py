@@ -193,7 +193,8 @@ def admission_table(summary: Sequence[Mapping]) -> Table:
 
 
 def ledger_tables(report: Mapping) -> list[tuple[str, Table]]:
-    """The three cost ledgers of a replay report and its cold-start totals, each a titled table."""
+    """The three cost ledgers of a replay report and its cold-start totals, each a titled table (recorded
+    GPU-seconds as whole seconds with thousands separators)."""
     ledgers = report["ledgers"]
     donor = ledgers["donor_evidence"]
     donors = Table(
@@ -219,7 +220,7 @@ def ledger_tables(report: Mapping) -> list[tuple[str, Table]]:
                 runs["recorded_screen_attempts"],
                 runs["recorded_evaluation_attempts"],
                 runs["validated_outcomes"],
-                runs["recorded_gpu_seconds"],
+                None if runs["recorded_gpu_seconds"] is None else f"{runs['recorded_gpu_seconds']:,.0f}",
             ]
         ],
     )
