@@ -46,6 +46,7 @@ class SealFinding:
 def seal_findings(source: Source, seals: Iterable[str] | None = None) -> list[SealFinding]:
     """Every file that the seals at ``seals`` (all declared seals) record, checked in ``source``."""
     findings: list[SealFinding] = []
+    digests: dict[str, str | None] = {}  # each file fetched and hashed once, however many seals record it
     for path in seals if seals is not None else SEALS:
         seal = SEALS[path]
         try:
@@ -58,8 +59,8 @@ def seal_findings(source: Source, seals: Iterable[str] | None = None) -> list[Se
         if not isinstance(data, dict):
             findings.append(SealFinding(seal.path, seal.path, UNREADABLE, problem="not a JSON object"))
             continue
-        for digests in seal.digests:
-            findings += _member_findings(source, seal, digests, data)
+        for member in seal.digests:
+            findings += _member_findings(source, seal, member, data, digests)
     return findings
 
 
@@ -73,7 +74,9 @@ def check_seals(source: Source, seals: Iterable[str] | None = None) -> list[Seal
     return findings
 
 
-def _member_findings(source: Source, seal: Seal, digests: SealedDigests, data: Mapping) -> list[SealFinding]:
+def _member_findings(
+    source: Source, seal: Seal, digests: SealedDigests, data: Mapping, known: dict[str, str | None]
+) -> list[SealFinding]:
     value = data.get(digests.member)
     if value is None:
         return []  # a seal without this record seals nothing more
@@ -92,14 +95,18 @@ def _member_findings(source: Source, seal: Seal, digests: SealedDigests, data: M
             problem = f"member {digests.member!r} records {digest!r} for {name!r}, not a SHA-256 digest"
             out.append(SealFinding(seal.path, where, UNREADABLE, problem=problem))
             continue
-        out.append(_finding(source, seal, safe_relpath(where, f"seal {seal.path}"), digest.lower(), digests.outputs))
+        rel = safe_relpath(where, f"seal {seal.path}")
+        if rel not in known:
+            known[rel] = _digest_of(source, rel)
+        found = known[rel]
+        status = ABSENT if found is None else MATCHES if found == digest.lower() else DIFFERS
+        out.append(SealFinding(seal.path, rel, status, digest.lower(), found, digests.outputs))
     return out
 
 
-def _finding(source: Source, seal: Seal, rel: str, expected: str, outputs: bool) -> SealFinding:
+def _digest_of(source: Source, rel: str) -> str | None:
+    """The SHA-256 of the file ``rel`` of ``source``, or None when the revision lacks it."""
     try:
-        path = source.path(rel, verify=False)
+        return sha256_file(source.path(rel, verify=False))
     except MissingFileError:
-        return SealFinding(seal.path, rel, ABSENT, expected, None, outputs)
-    found = sha256_file(path)
-    return SealFinding(seal.path, rel, MATCHES if found == expected else DIFFERS, expected, found, outputs)
+        return None
