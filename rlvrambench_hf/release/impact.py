@@ -22,30 +22,36 @@ from ..data.schema.spec import ConfigSpec
 
 CONFIGURATION_KEY = ("configuration_id",)
 PEAK_SUFFIX = "_peak_mib"
-TRANSFER_QUERIES, TARGET, SOURCE, TASK = (
-    "transfer_queries",
-    "target_configuration_id",
-    "source_configuration_id",
-    "task_id",
-)
+#: The transfer queries' columns that name their target and source configurations and their task.
+TARGET, SOURCE, TASK = "target_configuration_id", "source_configuration_id", "task_id"
 #: A decoded table of one side (``"old"`` or ``"new"``), or None when that side lacks it.
 TableOf = Callable[[str, str], pa.Table | None]
 
 
 class Cell(Protocol):
-    key: dict
-    column: str
-    old: object
-    new: object
+    """A changed cell: the row's key, the column and both values (:class:`.diff.CellChange`)."""
+
+    @property
+    def key(self) -> dict: ...
+    @property
+    def column(self) -> str: ...
+    @property
+    def old(self) -> object: ...
+    @property
+    def new(self) -> object: ...
 
 
 class TableDiff(Protocol):
     """What :class:`.diff.ConfigDiff` gives: the table, its changed cells and the keys of added and removed rows."""
 
-    config: str
-    cells: list
-    added: list[dict]
-    removed: list[dict]
+    @property
+    def config(self) -> str: ...
+    @property
+    def cells(self) -> Sequence[Cell]: ...
+    @property
+    def added(self) -> Sequence[dict]: ...
+    @property
+    def removed(self) -> Sequence[dict]: ...
 
 
 @dataclass
