@@ -310,6 +310,8 @@ def test_output_format(report: dict) -> None:
         "per_case",
         "summary",
         "zero_cost_references",
+        "ledgers",
+        "cold_start_totals",
     ]
     assert report["protocol_version"] == "decision-1.0"
     assert len(report["per_case"]) == 4 * 3 * 4 and len(report["summary"]) == 12

@@ -422,8 +422,9 @@ def test_inputs_sealed_by_the_protocol_are_checked(snapshot: Path, tmp_path: Pat
     targets = release / "benchmark/estimation/targets.csv"
     targets.chmod(0o644)
     targets.write_text(targets.read_text().replace(",0.6,", ",0.5,", 1))
-    with pytest.raises(IntegrityError, match="targets.csv does not match the SHA-256 sealed in"):
+    sealed = "seal benchmark/estimation/protocol.json: benchmark/estimation/targets.csv has SHA-256 "
+    with pytest.raises(IntegrityError, match=sealed):
         estimation.load_inputs(release)
     result = run_cli("--source", str(release), "estimate", "prospective", "--output", str(tmp_path / "p.json"))
-    assert result.returncode == 2 and "targets.csv does not match" in result.stderr
+    assert result.returncode == 2 and sealed in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "p.json").exists()

@@ -9,6 +9,7 @@ import pytest
 
 from rlvrambench_hf.errors import InputError
 from rlvrambench_hf.followup import (
+    ALWAYS_FAILURE,
     FROZEN_METHODS,
     USER_METHOD,
     MethodPredictions,
@@ -198,7 +199,7 @@ def test_user_predictions_are_scored_beside_the_frozen_methods(snapshot: Path, t
     assert user["unscored_approvals_with_known_failure"] == 1
     assert scores["resolved_subset_metrics"][USER_METHOD]["approved_memory_failure"] == 2
     assert scores["resolved_subset_metrics"][USER_METHOD]["correct_three_state"] == 4
-    assert list(scores["approvals"]) == [*FROZEN_METHODS, USER_METHOD]
+    assert list(scores["approvals"]) == [*FROZEN_METHODS, ALWAYS_FAILURE, USER_METHOD]
 
 
 def test_cli_user_predictions(snapshot: Path, tmp_path: Path) -> None:

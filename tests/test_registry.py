@@ -34,9 +34,41 @@ ROWS = {
     "not_started_conditions": 6,
     "estimation_targets": 12,
     "model_metadata": 4,
+    "larger_model_processes": 36,
+    "larger_model_pairs": 18,
+    "larger_model_summary": 1,
+    "larger_model_costs": 18,
+    "larger_model_cost_totals": 1,
+    "expanded_host_processes": 18,
+    "expanded_host_pairs": 9,
+    "expanded_host_summary": 1,
+    "expanded_host_costs": 9,
+    "expanded_host_cost_totals": 1,
+    "admission_realized_work": 48,
+    "admission_allocations": 48,
+    "admission_validated_runs": 48,
+    "admission_stage_measurements": 294,
+    "admission_collection_summary": 1,
+    "admission_slot_inventory": 48,
 }
 # Label names the protocol defines although this release holds no such value.
-DEFINED_NOT_OBSERVED = {("admission_attempts", "state"): {UNRESOLVED}}
+DEFINED_NOT_OBSERVED = {
+    ("admission_attempts", "state"): {UNRESOLVED},
+    ("expanded_host_pairs", "two_gpu_state"): {UNRESOLVED},
+}
+# A name has one kind everywhere: these columns hold whole seconds here but fractional seconds in other tables.
+WHOLE_VALUES_OF_A_FLOAT_NAME = {("admission_validated_runs", "elapsed_seconds")}
+
+
+FOLLOWUP_RECORDS = ("processes", "pairs", "summary", "costs", "cost_totals")
+ADMISSION_RECORDS = (
+    "realized_work",
+    "allocations",
+    "validated_runs",
+    "stage_measurements",
+    "collection_summary",
+    "slot_inventory",
+)
 
 
 def card_yaml(snapshot: Path) -> dict:
@@ -51,13 +83,18 @@ def test_registry_names_every_card_config_with_its_split_path_and_default(snapsh
     assert len(expected) == 11
     assert [c["config_name"] for c in card if c.get("default")] == [DEFAULT_CONFIG]
     supporting = sorted(s.name for s in REGISTRY.values() if not s.card)
-    assert supporting == [
-        "configurations",
-        "estimation_targets",
-        "model_metadata",
-        "not_started_conditions",
-        "outcomes",
-    ]
+    assert supporting == sorted(
+        [
+            "configurations",
+            "estimation_targets",
+            "model_metadata",
+            "not_started_conditions",
+            "outcomes",
+            *[f"{study}_{record}" for study in ("larger_model", "expanded_host") for record in FOLLOWUP_RECORDS],
+            *[f"admission_{record}" for record in ADMISSION_RECORDS],
+        ]
+    )
+    assert set(ROWS) == set(REGISTRY) - {"configuration_feasibility"}
 
 
 def test_every_spec_has_keys_description_and_only_known_columns():
@@ -78,24 +115,46 @@ def test_header_order_and_row_count_match_the_file(snapshot, name):
 
 
 def raw_rows(snapshot: Path, spec) -> list[dict]:
-    """The file's rows as text cells: CSV as written; a JSON mapping's records with their values as a CSV of the
-    release would write them (null blank, True/False, lists and mappings ;-joined, a mapping as key=value)."""
+    """The file's rows as text cells: CSV as written; JSON records with their values as a CSV of the release would
+    write them (null blank, True/False, lists and mappings ;-joined, a mapping as key=value), the members of a nested
+    object the registry names ``outer.inner`` as their own cells."""
+    if spec.layout == "csv":
+        with open(snapshot / spec.path, newline="", encoding="utf-8") as handle:
+            return list(csv.DictReader(handle))
+    data = json.loads((snapshot / spec.path).read_text(encoding="utf-8"))
     if spec.layout == "json_mapping":
-        data = json.loads((snapshot / spec.path).read_text(encoding="utf-8"))
-
-        def text(value) -> str:
-            if value is None:
-                return ""
-            if isinstance(value, bool):
-                return str(value)
-            if isinstance(value, dict):
-                return ";".join(f"{k}={v}" for k, v in value.items())
-            return ";".join(map(str, value)) if isinstance(value, list) else str(value)
-
         assert all(record[spec.keys[0]] == key for key, record in data.items())
-        return [{k: text(v) for k, v in record.items()} for record in data.values()]
-    with open(snapshot / spec.path, newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
+        records = list(data.values())
+    elif spec.layout == "json_records":
+        records = data[spec.member] if spec.member else data
+    else:
+        assert spec.layout == "json_object"
+        apart = {s.member for s in REGISTRY.values() if s.path == spec.path and s.member}
+        records = [{k: v for k, v in data.items() if k not in apart}]
+    rows = [json_cells(record, spec.column_names) for record in records]
+    for row in rows:
+        assert sorted(row) == sorted(spec.column_names), spec.name
+    return [{name: row[name] for name in spec.column_names} for row in rows]
+
+
+def json_cells(record: dict, names: list[str], prefix: str = "") -> dict[str, str]:
+    def text(value) -> str:
+        if value is None:
+            return ""
+        if isinstance(value, bool):
+            return str(value)
+        if isinstance(value, dict):
+            return ";".join(f"{k}={v}" for k, v in value.items())
+        return ";".join(map(str, value)) if isinstance(value, list) else str(value)
+
+    cells = {}
+    for key, value in record.items():
+        name = prefix + key
+        if isinstance(value, dict) and any(n.startswith(name + ".") for n in names):
+            cells.update(json_cells(value, names, name + "."))
+        else:
+            cells[name] = text(value)
+    return cells
 
 
 def reference_value(text: str, kind: str, labels: tuple[str, ...]):
@@ -104,8 +163,9 @@ def reference_value(text: str, kind: str, labels: tuple[str, ...]):
         return None
     if kind == "string":
         return text
-    if kind == "string_list":
-        return text.split(";")
+    if kind.endswith("_list"):  # string_list: "a;b"; int64_list: "1,2"
+        item, separator = {"string_list": ("string", ";"), "int64_list": ("int64", ",")}[kind]
+        return [reference_value(v, item, ()) for v in text.split(separator)]
     if kind == "label":
         if text not in labels:
             raise ValueError(f"{text!r} not a label")
@@ -146,16 +206,17 @@ def test_types_are_the_tightest_that_fit(snapshot, name):
             assert not all(re.fullmatch(r"-?[\d.]+|True|False", v) for v in values), (name, column.name)
         if column.kind == "float64" and values:
             whole = all(v == int(v) for v in values)
-            assert not whole or _written_with_point(snapshot / spec.path, column.name), (name, column.name)
+            exempt = (name, column.name) in WHOLE_VALUES_OF_A_FLOAT_NAME
+            assert not whole or exempt or _written_with_point(snapshot, spec, column.name), (name, column.name)
         if column.kind == "label":
             extra = set(column.labels[3:]) - DEFINED_NOT_OBSERVED.get((name, column.name), set())
             assert extra <= set(values), (name, column.name, extra - set(values))
 
 
-def _written_with_point(path: Path, column: str) -> bool:
-    """A float column may hold whole numbers only when the release writes them with a decimal point."""
-    with open(path, newline="", encoding="utf-8") as handle:
-        texts = [r[column] for r in csv.DictReader(handle) if r[column] not in ("", "nan")]
+def _written_with_point(snapshot: Path, spec, column: str) -> bool:
+    """A float column may hold whole numbers only when the release writes them with a decimal point (JSON: as
+    floating-point numbers)."""
+    texts = [r[column] for r in raw_rows(snapshot, spec) if r[column] not in ("", "nan")]
     return all("." in t for t in texts)
 
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from rlvrambench_hf.data.schema.card import read_front_matter
-from rlvrambench_hf.data.schema.registry import DEFAULT_CONFIG, card_configs, get_spec
+from rlvrambench_hf.data.schema.registry import DEFAULT_CONFIG, REGISTRY, card_configs, get_spec
 from rlvrambench_hf.data.sources.base import sha256_file
 from rlvrambench_hf.data.sources.resolve import open_source
 from rlvrambench_hf.data.tables.reader import load_table
@@ -348,7 +348,7 @@ def test_diff_reports_exactly_one_label_change(snapshot, tmp_path):
     edited, configuration = _edit_one_label(snapshot, tmp_path)
     build = build_release(tmp_path / "rel", "1.1.1", edited)
     r = run_cli("release", "diff", str(snapshot), str(build.folder), "--format", "json")
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 1, r.stderr  # they differ, as diff says
     report = json.loads(r.stdout)
     assert report["changed"] is True
     changed = [c for c in report["configs"] if c["status"] != "unchanged"]
@@ -369,14 +369,19 @@ def test_diff_reports_exactly_one_label_change(snapshot, tmp_path):
     assert config["added"] == config["removed"] == [] and config["changed_rows"] == 1
     text = run_cli("release", "diff", str(snapshot), str(build.folder)).stdout
     assert "label changes" in text
-    (line,) = [row for row in text.splitlines() if configuration in row]
+    (line,) = [row for row in text.splitlines() if configuration in row and row.startswith("all_configurations")]
     assert line.split() == ["all_configurations", configuration, "observed_state", "within_margin", "memory_failure"]
+    (origin,) = [row.split() for row in text.splitlines() if row.startswith(configuration)]  # the metric's view
+    assert origin[1:] == ["label", "outcomes.observed_state", "within_margin", "memory_failure", "all_configurations"]
 
 
 def test_diff_of_identical_releases_is_empty(release, snapshot, tmp_path):
     result = diff_releases(open_source(snapshot), open_source(release))
     assert not result.changed
-    assert {c.config: c.status for c in result.configs} == {**{n: "unchanged" for n in ROWS}, ABSENT: "absent"}
+    assert {c.config: c.status for c in result.configs} == {
+        **{n: "unchanged" for n in REGISTRY if n != ABSENT},
+        ABSENT: "absent",
+    }
     out = tmp_path / "diff.json"
     r = run_cli("release", "diff", str(snapshot), str(release), "--output", str(out))
     assert r.returncode == 0 and "no differences" in r.stdout

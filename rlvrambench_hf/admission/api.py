@@ -12,11 +12,12 @@ from ..data.schema.registry import get_spec
 from ..data.sources.resolve import SourceLike, open_source
 from ..errors import InputError
 from ..scoring.intervals import IntervalsLike, interval_options
-from .attempts import ATTEMPTS_CONFIG, Attempt, attempts_from_records, validate_attempts
+from .attempts import ATTEMPTS_CONFIG, Attempt, attempts_from_records, slot_history, validate_attempts
 from .intervals import add_decision_intervals, add_replay_intervals
 from .policy import DECISIONS, builtin_rule, load_policy
-from .protocol import PROTOCOL_PATH, Protocol, parse_protocol
-from .report import build_report, inputs_for_rule
+from .protocol import PROTOCOL_PATH, SCREEN, Protocol, parse_protocol
+from .replay import replay_case
+from .report import build_report, check_budgets, inputs_for_rule
 from .scoring import case_metrics, summarize
 from .truth import Truth, candidate_truth
 
@@ -86,48 +87,68 @@ def replay_report(
     src = open_source(source, revision)
     protocol = load_protocol(src)
     attempts = load_attempts(src, path=attempts_path)
-    report = build_report(protocol, attempts, policies, budgets)
+    report = build_report(protocol, attempts, policies, budgets, candidate_gpu_counts(src))
     return report if options is None else add_replay_intervals(report, options)
 
 
-_TRUTH_CACHE: dict[tuple[str, str], tuple[Protocol, dict[str, Truth]]] = {}
+def candidate_gpu_counts(source: SourceLike = None, revision: str | None = None) -> dict[str, int]:
+    """Allocated GPUs of each admission candidate (the typed ``admission_candidates`` config)."""
+    from ..data.tables.reader import load_table
+
+    table = load_table("admission_candidates", open_source(source, revision))
+    return dict(zip(table.column("candidate_id").to_pylist(), table.column("gpu_count").to_pylist()))
+
+
+_PANEL_CACHE: dict[tuple[str, str], tuple[Protocol, dict[str, Truth], tuple[Attempt, ...]]] = {}
+
+
+def _panel(source: SourceLike, revision: str | None) -> tuple[Protocol, dict[str, Truth], tuple[Attempt, ...]]:
+    """The protocol, the candidates' evaluation truth and the attempts of a release (validated; cached per source)."""
+    src = open_source(source, revision)
+    key = (type(src).__name__, src.label)
+    if key not in _PANEL_CACHE:
+        protocol = load_protocol(src)
+        attempts = load_attempts(src)
+        validate_attempts(protocol, attempts)
+        _PANEL_CACHE[key] = (protocol, candidate_truth(protocol, attempts), attempts)
+    return _PANEL_CACHE[key]
 
 
 def evaluation_truth(source: SourceLike = None, revision: str | None = None) -> tuple[Protocol, dict[str, Truth]]:
     """The protocol and the candidates' evaluation truth of a release (validated; cached per source)."""
-    src = open_source(source, revision)
-    key = (type(src).__name__, src.label)
-    if key not in _TRUTH_CACHE:
-        protocol = load_protocol(src)
-        attempts = load_attempts(src)
-        validate_attempts(protocol, attempts)
-        _TRUTH_CACHE[key] = (protocol, candidate_truth(protocol, attempts))
-    return _TRUTH_CACHE[key]
+    protocol, truth, _ = _panel(source, revision)
+    return protocol, truth
 
 
 def score_decisions(
     candidate_ids: Sequence[str],
     decisions: Sequence[str],
     *,
+    budget: int | None = None,
     source: SourceLike = None,
     revision: str | None = None,
     intervals: IntervalsLike = None,
 ) -> dict:
     """Score final approve/reject/abstain decisions against the hidden evaluation truth.
 
-    Every case that appears must be complete. Returns the summary keys (macro recall and sums) and ``per_case``
-    (``case_id``, ``decisions``, ``metrics``), the same numbers as the replay's per-case metrics; with
-    ``intervals``, the range over cases (:mod:`.intervals`).
+    Every case that appears must be complete. Returns the summary keys (macro recall and sums), the stated
+    ``budget`` (target attempts per case the decisions were made at; None: not stated) with the target attempts
+    it requests on the scored cases under the protocol's charging rules (``requested_target_attempts``: screens
+    in query order until the budget is spent, what each published rule requests; None without a budget), and
+    ``per_case`` (``case_id``, ``decisions``, ``metrics``), the same numbers as the replay's per-case metrics;
+    with ``intervals``, the range over cases (:mod:`.intervals`).
     """
     options = interval_options(intervals)
     ids, chosen = _checked_lists(candidate_ids, decisions)
-    protocol, truth = evaluation_truth(source, revision)
+    if budget is not None:
+        check_budgets([budget])
+    protocol, truth, attempts = _panel(source, revision)
     case_of = protocol.case_of
     for cid in ids:
         if cid not in case_of:
             raise InputError(f"unknown candidate id {cid!r}")
     given = dict(zip(ids, chosen))
-    per_case = []
+    per_case: list[dict] = []
     for case in protocol.cases:
         present = [c for c in case.candidate_ids if c in given]
         if not present:
@@ -143,8 +164,25 @@ def score_decisions(
                 "metrics": case_metrics(case.candidate_ids, case_decisions, truth),
             }
         )
-    scores = {**summarize(per_case, with_costs=False), "per_case": per_case}
+    requested = (
+        None if budget is None else requested_attempts(protocol, attempts, [p["case_id"] for p in per_case], budget)
+    )
+    effort = {"budget_target_attempts_per_case": budget, "requested_target_attempts": requested}
+    scores = {**summarize(per_case, with_costs=False), **effort, "per_case": per_case}
     return scores if options is None else add_decision_intervals(scores, options)
+
+
+def requested_attempts(protocol: Protocol, attempts: Sequence[Attempt], case_ids: Sequence[str], budget: int) -> int:
+    """The target attempts a policy that spends ``budget`` requests on the cases ``case_ids``: the replay engine's
+    charges for screens requested in the frozen query order (fewer where a case's screens run out)."""
+    spender = builtin_rule("direct_screen")
+    screen_history = slot_history(a for a in attempts if a.role == SCREEN)
+    total = 0
+    for case in protocol.cases:
+        if case.case_id in case_ids:
+            screens = {c.candidate_id: screen_history.get(c.screen_slot_id, []) for c in case.candidates}
+            total += replay_case(spender, protocol, case, budget, screens).spent_target_attempts
+    return total
 
 
 def _checked_lists(candidate_ids: Any, decisions: Any) -> tuple[list[str], list[str]]:

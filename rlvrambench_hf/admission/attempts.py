@@ -43,6 +43,7 @@ class Attempt:
     peak_mib: float | None
     completed_final_operations: bool
     repair_reason: str | None
+    elapsed_seconds: float | None = None
 
 
 # What a JSON value must be for each column kind of the admission_attempts config.

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import InputError
 from .attempts import Attempt, slot_history, validate_attempts
+from .ledgers import cold_start_totals, ledgers
 from .policy import builtin_rule, policy_name, policy_uses_donors
 from .protocol import SCREEN, Case, Protocol
 from .replay import CaseReplay, replay_case
@@ -44,9 +45,14 @@ def check_budgets(budgets: Sequence[Any]) -> tuple[int, ...]:
 
 
 def build_report(
-    protocol: Protocol, attempts: Sequence[Attempt], policies: Sequence[Any], budgets: Sequence[int]
+    protocol: Protocol,
+    attempts: Sequence[Attempt],
+    policies: Sequence[Any],
+    budgets: Sequence[int],
+    gpu_counts: Mapping[str, int] | None = None,
 ) -> dict:
-    """Validate ``attempts``, replay every policy at every budget on every case and score it."""
+    """Validate ``attempts``, replay every policy at every budget on every case and score it; the three cost ledgers
+    and the cold-start totals follow (``gpu_counts``: allocated GPUs per candidate, for the recorded GPU-seconds)."""
     budgets = check_budgets(budgets)
     if not policies:
         raise InputError("no rule or policy to replay")
@@ -77,6 +83,8 @@ def build_report(
         "per_case": per_case,
         "summary": summary,
         "zero_cost_references": zero_cost_references(protocol, truth),
+        "ledgers": ledgers(protocol, attempts, summary, gpu_counts),
+        "cold_start_totals": cold_start_totals(summary),
     }
 
 

@@ -21,7 +21,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="replay admission rules or your own policy under the protocol's charging rules",
         description="Replay the published admission rules (default: all three) or one policy object given as "
         "module:attr (or path/to/file.py:attr) at each budget, score the final decisions against the "
-        "evaluation truth and write the score file.",
+        "evaluation truth and write the score file. Prints one line per rule and budget, then the three cost "
+        "ledgers (donor evidence, requested target attempts, physical runs with their recorded GPU-seconds) and "
+        "the cold-start totals.",
     )
     which = p.add_mutually_exclusive_group()
     which.add_argument(
@@ -78,6 +80,7 @@ def run_replay(args: argparse.Namespace) -> int:
     if options is not None:
         print()
         print(range_table(report["summary"]))
+    print(ledger_text(report))
     return 0
 
 
@@ -92,6 +95,14 @@ def range_table(summary: list[dict]) -> str:
     ]
     note = summary[0]["intervals"].get("note") if summary else None
     return format_table(headers, rows) + ("\n" + note if note else "")
+
+
+def ledger_text(report: dict) -> str:
+    """The three cost ledgers and the cold-start totals, each a titled table."""
+    from ..reporting.tables import ledger_tables
+
+    blocks = [f"{title}\n{format_table(table.headers, table.rows)}" for title, table in ledger_tables(report)]
+    return "\n" + "\n\n".join(blocks)
 
 
 def summary_table(summary: list[dict]) -> str:

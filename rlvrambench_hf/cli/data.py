@@ -48,9 +48,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser(
         "verify",
-        help="check digests, row counts, keys and cross-table joins",
-        description="Verify the source: every file against the SHA-256 of the release manifests (corrupted and "
-        "listed-but-absent told apart), row counts, key uniqueness and the joins between tables.",
+        help="check digests, seals, row counts, keys and cross-table relations",
+        description="Verify the source: every file against the SHA-256 of the release manifests and of the "
+        "studies' seals (corrupted and listed-but-absent told apart), row counts, key uniqueness, and every "
+        "relation the registry declares (foreign keys, and columns one table copies from another).",
     )
     p.set_defaults(handler=cmd_verify)
 
@@ -145,6 +146,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     print(f"{passed} passed, {len(failed)} failed, {absent} absent")
     if failed:
         first = failed[0]
-        print(f"rlvrambench: error: verification failed: {first.subject}: {first.detail}", file=sys.stderr)
+        more = f" (and {len(failed) - 1} more failed check(s))" if len(failed) > 1 else ""
+        print(f"rlvrambench: error: verification failed: {first.subject}: {first.detail}{more}", file=sys.stderr)
         return 2
     return 0

@@ -21,9 +21,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     score = commands.add_parser(
         "score",
         help="score the three frozen methods and, optionally, your predictions",
-        description="Score a study's frozen methods and, with --predictions, yours: full-panel approvals (scored "
-        "and unscored) beside the label and peak metrics of the resolved configurations. Prints one row per "
-        "method; --output writes the score file.",
+        description="Check the study's seals, then score its frozen methods, the always-failure reference and, "
+        "with --predictions, yours: full-panel approvals (scored and unscored) beside the label and peak metrics "
+        "of the resolved configurations. Prints the panel's slot facts and GPU costs and one row per method; "
+        "--output writes the score file.",
     )
     score.add_argument(
         "--study", required=True, choices=tuple(STUDIES), help=f"the study to score: {', '.join(STUDIES)}"
@@ -84,11 +85,16 @@ def range_lines(scores: dict) -> str:
 
 def render_scores(study: str, scores: dict) -> str:
     """The readable form of a follow-up score: panel coverage, one row per method, then the notes."""
-    from ..reporting.tables import followup_notes, followup_summary, followup_table
+    from ..reporting.tables import followup_facts, followup_notes, followup_summary, followup_table
 
     table = followup_table(scores)
     rows = [["null" if value is None else value for value in row] for row in table.rows]
-    lines = [f"study {study}: {followup_summary(scores)}", "", format_table(table.headers, rows)]
+    lines = [
+        f"study {study}: {followup_summary(scores)}",
+        *followup_facts(scores),
+        "",
+        format_table(table.headers, rows),
+    ]
     lines += followup_notes(scores)
     lines.append("null: a rate or error with nothing to measure it on (zero denominator).")
     return "\n".join(lines)

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from ._common import add_group, add_push_options, format_table, push_and_print, source_of
+from ._common import add_group, add_push_options, push_and_print, source_of
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -35,10 +35,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     verify = commands.add_parser(
         "verify",
-        help="check digests, card, Parquet files and Croissant of a release (extra [release])",
+        help="check digests, card, Parquet files, Croissant and table relations of a release (extra [release])",
         description="Check a built release folder: every digest of release.json, the card's YAML against the "
-        "registry, each Parquet file's schema and rows, and Croissant (rendered and validated with mlcroissant: "
-        "pip install 'rlvrambench-hf[release]', or --no-croissant to skip the validator).",
+        "registry, each Parquet file's schema and rows, Croissant (rendered and validated with mlcroissant: "
+        "pip install 'rlvrambench-hf[release]', or --no-croissant to skip the validator), and its tables as "
+        "`rlvrambench verify` checks them: every seal, key and declared relation (foreign keys and copies).",
     )
     verify.add_argument("folder", metavar="FOLDER", help="the release folder (written by release build)")
     verify.add_argument(
@@ -48,16 +49,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     diff = commands.add_parser(
         "diff",
-        help="rows added, removed and changed between two releases",
-        description="Compare two releases config by config: rows added and removed (by key), changed cells, and "
-        "label changes listed apart.",
+        help="what changed between two releases and what it touches (exit 1 when they differ)",
+        description="Compare two releases table by table, every table of the registry (card configs and supporting "
+        "tables), rows matched by key. Leads with the changes that move the metrics: configurations whose label or "
+        "peak changed, the transfer queries, admission candidates, estimation folds and follow-up studies they "
+        "touch; then rows added, removed and changed per table. Exit status 1 when anything differs, 0 when the "
+        "releases are identical, 2 on an error (as diff does).",
     )
     diff.add_argument("old", help="folder, REPO_ID@REVISION, or a revision of the --source Hub repository")
     diff.add_argument("new", help="same forms as OLD")
     diff.add_argument("--config", action="append", dest="configs", help="compare only this config (repeatable)")
     diff.add_argument("--format", choices=("table", "json"), default="table", help="output on stdout: table or json")
+    diff.add_argument("--json", action="store_const", const="json", dest="format", help="same as --format json")
     diff.add_argument("--output", help="also write the JSON report to this file")
-    diff.add_argument("--limit", type=int, default=50, help="changed cells listed in the table (default 50)")
+    diff.add_argument("--limit", type=int, default=50, help="ids and changed cells listed per section (default 50)")
     diff.set_defaults(handler=_diff)
 
     push = commands.add_parser(
@@ -109,7 +114,8 @@ def _verify(args: argparse.Namespace) -> int:
     checked = "Croissant (mlcroissant skipped)" if args.no_croissant else "Croissant"
     print(
         f"release {report.folder} verified: {report.files} files, {len(report.configs)} configs; digests, "
-        f"card, every Parquet column and {checked} agree with the registry and the typed tables"
+        f"card, every Parquet column and {checked} agree with the registry and the typed tables; seals, keys and "
+        "relations hold"
     )
     return 0
 
@@ -128,54 +134,11 @@ def _diff(args: argparse.Namespace) -> int:
         write_atomic(args.output, document)
     if args.format == "json":
         sys.stdout.write(document)
-        return 0
-    print(f"OLD {result.old}\nNEW {result.new}\n")
-    rows = [
-        (
-            c.config,
-            c.status,
-            c.old_rows,
-            c.new_rows,
-            len(c.added),
-            len(c.removed),
-            c.changed_rows,
-            ", ".join(f"{k}({v})" for k, v in c.changed_columns.items()),
-        )
-        for c in result.configs
-    ]
-    print(
-        format_table(
-            ("config", "status", "old rows", "new rows", "added", "removed", "changed", "changed columns"), rows
-        )
-    )
-    labels = [
-        (c.config, _key(cell.key), cell.column, cell.old, cell.new) for c in result.configs for cell in c.label_changes
-    ]
-    if labels:
-        print("\nlabel changes")
-        print(format_table(("config", "key", "column", "old", "new"), labels))
-    cells = [
-        (c.config, _key(cell.key), cell.column, cell.old, cell.new)
-        for c in result.configs
-        for cell in c.cells
-        if cell.column not in c.label_columns
-    ]
-    if cells:
-        shown = cells[: max(args.limit, 0)]
-        print(f"\nother changed cells ({len(cells)}{'' if len(shown) == len(cells) else f', first {len(shown)}'})")
-        print(format_table(("config", "key", "column", "old", "new"), shown))
-    for c in result.configs:
-        for verb, keys in (("added", c.added), ("removed", c.removed)):
-            if keys:
-                listed = "; ".join(_key(k) for k in keys[:10]) + (" ..." if len(keys) > 10 else "")
-                print(f"\n{c.config}: {verb} {len(keys)} row(s): {listed}")
-    if not result.changed:
-        print("\nno differences")
-    return 0
+    else:
+        from ._difftext import diff_text
 
-
-def _key(key: dict) -> str:
-    return ",".join(str(v) for v in key.values())
+        print(diff_text(result, max(args.limit, 0)))
+    return 1 if result.changed else 0
 
 
 def _push(args: argparse.Namespace) -> int:

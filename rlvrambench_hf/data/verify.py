@@ -1,8 +1,8 @@
-"""Verification of a release: digests, row counts, key uniqueness and the relations between tables.
+"""Verification of a release: digests, seals, row counts, key uniqueness and the relations between tables.
 
 :func:`verify_source` returns a list of :class:`Check` results and never raises for a finding; a finding is a
-failed check. Files that a manifest lists but the revision lacks are reported as ``absent``, apart from files
-that are present but corrupted (``failed``).
+failed check. Files that a manifest or a seal lists but the revision lacks are reported as ``absent``, apart from
+files that are present but corrupted (``failed``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from ..errors import MissingFileError, RLVRAMBenchError
 from .relations import relation_findings
 from .schema.pins import MANIFESTS
 from .schema.registry import REGISTRY
+from .sealed import ABSENT as SEAL_ABSENT
+from .sealed import MATCHES, seal_findings
 from .sources.base import Source, sha256_file
 from .tables.reader import decode_labels, read_typed_file
 
@@ -35,7 +37,7 @@ _SUMMARY_COUNTS = {
 
 @dataclass(frozen=True)
 class Check:
-    kind: str  # digest, rows, keys, relation
+    kind: str  # digest, seal, rows, keys, relation
     subject: str
     status: str
     detail: str = ""
@@ -43,8 +45,22 @@ class Check:
 
 def verify_source(source: Source) -> list[Check]:
     """Every check of the release at ``source``."""
-    checks = _digest_checks(source)
+    checks = _digest_checks(source) + seal_checks(source)
+    tables, read = read_tables(source)
+    return checks + read + _count_checks(source, tables) + _relation_checks(tables)
+
+
+def consistency_checks(source: Source) -> list[Check]:
+    """The checks that need no manifest: seals, every table typed with unique keys, and every declared relation
+    (what ``release verify`` adds to its own digests for a built release folder)."""
+    tables, read = read_tables(source)
+    return seal_checks(source) + read + _relation_checks(tables)
+
+
+def read_tables(source: Source) -> tuple[dict[str, pa.Table], list[Check]]:
+    """Every registry table ``source`` has, typed, with one check each (absent, unreadable, or its keys)."""
     tables: dict[str, pa.Table] = {}
+    checks = []
     for spec in REGISTRY.values():
         try:
             tables[spec.name] = read_typed_file(source.path(spec.path, verify=False), spec)
@@ -55,9 +71,7 @@ def verify_source(source: Source) -> list[Check]:
             checks.append(Check("rows", spec.name, FAILED, str(exc)))
             continue
         checks.append(_key_check(spec.name, tables[spec.name], spec.keys))
-    checks += _count_checks(source, tables)
-    checks += _relation_checks(tables)
-    return checks
+    return tables, checks
 
 
 def _digest_checks(source: Source) -> list[Check]:
@@ -88,7 +102,23 @@ def _digest_checks(source: Source) -> list[Check]:
     return checks
 
 
+def seal_checks(source: Source) -> list[Check]:
+    """One check per file a seal of the release records (:mod:`.sealed`): matching, corrupted or listed but absent."""
+    checks = []
+    for f in seal_findings(source):
+        status = PASSED if f.status == MATCHES else ABSENT if f.status == SEAL_ABSENT else FAILED
+        if status == PASSED:
+            detail = "sealed output" if f.outputs else ""
+        else:
+            detail = f.message if status == FAILED else "listed by the seal but absent from this revision"
+        checks.append(Check("seal", f"{f.seal}: {f.file}", status, detail))
+    return checks
+
+
 def _key_check(name: str, table: pa.Table, keys: tuple[str, ...]) -> Check:
+    if not keys:  # a table of one record
+        status = PASSED if table.num_rows == 1 else FAILED
+        return Check("keys", name, status, f"{table.num_rows} record(s), one expected")
     rows = list(zip(*(table.column(k).to_pylist() for k in keys)))
     nulls = sum(1 for row in rows if any(v is None for v in row))
     duplicates = [k for k, n in Counter(rows).items() if n > 1]

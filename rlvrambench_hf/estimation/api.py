@@ -30,13 +30,6 @@ AMENDMENT = "benchmark/estimation/amendment-01.json"
 PUBLISHED_PREDICTIONS = "benchmark/estimation/predictions.json"
 #: Peak tolerance (MiB) when checking recomputed predictions against the published file.
 PEAK_TOLERANCE_MIB = 1e-6
-#: Inputs read here whose SHA-256 the protocol seals (``input_sha256``); two are in no manifest.
-SEALED_INPUTS = (
-    "benchmark/configurations.csv",
-    "benchmark/outcomes.csv",
-    "benchmark/estimation/targets.csv",
-    "benchmark/estimation/model_metadata.json",
-)
 #: Fold names of the comparison; "all" scores every fold.
 ALL_FOLDS = "all"
 
@@ -57,14 +50,15 @@ class EstimationInputs:
 
 
 def load_inputs(source: SourceLike = None, revision: str | None = None) -> EstimationInputs:
-    """Read and check the inputs: the 90-configuration pool, model metadata, targets and effective protocol."""
+    """Read and check the inputs: the 90-configuration pool, model metadata, targets and effective protocol, after
+    every digest the comparison's seals record (its inputs and its frozen predictions)."""
+    from ..data.schema.seals import ESTIMATION_SEALS
+    from ..data.sealed import check_seals
     from ..data.tables.reader import load_table
 
     src = open_source(source, revision)
+    check_seals(src, ESTIMATION_SEALS)  # the protocol, its amendment and the prediction freeze: inputs and outputs
     original, amendment = _json_object(src, PROTOCOL), _json_object(src, AMENDMENT)
-    _check_sealed(src, PROTOCOL, amendment.get("base_protocol_sha256"), AMENDMENT)
-    for relpath in SEALED_INPUTS:
-        _check_sealed(src, relpath, original.get("input_sha256", {}).get(relpath), PROTOCOL)
     protocol = apply_amendment(original, amendment)
     if list(protocol.get("features", ())) != list(FEATURE_NAMES):
         raise InputError(f"{PROTOCOL}: the amended feature order differs from the implemented {FEATURE_NAMES}")
@@ -260,16 +254,6 @@ def advise_planned(
         if model not in metadata:
             metadata[model] = fetch_model_metadata(model, model_revision)
     return advise(plans, fitted, metadata, hardware=hardware, nearest=nearest)
-
-
-def _check_sealed(src: Source, relpath: str, digest: object, sealed_in: str) -> None:
-    """Refuse ``relpath`` unless its SHA-256 is the one ``sealed_in`` records (a release without the record: no
-    check)."""
-    from ..data.sources.base import sha256_file
-    from ..errors import IntegrityError
-
-    if isinstance(digest, str) and sha256_file(src.path(relpath)) != digest.lower():
-        raise IntegrityError(f"{relpath} does not match the SHA-256 sealed in {sealed_in} ({src.label}); refused")
 
 
 def _json_object(src: Source, relpath: str) -> dict:

@@ -1,4 +1,4 @@
-"""Where the follow-up studies meet files and sources: a user's predictions file and a study's table."""
+"""Where the follow-up studies meet files and sources: a user's predictions file, a study's table and its records."""
 
 from __future__ import annotations
 
@@ -6,13 +6,16 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..data.sources.resolve import SourceLike
+from ..data.sources.base import Source
+from ..data.sources.resolve import SourceLike, open_source
 from ..data.tables.reader import load_table
+from ..errors import MissingFileError
 from ..scoring.intervals import IntervalsLike, interval_options
 from ..scoring.predictions import STDIN, WHITESPACE, read_prediction_file
 from .core import (
     PEAK_COLUMN,
     PREDICTION_COLUMNS,
+    STUDIES,
     USER_METHOD,
     MethodPredictions,
     frozen_predictions,
@@ -21,6 +24,7 @@ from .core import (
     validate_predictions,
 )
 from .intervals import add_followup_intervals
+from .panel import cost_facts, record_config, reference_predictions, slot_facts
 
 
 def read_predictions(path: str | os.PathLike, configuration_ids: Sequence[str]) -> MethodPredictions:
@@ -51,15 +55,42 @@ def score_study(
     predictions: str | os.PathLike | MethodPredictions | None = None,
     intervals: IntervalsLike = None,
 ) -> dict:
-    """Score the three frozen methods of ``study`` and, if given, a user's predictions (a file or an object); with
-    ``intervals``, every method's figures get their block (:mod:`.intervals`)."""
+    """Score the three frozen methods of ``study``, the always-failure reference and, if given, a user's predictions
+    (a file or an object), after the study's seals are checked; the panel's slot facts and costs (from its result
+    records, where the release has them) come beside the scores; with ``intervals``, every method's figures get
+    their block (:mod:`.intervals`)."""
+    from ..data.schema.seals import SEALS_OF_CONFIG
+    from ..data.sealed import check_seals
+
     options = interval_options(intervals)
-    rows = study_rows(study, source, revision)
-    methods = frozen_predictions(rows)
+    config = study_config(study)
+    src = open_source(source, revision)
+    check_seals(src, SEALS_OF_CONFIG.get(config, ()))
+    rows = study_rows(config, src)
+    methods = {**frozen_predictions(rows), **reference_predictions(rows)}
     if predictions is not None:
         ids = [r["configuration_id"] for r in rows]
         if not isinstance(predictions, MethodPredictions):
             predictions = read_predictions(predictions, ids)
         methods[USER_METHOD] = predictions
     scores = score_panel(rows, methods)
-    return scores if options is None else add_followup_intervals(scores, rows, methods, options)
+    if options is not None:
+        scores = add_followup_intervals(scores, rows, methods, options)
+    return {**scores, **panel_facts(next(k for k, v in STUDIES.items() if v == config), src, scores)}
+
+
+def panel_facts(study: str, source: Source, scores: dict) -> dict:
+    """``slots`` and ``costs`` of ``study`` from its result records (None for a record the release lacks)."""
+    records = {}
+    for record in ("processes", "summary", "costs", "cost_totals"):
+        try:
+            records[record] = load_table(record_config(study, record), source, decode=True).to_pylist()
+        except MissingFileError:
+            records[record] = None
+    processes, summary, costs, totals = (records[r] for r in ("processes", "summary", "costs", "cost_totals"))
+    return {
+        "slots": None if processes is None else slot_facts(processes, scores, summary[0] if summary else None),
+        "costs": None
+        if costs is None or processes is None
+        else cost_facts(costs, processes, totals[0] if totals else None),
+    }

@@ -7,7 +7,7 @@ lists are array fields of text.
 
 from __future__ import annotations
 
-from ..data.schema.kinds import LABEL, STRING_LIST
+from ..data.schema.kinds import LABEL
 from ..data.schema.pins import DEFAULT_REPO_ID, citation
 from ..data.schema.spec import Column
 from .layout import BuiltConfig
@@ -139,7 +139,7 @@ def _record_set(b: BuiltConfig) -> dict:
             "dataType": "sc:Text" if column.type is LABEL else column.type.croissant_type,
             "source": {"fileObject": {"@id": b.path}, "extract": {"column": column.name}},
         }
-        if column.type is STRING_LIST:
+        if column.type.is_list:
             field["isArray"] = True
             field["arrayShape"] = "-1"
         if column.type is LABEL:

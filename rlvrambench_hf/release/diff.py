@@ -1,7 +1,10 @@
-"""Compare two releases config by config, matching rows by the registry's key columns.
+"""Compare two releases table by table, matching rows by the registry's key columns.
 
-Each side is a :class:`~rlvrambench_hf.sources.Source` (a folder or a Hub revision). Labels are compared by
-name, so a configuration moving from ``within_margin`` to ``memory_failure`` is reported as exactly that.
+Every table the registry describes is compared, the card's configs and the supporting tables (outcomes,
+configurations, estimation inputs, follow-up and admission records). Each side is a
+:class:`~rlvrambench_hf.data.sources.base.Source` (a folder or a Hub revision). Labels are compared by name, so a
+configuration moving from ``within_margin`` to ``memory_failure`` is reported as exactly that; :mod:`.impact` then
+says which queries, candidates, folds and studies the changes touch.
 """
 
 from __future__ import annotations
@@ -11,12 +14,13 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from ..data.schema.registry import card_configs, get_spec
+from ..data.schema.registry import REGISTRY, get_spec
 from ..data.schema.spec import ConfigSpec
 from ..data.sources.base import Source
 from ..data.sources.resolve import open_source, request
 from ..data.tables.reader import load_table
 from ..errors import InputError, MissingFileError
+from .impact import Impact, analyse
 
 Key = tuple
 
@@ -72,6 +76,7 @@ class ReleaseDiff:
     old: str
     new: str
     configs: list[ConfigDiff]
+    impact: Impact = field(default_factory=Impact)
 
     @property
     def changed(self) -> bool:
@@ -82,6 +87,7 @@ class ReleaseDiff:
             "old": self.old,
             "new": self.new,
             "changed": self.changed,
+            "impact": self.impact.as_json(),
             "configs": [c.as_json() for c in self.configs],
         }
 
@@ -154,9 +160,30 @@ def read_side(spec: ConfigSpec, src: Source) -> pa.Table | None:
 
 
 def diff_releases(old: Source, new: Source, configs: list[str] | None = None) -> ReleaseDiff:
-    """Compare every card config (or the named ``configs``) of two releases."""
-    specs = [get_spec(name) for name in configs] if configs else list(card_configs())
-    return ReleaseDiff(old.label, new.label, [diff_tables(s, read_side(s, old), read_side(s, new)) for s in specs])
+    """Compare every table of the registry (or the named ``configs``) of two releases, and say what the changes
+    touch (the tables the impact needs are read even when ``configs`` leaves them out)."""
+    specs = [get_spec(name) for name in configs] if configs else list(REGISTRY.values())
+    sides = {"old": old, "new": new}
+    cache: dict[tuple[str, str], pa.Table | None] = {}
+
+    def table_of(side: str, name: str) -> pa.Table | None:
+        if (side, name) not in cache:
+            cache[side, name] = read_side(get_spec(name), sides[side])
+        return cache[side, name]
+
+    diffs = [diff_tables(s, table_of("old", s.name), table_of("new", s.name)) for s in specs]
+    return ReleaseDiff(old.label, new.label, diffs, analyse(diffs, table_of, donor_configurations(new)))
+
+
+def donor_configurations(src: Source) -> dict[str, str]:
+    """Admission candidate → its donor configuration, from the release's admission protocol (empty without one)."""
+    from ..admission.api import load_protocol
+
+    try:
+        protocol = load_protocol(src)
+    except MissingFileError:
+        return {}
+    return {cid: donor.configuration_id for case in protocol.cases for cid, donor in case.donors.items()}
 
 
 def resolve_side(text: str, base_source: str | None = None) -> Source:

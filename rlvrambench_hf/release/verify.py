@@ -1,4 +1,5 @@
-"""Verify a built release folder: digests, card YAML, Parquet layout and every column, and Croissant.
+"""Verify a built release folder: digests, card YAML, Parquet layout and every column, Croissant, and the
+consistency of its tables (seals, keys and every relation the registry declares).
 
 :func:`verify_release` returns every problem found as a one-line message (an empty list means the release is
 sound); :func:`check_release` raises a one-line :class:`IntegrityError` when there is any.
@@ -71,7 +72,21 @@ def verify_release(folder: str | os.PathLike, *, croissant: bool = True) -> Veri
     report.configs = [b.spec.name for b in built]
     _check_card(folder, built, report)
     _check_croissant(folder, record, built, report, validate=croissant)
+    _check_consistency(folder, report)
     return report
+
+
+def _check_consistency(folder: Path, report: VerifyReport) -> None:
+    """The seals, keys and declared relations of the release's tables, as ``rlvrambench verify`` checks them."""
+    from ..data.sources.local import LocalSource
+    from ..data.verify import FAILED, consistency_checks
+
+    try:
+        source = LocalSource(folder)
+    except RLVRAMBenchError as exc:  # no card: already a problem of its own
+        report.problems.append(f"tables not checked: {exc}")
+        return
+    report.problems += [f"{c.subject}: {c.detail}" for c in consistency_checks(source) if c.status == FAILED]
 
 
 class VerificationFailed(IntegrityError):

@@ -142,7 +142,9 @@ def build_report(
         s.section("Leaderboard", _leaderboard_body(methods), "leaderboard"),
         s.section(
             "Admission replay",
-            _figures(images, ("admission.png", "attempts.png")) + s.admission_summary(replay["summary"]),
+            _figures(images, ("admission.png", "attempts.png"))
+            + s.admission_summary(replay["summary"])
+            + s.admission_ledgers(replay),
             "admission",
         ),
         s.section("Follow-up studies", "".join(s.followup_block(k, v) for k, v in followups.items()), "followup"),

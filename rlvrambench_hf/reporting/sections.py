@@ -11,7 +11,16 @@ import html
 from collections.abc import Iterable, Mapping, Sequence
 
 from ..data.schema.pins import OUTCOME_LABELS
-from .tables import Table, admission_table, confusion_matrices, followup_notes, followup_summary, followup_table
+from .tables import (
+    Table,
+    admission_table,
+    confusion_matrices,
+    followup_facts,
+    followup_notes,
+    followup_summary,
+    followup_table,
+    ledger_tables,
+)
 
 #: Short names of the labels in the confusion matrices.
 LABEL_ABBREVIATIONS = {"within_margin": "WM", "above_margin": "AM", "memory_failure": "MF"}
@@ -92,11 +101,20 @@ def admission_summary(summary: Sequence[Mapping]) -> str:
     return from_table(admission_table(summary))
 
 
+def admission_ledgers(report: Mapping) -> str:
+    """The replay's three cost ledgers and its cold-start totals, each titled."""
+    return "".join(
+        f"{paragraph(title[0].upper() + title[1:] + '.')}{from_table(table)}" for title, table in ledger_tables(report)
+    )
+
+
 def followup_block(study: str, scores: Mapping) -> str:
-    """One follow-up study: coverage, one row per method (frozen methods, then yours), then the notes."""
+    """One follow-up study: coverage, slot facts and costs, one row per method (frozen methods, the always-failure
+    reference, then yours), then the notes."""
     notes = "".join(paragraph(note, "note") for note in followup_notes(scores))
+    facts = "".join(paragraph(fact[0].upper() + fact[1:] + ".") for fact in followup_facts(scores))
     return (
-        f"<h3>{html.escape(study)}</h3>{paragraph(followup_summary(scores) + '.')}"
+        f"<h3>{html.escape(study)}</h3>{paragraph(followup_summary(scores) + '.')}{facts}"
         f"{from_table(followup_table(scores))}{notes}"
     )
 

@@ -1,9 +1,11 @@
 """The score tables of every face, as plain data: headers and rows of raw values (None for a null rate).
 
-One renderer per table, shared by the command line (plain text) and the HTML report: :func:`followup_table` and
-:func:`followup_summary` (a follow-up study's scores), :func:`transfer_table` (transfer scores per scope and
+One renderer per table, shared by the command line (plain text) and the HTML report: :func:`followup_table`,
+:func:`followup_summary` and :func:`followup_facts` (a follow-up study's scores, slots and costs),
+:func:`transfer_table` (transfer scores per scope and
 method, overall first, then the tracks in the documented order), :func:`confusion_matrices` (predicted against
-observed labels, per scope) and :func:`admission_table` (the replay summary with the total attempts). Pure: no I/O.
+observed labels, per scope), :func:`admission_table` (the replay summary with the total attempts) and
+:func:`ledger_tables` (the replay's three cost ledgers and its cold-start totals). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -103,6 +105,39 @@ def followup_table(scores: Mapping) -> Table:
     return Table(FOLLOWUP_COLUMNS, rows)
 
 
+def followup_facts(scores: Mapping) -> list[str]:
+    """The panel's slot facts and costs in two sentences (and any disagreement with its own summary and totals)."""
+    lines = []
+    slots, costs = scores.get("slots"), scores.get("costs")
+    if slots:
+        kinds, stages = _tally(slots["eligible_memory_failure_kinds"]), _tally(slots["eligible_memory_failure_stages"])
+        failures = (
+            f"{slots['eligible_memory_failures']} eligible memory failures (failure kind {kinds}; stage {stages})"
+        )
+        unresolved = f"{slots['unresolved_processes']} unresolved slots (failure kind "
+        lines.append(
+            f"slots: {slots['launched_processes']} of {slots['planned_processes']} planned processes launched, "
+            f"{slots['eligible_processes']} eligible, {slots['completed_processes']} completed; {failures}; "
+            f"{unresolved}{_tally(slots['unresolved_failure_kinds'])}); "
+            f"{slots['resolved_configurations']} of {slots['planned_configurations']} configurations resolved"
+        )
+        lines += slots["summary_disagreements"]
+    if costs:
+        unknown = costs["unknown_allocation_records"] + costs["unknown_task_records"]
+        lines.append(
+            f"costs: {costs['allocation_gpu_hours']:.2f} allocation GPU-hours ({costs['allocations']} scheduler "
+            f"allocations, {costs['allocation_gpu_seconds']:,.0f} GPU-seconds) and {costs['task_gpu_hours']:.2f} task "
+            f"GPU-hours ({costs['task_gpu_seconds']:,.0f} task-provisioned GPU-seconds): separate scopes, never added"
+            + (f"; {unknown} record(s) with unknown time, not counted as zero" if unknown else "")
+        )
+        lines += costs["totals_disagreements"]
+    return lines
+
+
+def _tally(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{value}: {count}" for value, count in counts.items()) or "none"
+
+
 def followup_notes(scores: Mapping) -> list[str]:
     """The unscored approvals of each method, by id, and what the metrics cover."""
     notes = [
@@ -155,3 +190,60 @@ def admission_table(summary: Sequence[Mapping]) -> Table:
         total = {"total_attempts": item["spent_target_attempts"] + item["donor_attempts"]}
         rows.append([total[c] if c in total else item.get(c) for c in ADMISSION_COLUMNS])
     return Table(ADMISSION_COLUMNS, rows)
+
+
+def ledger_tables(report: Mapping) -> list[tuple[str, Table]]:
+    """The three cost ledgers of a replay report and its cold-start totals, each a titled table (recorded
+    GPU-seconds as whole seconds with thousands separators)."""
+    ledgers = report["ledgers"]
+    donor = ledgers["donor_evidence"]
+    donors = Table(
+        ("case", "donor_configurations", "donor_attempts"),
+        [[c["case_id"], c["donor_configurations"], c["donor_attempts"]] for c in donor["cases"]]
+        + [["all cases", donor["donor_configurations"], donor["donor_attempts"]]],
+    )
+    requested = ledgers["requested_target_attempts"]
+    budgets = list(dict.fromkeys(r["budget_target_attempts_per_case"] for r in requested))
+    per_rule: dict[str, dict] = {}
+    for r in requested:
+        per_rule.setdefault(r["rule"], {})[r["budget_target_attempts_per_case"]] = r["requested_target_attempts"]
+    targets = Table(
+        ("rule", *(f"budget {b}" for b in budgets)),
+        [[rule, *(row.get(b) for b in budgets)] for rule, row in per_rule.items()],
+    )
+    runs = ledgers["physical_runs"]
+    physical = Table(
+        ("recorded_attempts", "screens", "hidden_evaluations", "validated_outcomes", "recorded_gpu_seconds"),
+        [
+            [
+                runs["recorded_attempts"],
+                runs["recorded_screen_attempts"],
+                runs["recorded_evaluation_attempts"],
+                runs["validated_outcomes"],
+                None if runs["recorded_gpu_seconds"] is None else f"{runs['recorded_gpu_seconds']:,.0f}",
+            ]
+        ],
+    )
+    cold = Table(
+        ("rule", "first_full_recall_budget", "donor_attempts", "target_attempts", "cold_start_attempts"),
+        [
+            [
+                c["rule"],
+                c["first_full_recall_budget"],
+                c["donor_attempts"],
+                c["target_attempts"],
+                c["cold_start_attributed_attempts"],
+            ]
+            for c in report["cold_start_totals"]
+        ],
+    )
+    return [
+        ("ledger 1: donor evidence already available to transfer-informed rules", donors),
+        ("ledger 2: target attempts requested at each budget (all cases)", targets),
+        (
+            "ledger 3: physical runs collected to evaluate the rules, hidden evaluations included "
+            f"(GPU-seconds: {runs['gpu_seconds_scope']})",
+            physical,
+        ),
+        ("cold start: donor plus target attempts at the first budget with full recall", cold),
+    ]

@@ -137,6 +137,12 @@ METRIC_CONFIGS: dict[str, MetricConfig] = {
             (
                 Argument("candidate_ids", "admission candidate ids; every case that appears is complete"),
                 Argument("decisions", "the final decision for each candidate: approve, reject or abstain"),
+                Argument(
+                    "budget",
+                    "the target attempts per case the decisions were made at; the scores then report the target "
+                    "attempts that budget requests on the scored cases (requested_target_attempts)",
+                    None,
+                ),
                 *_SHAPE,
                 *_SOURCE,
             ),

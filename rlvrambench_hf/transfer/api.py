@@ -15,15 +15,18 @@ from .key import ScoringKey, check_track, scoring_key
 from .score import score_predictions
 from .tasks import reference_predictions
 
+#: The configs the transfer tasks read: the queries, the labels they are scored against and the settings.
+QUERIES_CONFIG, LABELS_CONFIG, SETTINGS_CONFIG = "transfer_queries", "outcomes", "configurations"
+
 
 def load_transfer_tables(
     source: SourceLike = None, revision: str | None = None, *, settings: bool = False
 ) -> dict[str, pa.Table]:
     """The typed tables the transfer features read: queries, decoded outcomes and, if asked, settings."""
     src = open_source(source, revision)
-    tables = {"queries": load_table("transfer_queries", src), "outcomes": load_table("outcomes", src, decode=True)}
+    tables = {"queries": load_table(QUERIES_CONFIG, src), "outcomes": load_table(LABELS_CONFIG, src, decode=True)}
     if settings:
-        tables["configurations"] = load_table("configurations", src)
+        tables["configurations"] = load_table(SETTINGS_CONFIG, src)
     return tables
 
 

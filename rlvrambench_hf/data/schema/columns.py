@@ -1,9 +1,12 @@
 """Every column name of the release with its kind and one-line meaning: the registry's vocabulary (data).
 
-Label columns get their meaning here and their class names per config in :mod:`.registry`.
+Label columns get their meaning here and their class names per config in :mod:`.registry`. The columns of the
+follow-up and admission panels' result records are in :mod:`.panel_columns` and merged here.
 """
 
 from __future__ import annotations
+
+from .panel_columns import PANEL_LABEL_DESCRIPTIONS, PANEL_VOCABULARY
 
 
 def _c(kind: str, description: str) -> tuple[str, str]:  # keeps the table below compact
@@ -206,4 +209,10 @@ LABEL_DESCRIPTIONS: dict[str, str] = {
     "component_regression_predicted_state": "Frozen component-regression label prediction",
     "logistic_predicted_state": "Frozen logistic-classification label prediction",
     "outcome": "Outcome of the planned condition",
+    **PANEL_LABEL_DESCRIPTIONS,
 }
+
+_TWICE = (VOCABULARY.keys() | LABEL_DESCRIPTIONS.keys()) & PANEL_VOCABULARY.keys()
+if _TWICE:  # a name has one kind and one meaning
+    raise ValueError(f"columns described twice: {sorted(_TWICE)}")
+VOCABULARY.update(PANEL_VOCABULARY)

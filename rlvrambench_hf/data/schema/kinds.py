@@ -21,6 +21,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: Separator of the semicolon-separated lists of the release.
 LIST_SEPARATOR = ";"
+#: Separator of the lists of step numbers (``1,2,3``) of the admission panel's run records.
+STEP_SEPARATOR = ","
 _TRUE = ("True", "1")
 
 
@@ -40,9 +42,14 @@ class Kind:
 
         if self is LABEL:
             return datasets.ClassLabel(names=list(labels))
-        if self is STRING_LIST:
-            return datasets.List(datasets.Value("string"))
+        if self.is_list:
+            return datasets.List(datasets.Value(str(self.arrow_type.value_type)))
         return datasets.Value(self.name)
+
+    @property
+    def is_list(self) -> bool:
+        """A column of lists (Croissant marks its fields as arrays)."""
+        return pa.types.is_list(self.arrow_type)
 
     def unfit(self, text: pa.Array, labels: tuple[str, ...] = ()) -> pa.Array | None:
         """A boolean mask of the cells this kind refuses (null cells are never refused), or None when the kind
@@ -59,6 +66,8 @@ class Kind:
             return pc.index_in(text, value_set=string_array(labels)).cast(pa.int64())
         if self is STRING_LIST:
             return pc.split_pattern(text, LIST_SEPARATOR)
+        if self is INT64_LIST:
+            return pc.split_pattern(text, STEP_SEPARATOR).cast(self.arrow_type)
         if self is BOOL:
             truth = pc.is_in(text, value_set=string_array(_TRUE))
             return pc.if_else(pc.is_valid(text), truth, pa.nulls(1, pa.bool_())[0])
@@ -68,6 +77,8 @@ class Kind:
         """Stored values as the release's CSV files write them (lists joined, booleans ``True``/``False``)."""
         if self is STRING_LIST:
             return pc.binary_join(values, LIST_SEPARATOR)
+        if self is INT64_LIST:
+            return pc.binary_join(values.cast(pa.list_(pa.string())), STEP_SEPARATOR)
         if self is BOOL:
             return pc.if_else(values, "True", "False")
         return values
@@ -79,6 +90,7 @@ FLOAT64 = Kind("float64", pa.float64(), "sc:Float", "float64", r"^-?([0-9]+(\.[0
 BOOL = Kind("bool", pa.bool_(), "sc:Boolean", "bool", r"^(True|False|0|1)$")
 LABEL = Kind("label", pa.int64(), "sc:Integer", "label")
 STRING_LIST = Kind("string_list", pa.list_(pa.string()), "sc:Text", "list<string>")
+INT64_LIST = Kind("int64_list", pa.list_(pa.int64()), "sc:Integer", "list<int64>", r"^-?[0-9]+(,-?[0-9]+)*$")
 
 #: Every kind by name.
-KINDS: dict[str, Kind] = {k.name: k for k in (STRING, INT64, FLOAT64, BOOL, LABEL, STRING_LIST)}
+KINDS: dict[str, Kind] = {k.name: k for k in (STRING, INT64, FLOAT64, BOOL, LABEL, STRING_LIST, INT64_LIST)}

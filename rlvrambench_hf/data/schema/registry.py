@@ -18,6 +18,8 @@ Relations are declared beside the keys: the foreign keys of each table, and the 
 table (labels, peaks and settings that the joined tables repeat), so that verification and diffs check every copy
 against its origin.
 
+The follow-up and admission panels' result records are declared in :mod:`.panel_entries` and appended here.
+
 Only :mod:`pyarrow` is imported here; :meth:`ConfigSpec.features` imports :mod:`datasets` when first asked.
 """
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ...errors import UnknownConfigError
+from .panel_entries import PANEL_SPECS
 from .pins import UNRESOLVED
 from .spec import JSON_MAPPING, ConfigSpec, Copy, ForeignKey, columns, same_names
 
@@ -176,7 +179,10 @@ _SPECS: tuple[ConfigSpec, ...] = (
             validation_error repair_reason allocation_manifest attempt_directory source_head last_completed_step""",
             state=(UNRESOLVED,),
         ),
-        references=(ForeignKey(("candidate_id",), "admission_candidates"),),
+        references=(
+            ForeignKey(("candidate_id",), "admission_candidates"),
+            ForeignKey(("slot_id",), "admission_slot_inventory"),
+        ),
         copies=(Copy("admission_candidates", same_names("case_id"), on=("candidate_id",)),),
     ),
     ConfigSpec(
@@ -273,6 +279,8 @@ _SPECS: tuple[ConfigSpec, ...] = (
         card=False,
         layout=JSON_MAPPING,
     ),
+    # the panels' result records (supporting tables too)
+    *PANEL_SPECS,
 )
 
 REGISTRY: dict[str, ConfigSpec] = {spec.name: spec for spec in _SPECS}

@@ -23,8 +23,13 @@ from .pins import OUTCOME_LABELS
 if TYPE_CHECKING:  # pragma: no cover
     import datasets
 
-#: File layouts the typed reader knows: a CSV file, or a JSON object mapping each key to one record.
-CSV, JSON_MAPPING = "csv", "json_mapping"
+#: File layouts the typed reader knows: a CSV file; a JSON object mapping each key to one record; a JSON list of
+#: records (the file itself, or the member :attr:`ConfigSpec.member` of the file's object); a JSON object that is
+#: one record (its members that other entries read as lists of records are not columns of it).
+CSV, JSON_MAPPING, JSON_RECORDS, JSON_OBJECT = "csv", "json_mapping", "json_records", "json_object"
+JSON_LAYOUTS = (JSON_MAPPING, JSON_RECORDS, JSON_OBJECT)
+#: How a column names a member of a nested JSON object: ``outer.inner`` (pyarrow's flattened field names).
+NESTED = "."
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,13 @@ class ConfigSpec:
     layout: str = CSV  # JSON_MAPPING: {key: record}, the key repeated as the record's first key column
     references: tuple[ForeignKey, ...] = ()
     copies: tuple[Copy, ...] = ()
+    member: str | None = None  # JSON_RECORDS: the member of the file's object holding the records (None: the file)
+
+    def __post_init__(self) -> None:
+        if self.layout not in (CSV, *JSON_LAYOUTS):
+            raise ValueError(f"config {self.name}: unknown layout {self.layout!r}")
+        if self.member is not None and self.layout != JSON_RECORDS:
+            raise ValueError(f"config {self.name}: only a list of records ({JSON_RECORDS}) sits in a member")
 
     @property
     def column_names(self) -> list[str]:

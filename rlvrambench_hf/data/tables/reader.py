@@ -1,21 +1,19 @@
-"""Typed tables: read a registry entry's CSV file into a pyarrow Table of exactly the registry's types.
+"""Typed tables: read a registry entry's file into a pyarrow Table of exactly the registry's types.
 
-Every cell is read as text by ``pyarrow.csv`` and converted in one place (:func:`cast_column`): a blank or the
-literal ``nan`` becomes null, and any other value must fit its declared type exactly or the read fails with a
-one-line :class:`~rlvrambench_hf.errors.SchemaError` naming the file, column, line and value. Label columns are
-stored as int64 class indices, as ``datasets`` stores a ``ClassLabel``; :func:`decode_labels` turns them back
-into names for the cores.
+Every cell of a CSV file is read as text by ``pyarrow.csv`` and converted in one place (:func:`.cells.cast_column`):
+a blank or the literal ``nan`` becomes null, and any other value must fit its declared type exactly or the read
+fails with a one-line :class:`~rlvrambench_hf.errors.SchemaError` naming the file, column, line and value. Label
+columns are stored as int64 class indices, as ``datasets`` stores a ``ClassLabel``; :func:`decode_labels` turns
+them back into names for the cores.
 
-A registry entry whose layout is :data:`~.registry.JSON_MAPPING` (a JSON object ``{key: record}``) is read by the
-same function: each value becomes the text the release's CSV files would hold (:func:`text_cell`) and then goes
-through the same conversion, so one set of rules types both layouts.
+A registry entry in one of the JSON layouts (a ``{key: record}`` mapping, a list of records, one record) is read by
+the same function (:mod:`.jsonfile`): each value becomes the text the release's CSV files would hold
+(:func:`.cells.text_cell`) and then goes through the same conversion, so one set of rules types every layout.
 """
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -24,22 +22,33 @@ import pyarrow.csv as pacsv
 
 from ...data.sources.resolve import SourceLike
 from ...errors import MissingFileError, SchemaError, first_line
-from ..schema.kinds import LIST_SEPARATOR
 from ..schema.registry import get_spec
-from ..schema.spec import JSON_MAPPING, Column, ConfigSpec
+from ..schema.spec import JSON_LAYOUTS, ConfigSpec
 from ..sources.base import Source
 from ..sources.resolve import open_source
 from .arrow import string_array
+from .cells import NULL_TOKENS, cast_column, check_header, text_cell, typed_records
+from .jsonfile import read_json_table
 
-NULL_TOKENS = ("", "nan")
+__all__ = [
+    "NULL_TOKENS",
+    "cast_column",
+    "check_header",
+    "config_file",
+    "decode_labels",
+    "load_table",
+    "read_typed_file",
+    "text_cell",
+    "typed_records",
+]
 
 
 def read_typed_file(path: str | os.PathLike, spec: ConfigSpec, *, name: str | None = None) -> pa.Table:
-    """Read ``path`` as the table ``spec`` describes (a CSV file, or a JSON mapping when the spec's layout says
-    so); ``name`` is how errors refer to the file."""
+    """Read ``path`` as the table ``spec`` describes (a CSV file, or JSON when the spec's layout says so); ``name``
+    is how errors refer to the file."""
     name = name or spec.path
-    if spec.layout == JSON_MAPPING:
-        return _read_json_mapping(path, spec, name)
+    if spec.layout in JSON_LAYOUTS:
+        return read_json_table(path, spec, name)
     convert = pacsv.ConvertOptions(
         column_types={c.name: pa.string() for c in spec.columns},
         strings_can_be_null=False,
@@ -55,91 +64,6 @@ def read_typed_file(path: str | os.PathLike, spec: ConfigSpec, *, name: str | No
     check_header(raw.column_names, spec, name)
     columns = [cast_column(raw.column(c.name), c, name) for c in spec.columns]
     return pa.Table.from_arrays(columns, schema=spec.arrow_schema)
-
-
-def text_cell(value: object) -> str:
-    """A JSON or YAML value as the release's CSV files write it: null blank, booleans ``True``/``False``, lists
-    ``;``-joined and mappings as ``;``-joined ``key=value`` pairs."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "True" if value else "False"
-    if isinstance(value, Mapping):
-        return LIST_SEPARATOR.join(f"{k}={text_cell(v)}" for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return LIST_SEPARATOR.join(text_cell(v) for v in value)
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
-
-
-def typed_records(records: Sequence[Mapping], columns: Sequence[Column], name: str) -> pa.Table:
-    """Records (JSON or YAML values; an absent key is null) as a table of ``columns``' types."""
-    arrays = [cast_column(string_array([text_cell(r.get(c.name)) for r in records]), c, name) for c in columns]
-    return pa.Table.from_arrays(arrays, schema=pa.schema([pa.field(c.name, c.arrow_type) for c in columns]))
-
-
-def _read_json_mapping(path: str | os.PathLike, spec: ConfigSpec, name: str) -> pa.Table:
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SchemaError(f"{name}: cannot be read as JSON: {first_line(exc)}", path=name, config=spec.name) from None
-    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-        raise SchemaError(
-            f"{name}: expected a JSON object mapping each {spec.keys[0]} to a record", path=name, config=spec.name
-        )
-    key = spec.keys[0]
-    for mapped, record in data.items():
-        check_header(list(record), spec, f"{name}: record {mapped!r}")
-        if record[key] != mapped:
-            raise SchemaError(f"{name}: record {mapped!r} has {key} {record[key]!r}", path=name, column=key)
-    return typed_records(list(data.values()), spec.columns, name)
-
-
-def check_header(found: list[str], spec: ConfigSpec, name: str) -> None:
-    expected = spec.column_names
-    if found == expected:
-        return
-    missing = [c for c in expected if c not in found]
-    extra = [c for c in found if c not in expected]
-    if missing or extra:
-        parts = []
-        if missing:
-            parts.append(f"missing column(s) {', '.join(missing)}")
-        if extra:
-            parts.append(f"unexpected column(s) {', '.join(extra)}")
-        raise SchemaError(
-            f"{name}: schema drift for config {spec.name}: {'; '.join(parts)}", path=name, config=spec.name
-        )
-    raise SchemaError(
-        f"{name}: columns of config {spec.name} are not in the registry's order", path=name, config=spec.name
-    )
-
-
-def cast_column(values: pa.ChunkedArray, column: Column, name: str) -> pa.ChunkedArray:
-    """Convert a text column to ``column``'s type; blanks and ``nan`` become null, anything unfit fails."""
-    values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-    is_null = pc.is_in(values, value_set=string_array(NULL_TOKENS))
-    text = pc.if_else(is_null, pa.nulls(1, pa.string())[0], values)
-    kind = column.type
-    unfit = kind.unfit(text, column.labels)
-    if unfit is not None:
-        what = f"not one of its labels ({', '.join(column.labels)})" if column.labels else f"not a valid {kind.name}"
-        _fail_where(unfit, text, column, name, what)
-    return pa.chunked_array([kind.parse(text, column.labels)])
-
-
-def _fail_where(bad: pa.Array, text: pa.Array, column: Column, name: str, what: str) -> None:
-    if pc.any(bad).as_py():  # nulls are skipped
-        bad = pc.fill_null(bad, False)
-        row = pc.index(bad, True).as_py()
-        count = pc.sum(bad).as_py()
-        more = f" ({count} such values)" if count > 1 else ""
-        raise SchemaError(
-            f"{name}: column {column.name!r}, data row {row + 1}: value {text[row].as_py()!r} is {what}{more}",
-            path=name,
-            column=column.name,
-        )
 
 
 def decode_labels(table: pa.Table, spec: ConfigSpec) -> pa.Table:
