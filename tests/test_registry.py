@@ -33,6 +33,7 @@ ROWS = {
     "outcomes": 212,
     "not_started_conditions": 6,
     "estimation_targets": 12,
+    "expanded_host_targets": 6,
     "model_metadata": 4,
 }
 # Label names the protocol defines although this release holds no such value.
@@ -54,6 +55,7 @@ def test_registry_names_every_card_config_with_its_split_path_and_default(snapsh
     assert supporting == [
         "configurations",
         "estimation_targets",
+        "expanded_host_targets",
         "model_metadata",
         "not_started_conditions",
         "outcomes",
