@@ -1,0 +1,130 @@
+"""The answers as a table, one row per plan, for sweeps (``--output F.csv`` or ``F.parquet``), and the verdict lines
+stdout leads with. Built column by column from the assessment's arrays; no per-plan Python on the way but the
+text of the best change.
+
+Columns: ``configuration_id``, ``origin``, ``verdict_state``, ``verdict_basis``, ``measured_state`` (the measured
+label or ``unresolved``; null without a matching record), ``measured_records``, ``floors_failed`` (names,
+``;``-separated), each method's ``*_state`` and ``*_peak_mib``, ``change`` (the smallest change that makes it fit:
+``setting from->to (measured ID | predicted)``), ``distance``, ``outside_cloud`` and ``flags`` (scope-flag codes,
+``;``-separated).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..data.tables.arrow import string_array
+from ..estimation.references import METHODS
+from .answer import BASES, STATES, Answers
+from .arrays import bools, floats, ints, strings, with_validity
+from .floors import FLOORS
+
+SUFFIXES = (".csv", ".parquet")
+
+
+def sweep_table(answers: Answers) -> pa.Table:
+    """One row per plan (see the module docstring)."""
+    a = answers.assessment
+    n = len(answers)
+    columns: dict[str, pa.Array] = {
+        "configuration_id": _ids(answers),
+        "origin": strings(list(answers.plans.origins)),
+        "verdict_state": _names(STATES, a.state),
+        "verdict_basis": _names(BASES, a.basis),
+        "measured_state": _names(STATES, np.where(a.matches.count > 0, a.state, -1)),
+        "measured_records": ints(a.matches.count),
+        "floors_failed": _joined([(a.floors.known[f] & ~a.floors.holds[f], f) for f in FLOORS], n),
+    }
+    for method in METHODS:
+        columns[f"{method}_state"] = _names(STATES, a.predictions.state[method])
+        peak = a.predictions.peak[method]
+        columns[f"{method}_peak_mib"] = floats(np.nan_to_num(peak), ~np.isnan(peak))
+    columns["change"] = _best_change(answers)
+    columns["distance"] = floats(np.nan_to_num(answers.distance), ~np.isnan(answers.distance))
+    columns["outside_cloud"] = bools(answers.distance > answers.context.cloud.limit, ~np.isnan(answers.distance))
+    columns["flags"] = _joined([(f.mask, f.code) for f in answers.flags], n, answers.plans.flags)
+    return pa.Table.from_arrays(list(columns.values()), names=list(columns))
+
+
+def write_sweep(answers: Answers, path: str | os.PathLike) -> None:
+    """Write :func:`sweep_table` to ``path`` (``.csv`` or ``.parquet``) atomically."""
+    from ..data.tables.output import atomic_output
+
+    table = sweep_table(answers)
+    with atomic_output(path, "wb") as handle:
+        if str(path).lower().endswith(".parquet"):
+            import pyarrow.parquet as pq
+
+            pq.write_table(table, handle)
+        else:
+            import pyarrow.csv as pacsv
+
+            pacsv.write_csv(table, handle)
+
+
+def verdict_lines(answers: Answers) -> list[str]:
+    """``ID: STATE (basis BASIS; cause)`` for every plan, the cause in a few words."""
+    a = answers.assessment
+    ids = _ids(answers).to_pylist()
+    states = [STATES[s] if s >= 0 else "unknown" for s in a.state.tolist()]
+    bases = [BASES[b] for b in a.basis.tolist()]
+    counts = a.matches.count.tolist()
+    failed = _joined([(a.floors.known[f] & ~a.floors.holds[f], f) for f in FLOORS], len(ids)).to_pylist()
+    lines = []
+    for i, (cid, state, basis) in enumerate(zip(ids, states, bases)):
+        if basis == "measured":
+            cause = f"{counts[i]} measured record(s)"
+        elif basis == "floor":
+            cause = f"floor {failed[i]} cannot hold"
+        else:
+            cause = "predictions of the reference methods" if state != "unknown" else "no prediction"
+        lines.append(f"{cid}: {state} (basis {basis}; {cause})")
+    return lines
+
+
+def _ids(answers: Answers) -> pa.Array:
+    table = answers.assessment.table
+    n = len(answers)
+    generated = string_array([f"planned-{i + 1}" for i in range(n)])
+    if "configuration_id" not in table.column_names:
+        return generated
+    given = table.column("configuration_id").combine_chunks()
+    usable = pc.fill_null(pc.greater(pc.utf8_length(given), ints(np.zeros(n)).cast(pa.int32())), bools(np.zeros(n)))
+    return pc.if_else(usable, given, generated)
+
+
+def _names(names: tuple[str, ...], codes: np.ndarray) -> pa.Array:
+    codes = np.asarray(codes, dtype=np.int64)
+    index = with_validity(pa.int64(), np.maximum(codes, 0), codes >= 0)
+    return string_array(names).take(index)
+
+
+def _joined(parts: list[tuple[np.ndarray, str]], n: int, extra: object = ()) -> pa.Array:
+    """Per row: the texts whose mask is true, ``;``-separated (null when none); rows are grouped by which masks
+    hold, so the texts are joined once per combination."""
+    combination = np.zeros(n, dtype=np.int64)
+    for bit, (mask, _) in enumerate(parts):
+        combination |= mask.astype(np.int64) << bit
+    distinct, inverse = np.unique(combination, return_inverse=True)
+    texts = [";".join(t for bit, (_, t) in enumerate(parts) if c >> bit & 1) or None for c in distinct.tolist()]
+    joined = strings(texts).take(ints(inverse.reshape(-1)))
+    if extra and any(extra):
+        mine = joined.to_pylist()
+        return strings([";".join([*(f or ()), *([m] if m else [])]) or None for f, m in zip(extra, mine)])
+    return joined
+
+
+def _best_change(answers: Answers) -> pa.Array:
+    n = len(answers)
+    if answers.changes is None:
+        return pa.nulls(n, pa.string())
+    first, _ = answers.changes.best()
+    rows = np.flatnonzero(first >= 0)
+    texts: list[str | None] = [None] * n
+    for row in rows.tolist():
+        texts[row] = answers.changes.text(int(first[row]))
+    return strings(texts)
