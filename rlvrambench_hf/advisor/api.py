@@ -11,12 +11,20 @@ from collections.abc import Mapping, Sequence
 
 from ..data.sources.resolve import SourceLike
 from ..errors import RLVRAMBenchError, first_line
-from .answer import Answers, answer_plans
+from ..estimation.features import FEATURE_SETTINGS
+from .answer import Answers, answer_plans, with_hardware
 from .context import Context, load_context
-from .hardware import BENCHMARK_HARDWARE, Hardware
+from .hardware import BENCHMARK_HARDWARE, HARDWARE_SETTINGS, Hardware
 from .plans import Plans
 
 PlannedLike = str | os.PathLike | Sequence[Mapping] | Mapping | Plans
+#: Settings a planned-configurations file must give (the device comes from the hardware when absent).
+PLANNED_SETTINGS: tuple[str, ...] = (
+    "model_id",
+    "workload_id",
+    "configuration_level",
+    *(s for s in FEATURE_SETTINGS if s not in HARDWARE_SETTINGS),
+)
 
 
 def advise(
@@ -32,6 +40,7 @@ def advise(
     """The answers to ``plans``. A model outside the release's metadata is read from its Hub repository
     (config.json and safetensors headers only); when it cannot be read (offline, no access), its plans still get
     their measured records and the floors that need no metadata, and say why their predictions are unavailable."""
+    with_hardware(plans.table, hardware, plans.written)  # refuse another device before any work
     context = context or load_context(source, revision)
     extra, unavailable = _hub_metadata(plans, context, model_revision)
     return answer_plans(
@@ -59,17 +68,16 @@ def advise_planned(
 
 def plans_of(planned: str | os.PathLike | Sequence[Mapping] | Mapping) -> Plans:
     """Plans from a planned-configurations file (YAML, JSON or CSV with the columns of ``targets.csv``) or from
-    mappings of settings."""
+    mappings of settings; a missing one of :data:`PLANNED_SETTINGS` or an unknown column is a one-line error."""
     from ..data.schema.registry import get_spec
     from ..data.tables.reader import typed_records
     from ..estimation.planned import read_planned
 
-    rows = read_planned(planned, ())
+    rows = read_planned(planned, PLANNED_SETTINGS, HARDWARE_SETTINGS)
     name = str(planned) if isinstance(planned, (str, os.PathLike)) else "planned configurations"
     columns = [c for c in get_spec("configurations").columns if any(c.name in r for r in rows)]
     table = typed_records(rows, columns, name)
-    written = {c.name: f"{c.name} of configuration {{row}}" for c in columns}
-    return Plans(table, [f"{name} configuration {i + 1}" for i in range(len(rows))], written)
+    return Plans(table, [f"{name} configuration {i + 1}" for i in range(len(rows))])
 
 
 def _hub_metadata(plans: Plans, context: Context, revision: str | None) -> tuple[dict[str, Mapping], dict[str, str]]:

@@ -34,7 +34,7 @@ def numbers(array: pa.Array | pa.ChunkedArray, dtype: type = np.float64) -> tupl
         return np.zeros(n, dtype=dtype), valid
     if pa.types.is_boolean(array.type):
         bits = np.unpackbits(np.frombuffer(array.buffers()[1], dtype=np.uint8), bitorder="little")
-        values = bits[array.offset : array.offset + n].astype(dtype)
+        values: np.ndarray = bits[array.offset : array.offset + n].astype(dtype)
     else:
         if pa.types.is_floating(array.type):
             native = np.dtype(np.float64 if array.type == pa.float64() else np.float32)

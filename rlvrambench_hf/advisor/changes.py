@@ -103,11 +103,11 @@ def _allowed(direction: str, current: np.ndarray, value: float) -> np.ndarray:
     if direction == "up":
         return value > current
     if direction == "on":
-        return (current == 0) & (value == 1)
-    return value != current
+        return (current == 0) & np.full(current.shape, value == 1)
+    return np.asarray(value != current, dtype=bool)
 
 
-def _changed(table: pa.Table, name: str, value: object) -> pa.Table:
+def _changed(table: pa.Table, name: str, value: float) -> pa.Table:
     arrow_type = table.schema.field(name).type
     out = table.set_column(table.schema.get_field_index(name), name, _repeat(arrow_type, value, table.num_rows))
     if name in LENGTHS and "max_model_len" in table.column_names:
@@ -122,7 +122,7 @@ def _changed(table: pa.Table, name: str, value: object) -> pa.Table:
     return out
 
 
-def _repeat(arrow_type: pa.DataType, value: object, n: int) -> pa.Array:
+def _repeat(arrow_type: pa.DataType, value: float, n: int) -> pa.Array:
     if arrow_type == pa.bool_():
         return with_validity(arrow_type, np.full(n, bool(value)), None)
     dtype = np.float64 if pa.types.is_floating(arrow_type) else np.int64

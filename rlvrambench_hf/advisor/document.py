@@ -57,7 +57,7 @@ def configuration(answers: Answers, i: int) -> dict:
     model = settings.get("model_id")
     measured = matched_records(answers.context.records, a.codes, i) if a.matches.count[i] else None
     floors = a.floors.entries(i)
-    metadata = answers.context.metadata.get(model) if a.settings.has_metadata[i] else None
+    metadata = dict(answers.context.metadata[model]) if model and a.settings.has_metadata[i] else None
     for entry in floors:
         entry["arithmetic"] = arithmetic(entry, settings, metadata)
     predictions = _predictions(answers, i)

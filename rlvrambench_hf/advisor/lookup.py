@@ -13,10 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from .measured import DEFINING_SETTINGS, Codes, MeasuredIndex
+from .measured import DEFINING_SETTINGS, NOT_GIVEN, Codes, MeasuredIndex
 
-#: Key of a record with a null in a setting its table records: it matches nothing.
-NO_KEY = -2
 NONE = -1
 
 
@@ -34,40 +32,28 @@ class Matches:
 
 @dataclass(frozen=True)
 class RecordIndex:
-    """The records of a :class:`MeasuredIndex` in one list, with their codes and per-table group summaries."""
+    """The records of a :class:`MeasuredIndex` in one list, with their codes (per table and as one matrix)."""
 
     index: MeasuredIndex
     records: tuple[dict, ...]
-    codes: np.ndarray  # records × settings (int64; -1 where unrecorded or null)
+    codes: np.ndarray  # records × settings (int64; negative where unrecorded or null)
     recorded: np.ndarray  # records × settings (bool)
     resolved: np.ndarray
-    groups: tuple[tuple, ...]  # per table: (settings, unique keys, count, worst, best, resolved, first within margin)
+    tables: tuple[tuple[tuple[str, ...], Codes, int], ...]  # per table: recorded settings, codes, first record
 
     @classmethod
     def of(cls, index: MeasuredIndex) -> RecordIndex:
-        radix = index.radix
-        records, codes, recorded, resolved, groups = [], [], [], [], []
-        offset = 0
+        records: list[dict] = []
+        codes, recorded, resolved, tables = [], [], [], []
         for table in index.tables:
             coded = index.codes(table.settings)
-            keys = coded.key(table.recorded, radix)
-            nulls = np.zeros(coded.rows, dtype=bool)
-            for name in table.recorded:
-                nulls |= coded.codes[name] < 0
-            keys[nulls] = NO_KEY
-            groups.append((table.recorded, *_summaries(keys, table.resolved, offset)))
+            tables.append((table.recorded, coded, len(records)))
             records += table.records
             codes.append(np.column_stack([coded.codes[n] for n in DEFINING_SETTINGS]))
             recorded.append(np.tile([n in table.recorded for n in DEFINING_SETTINGS], (coded.rows, 1)))
             resolved.append(table.resolved)
-            offset += coded.rows
         return cls(
-            index,
-            tuple(records),
-            np.vstack(codes),
-            np.vstack(recorded),
-            np.concatenate(resolved),
-            tuple(groups),
+            index, tuple(records), np.vstack(codes), np.vstack(recorded), np.concatenate(resolved), tuple(tables)
         )
 
 
@@ -75,6 +61,7 @@ def _summaries(keys: np.ndarray, resolved: np.ndarray, offset: int) -> tuple[np.
     """Per distinct key (sorted): records, worst and best resolved label, resolved count, first within margin."""
     usable = keys >= 0
     unique, inverse = np.unique(keys[usable], return_inverse=True)
+    inverse = inverse.reshape(-1)
     labels = resolved[usable]
     positions = np.flatnonzero(usable) + offset
     count = np.bincount(inverse, minlength=len(unique))
@@ -84,14 +71,15 @@ def _summaries(keys: np.ndarray, resolved: np.ndarray, offset: int) -> tuple[np.
     np.minimum.at(best, inverse, np.where(labels >= 0, labels, 3))
     done = np.bincount(inverse, weights=labels >= 0, minlength=len(unique)).astype(np.int64)
     first = np.full(len(unique), NONE)
-    for group, label, position in zip(inverse[::-1], labels[::-1], positions[::-1]):
-        if label == 0:
-            first[group] = position
+    within = labels == 0
+    for group, position in zip(inverse[within][::-1], positions[within][::-1]):
+        first[group] = position
     return unique, count, worst, best, done, first
 
 
 def exact_matches(records: RecordIndex, codes: Codes) -> Matches:
-    """The records equal to each plan in every defining setting their table records."""
+    """The records equal to each plan in every defining setting both the plan gives and the record's table
+    records (plans are grouped by the settings they leave out)."""
     n = codes.rows
     count = np.zeros(n, dtype=np.int64)
     worst = np.full(n, NONE)
@@ -99,18 +87,29 @@ def exact_matches(records: RecordIndex, codes: Codes) -> Matches:
     resolved = np.zeros(n, dtype=np.int64)
     within = np.full(n, NONE)
     radix = records.index.radix
-    for settings, unique, g_count, g_worst, g_best, g_done, g_first in records.groups:
-        if not len(unique):
-            continue
-        key = codes.key(settings, radix)
-        position = np.minimum(np.searchsorted(unique, key), len(unique) - 1)
-        hit = (key >= 0) & (unique[position] == key)
-        at = position[hit]
-        count[hit] += g_count[at]
-        worst[hit] = np.maximum(worst[hit], g_worst[at])
-        best[hit] = np.minimum(best[hit], g_best[at])
-        resolved[hit] += g_done[at]
-        within[hit] = np.where(within[hit] >= 0, within[hit], g_first[at])
+    pattern = np.zeros(n, dtype=np.int64)
+    for bit, name in enumerate(DEFINING_SETTINGS):
+        pattern |= (codes.codes[name] == NOT_GIVEN).astype(np.int64) << bit
+    for missing in np.unique(pattern).tolist():
+        rows = np.flatnonzero(pattern == missing)
+        left_out = {name for bit, name in enumerate(DEFINING_SETTINGS) if missing >> bit & 1}
+        for recorded, coded, offset in records.tables:
+            settings = [name for name in recorded if name not in left_out]
+            keys = coded.key(settings, radix)
+            unique, g_count, g_worst, g_best, g_done, g_first = _summaries(
+                keys, records.resolved[offset : offset + coded.rows], offset
+            )
+            if not len(unique):
+                continue
+            key = codes.key(settings, radix)[rows]
+            position = np.minimum(np.searchsorted(unique, key), len(unique) - 1)
+            hit = (key >= 0) & (unique[position] == key)
+            at, mine = position[hit], rows[hit]
+            count[mine] += g_count[at]
+            worst[mine] = np.maximum(worst[mine], g_worst[at])
+            best[mine] = np.minimum(best[mine], g_best[at])
+            resolved[mine] += g_done[at]
+            within[mine] = np.where(within[mine] >= 0, within[mine], g_first[at])
     return Matches(count, worst, best, resolved, within)
 
 
@@ -120,8 +119,11 @@ def plan_codes(codes: Codes, row: int) -> np.ndarray:
 
 def matched_records(records: RecordIndex, codes: Codes, row: int) -> list[dict]:
     """The records plan ``row`` matches (its answer's ``measured`` list)."""
-    differing = _differing(records, plan_codes(codes, row))
-    return [_with_match(records.records[i], records.recorded[i]) for i in np.flatnonzero(differing.sum(axis=1) == 0)]
+    plan = plan_codes(codes, row)
+    differing = _differing(records, plan)
+    return [
+        _with_match(records.records[i], records.recorded[i], plan) for i in np.flatnonzero(differing.sum(axis=1) == 0)
+    ]
 
 
 def near_matches(records: RecordIndex, codes: Codes, row: int, settings: pa.Table) -> list[dict]:
@@ -149,11 +151,20 @@ def near_matches(records: RecordIndex, codes: Codes, row: int, settings: pa.Tabl
 
 
 def _differing(records: RecordIndex, plan: np.ndarray) -> np.ndarray:
-    """records × settings: the recorded settings where a record differs from the plan (an unknown value differs)."""
-    return records.recorded & ((records.codes != plan[None, :]) | (plan[None, :] < 0) | (records.codes < 0))
+    """records × settings: the settings the record's table records and the plan gives where they differ (a value
+    never measured differs from every record)."""
+    compared = records.recorded & (plan[None, :] != NOT_GIVEN)
+    return compared & ((records.codes != plan[None, :]) | (plan[None, :] < 0) | (records.codes < 0))
 
 
-def _with_match(record: dict, recorded: np.ndarray) -> dict:
+def _with_match(record: dict, recorded: np.ndarray, plan: np.ndarray) -> dict:
     out = dict(record)
-    out["match"] = "exact" if recorded.all() else "recorded settings"
+    not_given = [
+        n
+        for n, code in zip(DEFINING_SETTINGS, plan)
+        if code == NOT_GIVEN and n not in record.get("unrecorded_settings", ())
+    ]
+    out["match"] = "exact" if recorded.all() and not not_given else "on the settings both give"
+    if not_given:
+        out["settings_not_given"] = not_given
     return out

@@ -28,7 +28,7 @@ from ..data.schema.pins import OUTCOME_LABELS
 from ..data.schema.registry import REGISTRY, get_spec
 from ..data.schema.spec import ConfigSpec, MeasuredRecords
 from ..errors import SchemaError
-from .arrays import codes_of, strings, take
+from .arrays import codes_of, strings, take, valid_mask
 
 #: The settings that define a configuration (columns of ``configurations``); see the module docstring.
 DEFINING_SETTINGS: tuple[str, ...] = (
@@ -52,8 +52,10 @@ DEFINING_SETTINGS: tuple[str, ...] = (
     "device_capacity_mib",
 )
 SETTINGS_TABLE = "configurations"
-#: Code of a value the release never measured (or a null): it matches nothing.
+#: Code of a value the release never measured: it matches nothing.
 UNKNOWN = -1
+#: Code of a setting a plan does not give (null): it is not compared.
+NOT_GIVEN = -2
 
 
 @dataclass(frozen=True)
@@ -71,13 +73,15 @@ class MeasuredTable:
 
 @dataclass(frozen=True)
 class Codes:
-    """Settings coded against the measured values: ``codes[setting]`` (int64, :data:`UNKNOWN` where unmeasured)."""
+    """Settings coded against the measured values: ``codes[setting]`` (int64; :data:`UNKNOWN` for a value never
+    measured, :data:`NOT_GIVEN` for a null)."""
 
     codes: Mapping[str, np.ndarray]
     rows: int
 
     def key(self, settings: Sequence[str], radix: Mapping[str, int], skip: str | None = None) -> np.ndarray:
-        """One int64 per row naming its values of ``settings`` (``skip`` left out); -1 where a value is unknown."""
+        """One int64 per row naming its values of ``settings`` (``skip`` left out); -1 where a value is unknown or
+        not given."""
         key = np.zeros(self.rows, dtype=np.int64)
         unknown = np.zeros(self.rows, dtype=bool)
         for name in settings:
@@ -107,7 +111,9 @@ class MeasuredIndex:
         for name, vocabulary in self.values.items():
             column = settings.column(name) if name in settings.column_names else pa.nulls(settings.num_rows)
             column = column.cast(vocabulary.type) if column.type != vocabulary.type else column
-            out[name] = codes_of(pc.index_in(column, value_set=vocabulary), UNKNOWN)
+            found = codes_of(pc.index_in(column, value_set=vocabulary), UNKNOWN)
+            found[~valid_mask(column)] = NOT_GIVEN
+            out[name] = found
         return Codes(out, settings.num_rows)
 
     def record_count(self) -> int:
@@ -169,7 +175,7 @@ def _measured_table(spec: ConfigSpec, marker: MeasuredRecords, tables: Mapping[s
     records, resolved = [], []
     for row, key in enumerate(keys):
         label = here.column(marker.label)[row].as_py()
-        records.append(_record(spec, marker, here, row, key, label, unrecorded, runs.get(key, [])))
+        records.append(_record(spec, marker, here, row, label, unrecorded, runs.get(key, [])))
         resolved.append(OUTCOME_LABELS.index(label) if label in OUTCOME_LABELS else -1)
     return MeasuredTable(spec.name, settings, tuple(recorded), tuple(records), np.array(resolved, dtype=np.int64))
 
@@ -214,7 +220,6 @@ def _record(
     marker: MeasuredRecords,
     here: pa.Table,
     row: int,
-    key: str,
     label: str,
     unrecorded: Sequence[str],
     runs: Sequence[dict],
@@ -230,7 +235,7 @@ def _record(
     peak = here.column(marker.peak)[row].as_py()
     record = {
         "table": spec.name,
-        "configuration_id": key,
+        "configuration_id": here.column(spec.keys[0])[row].as_py(),
         "observed_state": label,
         "eligible_seeds": seeds,
         "completed_peaks_mib": peaks if runs else ([peak] if peak is not None else []),

@@ -59,7 +59,8 @@ class SettingArrays:
             dtype=np.float64,
         )
         rows = known[np.where(model >= 0, model, len(models))]
-        return cls(values, valid, models, model, rows, ~np.isnan(rows).any(axis=1), table)
+        has_metadata = np.asarray(~np.isnan(rows).any(axis=1), dtype=bool)
+        return cls(values, valid, models, model, rows, has_metadata, table)
 
     def complete(self) -> np.ndarray:
         """Rows whose feature settings are all given (the margin limit is no feature)."""

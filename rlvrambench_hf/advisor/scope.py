@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..estimation.features import FAMILIES, coarse_family
+from .arrays import valid_mask
 from .measured import DEFINING_SETTINGS, Codes, MeasuredIndex
 from .predict import SettingArrays
 
@@ -50,7 +51,8 @@ def scope_flags(
             "family_not_measured",
             family,
             lambda i: (
-                f"model family not measured: {s.models[s.model[i]]} is outside the measured families ({', '.join(families)})"
+                f"model family not measured: {s.models[s.model[i]]} is outside the measured families "
+                f"({', '.join(families)})"
             ),
         )
     )
@@ -79,7 +81,12 @@ def scope_flags(
 
 
 def _outside(name: str, s: SettingArrays, codes: Codes, index: MeasuredIndex) -> np.ndarray:
-    given = s.valid[name] if name in s.valid else np.ones(codes.rows, dtype=bool)
+    if name in s.valid:
+        given = s.valid[name]
+    elif name in s.table.column_names:
+        given = valid_mask(s.table.column(name))
+    else:
+        return np.zeros(codes.rows, dtype=bool)
     if name in CATEGORICAL or name not in s.values:
         return given & (codes.codes[name] < 0)
     values = index.values[name]

@@ -12,6 +12,7 @@ label or ``unresolved``; null without a matching record), ``measured_records``, 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -103,7 +104,7 @@ def _names(names: tuple[str, ...], codes: np.ndarray) -> pa.Array:
     return string_array(names).take(index)
 
 
-def _joined(parts: list[tuple[np.ndarray, str]], n: int, extra: object = ()) -> pa.Array:
+def _joined(parts: list[tuple[np.ndarray, str]], n: int, extra: Sequence[Sequence[str]] = ()) -> pa.Array:
     """Per row: the texts whose mask is true, ``;``-separated (null when none); rows are grouped by which masks
     hold, so the texts are joined once per combination."""
     combination = np.zeros(n, dtype=np.int64)

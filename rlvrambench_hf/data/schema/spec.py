@@ -118,12 +118,13 @@ class MeasuredRuns:
 class MeasuredRecords:
     """Marks a table whose rows are measured records of configurations, and says where their parts are.
 
-    ``label`` is the repeated label column. The settings (named as the columns of ``configurations``) are the
-    columns of the same names, or of ``settings_from``'s row with the same key; ``renamed`` maps a setting to the
-    column here that holds it under another name, and ``through`` a setting to a column here whose values are a
-    ``configurations`` column's (``{"model_id": ("model_family", "model_family")}``: the model id of the
-    configurations with this model family). ``peak`` is the largest completed peak; ``seeds`` a column listing the eligible seeds; ``evidence`` are the columns of
-    partial evidence shown beside an unresolved label; ``runs`` are the processes behind each record."""
+    ``label`` is the repeated label column and ``peak`` the largest completed peak. The settings (named as the
+    columns of ``configurations``) are the columns of the same names, or of ``settings_from``'s row with the same
+    key; ``renamed`` maps a setting to the column here that holds it under another name, and ``through`` a setting
+    to a column here whose values are a ``configurations`` column's (``{"model_id": ("model_family",
+    "model_family")}``: the model id of the configurations with this model family). ``seeds`` is a column listing
+    the eligible seeds, ``evidence`` the columns of partial evidence shown beside an unresolved label, ``runs`` the
+    processes behind each record."""
 
     label: str
     peak: str
