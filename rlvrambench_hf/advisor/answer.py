@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -89,14 +90,13 @@ def assess(table: pa.Table, context: Context) -> Assessment:
     return Assessment(table, settings, codes, matches, found_floors, predictions, state, basis)
 
 
-@dataclass(frozen=True)
+@dataclass
 class Answers:
     """The answers to a set of plans."""
 
     plans: Plans
     context: Context
     assessment: Assessment
-    changes: ChangeSet | None
     distance: np.ndarray
     point: np.ndarray
     flags: list[Flag]
@@ -106,6 +106,12 @@ class Answers:
 
     def __len__(self) -> int:
         return len(self.plans)
+
+    @cached_property
+    def changes(self) -> ChangeSet | None:
+        """The changes that would make each plan not within margin fit (assessed on first use: a sweep table does
+        not need them)."""
+        return _changes(self.assessment, self.context)
 
     def configuration_id(self, i: int) -> str:
         table = self.assessment.table
@@ -134,7 +140,6 @@ def answer_plans(
         raise InputError(f"nearest must be 0 or more, got {nearest}")
     table = with_hardware(_settings_only(plans.table), hardware, plans.written)
     assessment = assess(table, context)
-    changes = _changes(assessment, context)
     p = assessment.predictions
     distance, point = context.cloud.nearest(p.features)
     distance[~p.available] = np.nan
@@ -160,7 +165,7 @@ def answer_plans(
     flags = scope_flags(
         assessment.settings, assessment.codes, context.records.index, context.pool_models, context.sizes, extra
     )
-    return Answers(plans, context, assessment, changes, distance, point, flags, hardware, nearest, missing)
+    return Answers(plans, context, assessment, distance, point, flags, hardware, nearest, missing)
 
 
 def _settings_only(table: pa.Table) -> pa.Table:

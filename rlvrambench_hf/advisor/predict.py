@@ -188,9 +188,18 @@ def donors(
         distinct = pc.unique(column).drop_null()
         strings[name] = (distinct.to_pylist(), codes_of(pc.index_in(column, value_set=distinct)))
     gpus = np.where(s.valid["gpu_count"], s["gpu_count"], -1).astype(np.int64)
-    combos = np.column_stack([strings["workload_id"][1], strings["configuration_level"][1], gpus, s.model])
-    usable = ok & (combos >= 0).all(axis=1)
-    unique, inverse = np.unique(combos[usable], axis=0, return_inverse=True)
+    parts = [strings["workload_id"][1], strings["configuration_level"][1], gpus, s.model]
+    usable = ok & np.logical_and.reduce([p >= 0 for p in parts])
+    radix = [max(int(p.max(initial=0)) + 1, 1) for p in parts]
+    combined = np.zeros(n, dtype=np.int64)
+    for p, r in zip(parts, radix):
+        combined = combined * r + np.maximum(p, 0)
+    unique_keys, inverse = np.unique(combined[usable], return_inverse=True)
+    unique = np.empty((len(unique_keys), 4), dtype=np.int64)
+    rest = unique_keys.copy()
+    for k in range(3, -1, -1):
+        unique[:, k] = rest % radix[k]
+        rest //= radix[k]
     position = {r["configuration_id"]: i for i, r in enumerate(fitted.training.rows)}
     chosen, matches = np.full(len(unique) + 1, NONE), np.zeros(len(unique) + 1, dtype=bool)
     for k, (w, lv, g, m) in enumerate(unique):

@@ -1,12 +1,11 @@
 """The answers as a table, one row per plan, for sweeps (``--output F.csv`` or ``F.parquet``), and the verdict lines
-stdout leads with. Built column by column from the assessment's arrays; no per-plan Python on the way but the
-text of the best change.
+stdout leads with. Built column by column from the assessment's arrays; no per-plan Python on the way.
 
 Columns: ``configuration_id``, ``origin``, ``verdict_state``, ``verdict_basis``, ``measured_state`` (the measured
 label or ``unresolved``; null without a matching record), ``measured_records``, ``floors_failed`` (names,
-``;``-separated), each method's ``*_state`` and ``*_peak_mib``, ``change`` (the smallest change that makes it fit:
-``setting from->to (measured ID | predicted)``), ``distance``, ``outside_cloud`` and ``flags`` (scope-flag codes,
-``;``-separated).
+``;``-separated), each method's ``*_state`` and ``*_peak_mib``, ``distance`` (to the nearest measured
+configuration, standardised), ``outside_cloud`` and ``flags`` (scope-flag codes, ``;``-separated). The changes that
+would make a plan fit are in the JSON answer.
 """
 
 from __future__ import annotations
@@ -44,7 +43,6 @@ def sweep_table(answers: Answers) -> pa.Table:
         columns[f"{method}_state"] = _names(STATES, a.predictions.state[method])
         peak = a.predictions.peak[method]
         columns[f"{method}_peak_mib"] = floats(np.nan_to_num(peak), ~np.isnan(peak))
-    columns["change"] = _best_change(answers)
     columns["distance"] = floats(np.nan_to_num(answers.distance), ~np.isnan(answers.distance))
     columns["outside_cloud"] = bools(answers.distance > answers.context.cloud.limit, ~np.isnan(answers.distance))
     columns["flags"] = _joined([(f.mask, f.code) for f in answers.flags], n, answers.plans.flags)
@@ -117,15 +115,3 @@ def _joined(parts: list[tuple[np.ndarray, str]], n: int, extra: Sequence[Sequenc
         mine = joined.to_pylist()
         return strings([";".join([*(f or ()), *([m] if m else [])]) or None for f, m in zip(extra, mine)])
     return joined
-
-
-def _best_change(answers: Answers) -> pa.Array:
-    n = len(answers)
-    if answers.changes is None:
-        return pa.nulls(n, pa.string())
-    first, _ = answers.changes.best()
-    rows = np.flatnonzero(first >= 0)
-    texts: list[str | None] = [None] * n
-    for row in rows.tolist():
-        texts[row] = answers.changes.text(int(first[row]))
-    return strings(texts)

@@ -34,14 +34,19 @@ class Cloud:
         return (features - self.mean) / self.scale
 
     def nearest(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(distance to the nearest point, that point) of every row, in chunks."""
-        distance = np.empty(len(features))
-        point = np.empty(len(features), dtype=np.int64)
-        for start in range(0, len(features), CHUNK):
-            d = self._distances(features[start : start + CHUNK])
+        """(distance to the nearest point, that point) of every row; each distinct row is measured once, in chunks."""
+        rows = np.ascontiguousarray(features, dtype=np.float64)
+        keys = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        distinct = rows[first]
+        distance = np.empty(len(distinct))
+        point = np.empty(len(distinct), dtype=np.int64)
+        for start in range(0, len(distinct), CHUNK):
+            d = self._distances(distinct[start : start + CHUNK])
             point[start : start + CHUNK] = np.argmin(d, axis=1)
             distance[start : start + CHUNK] = d[np.arange(len(d)), point[start : start + CHUNK]]
-        return distance, point
+        inverse = inverse.reshape(-1)
+        return distance[inverse], point[inverse]
 
     def nearest_records(self, features: np.ndarray, k: int) -> list[tuple[int, float]]:
         """The ``k`` nearest records of one plan (record index, distance), nearest first."""
@@ -54,8 +59,11 @@ class Cloud:
         return out[:k]
 
     def _distances(self, features: np.ndarray) -> np.ndarray:
-        diff = self.scaled(features)[:, None, :] - self.points[None, :, :]
-        return np.sqrt(np.einsum("ijk,ijk->ij", diff, diff))
+        x = self.scaled(features)
+        squared = (
+            (x * x).sum(axis=1)[:, None] - 2 * x @ self.points.T + (self.points * self.points).sum(axis=1)[None, :]
+        )
+        return np.sqrt(np.maximum(squared, 0.0))
 
     def summary(self) -> dict:
         return {
