@@ -59,11 +59,8 @@ class Cloud:
         return out[:k]
 
     def _distances(self, features: np.ndarray) -> np.ndarray:
-        x = self.scaled(features)
-        squared = (
-            (x * x).sum(axis=1)[:, None] - 2 * x @ self.points.T + (self.points * self.points).sum(axis=1)[None, :]
-        )
-        return np.sqrt(np.maximum(squared, 0.0))
+        diff = self.scaled(features)[:, None, :] - self.points[None, :, :]
+        return np.sqrt(np.einsum("ijk,ijk->ij", diff, diff))
 
     def summary(self) -> dict:
         return {
