@@ -23,8 +23,8 @@ from rlvrambench_hf.advisor.changes import MOVES
 from rlvrambench_hf.advisor.context import load_context
 from rlvrambench_hf.advisor.document import configuration, document
 from rlvrambench_hf.advisor.floors import FLOORS, floors
-from rlvrambench_hf.advisor.measured import DEFINING_SETTINGS
 from rlvrambench_hf.advisor.predict import SettingArrays, feature_columns, predict
+from rlvrambench_hf.advisor.records import DEFINING_SETTINGS
 from rlvrambench_hf.advisor.sweep import sweep_table, verdict_lines, write_sweep
 from rlvrambench_hf.data.tables.reader import load_table
 from rlvrambench_hf.estimation.features import feature_matrix

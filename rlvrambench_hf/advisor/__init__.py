@@ -1,6 +1,6 @@
 """Will my run fit? Plans read from a user's own config (:mod:`.plans`), answered measurement first.
 
-The answer to a plan: the release's measured records of its settings (:mod:`.measured`, :mod:`.lookup`), its
+The answer to a plan: the release's measured records of its settings (:mod:`.records`, :mod:`.lookup`), its
 physical floors (:mod:`.floors`), the three reference methods' predictions with their track record
 (:mod:`.predict`, :mod:`.fitted`), the single-setting changes that would make it fit (:mod:`.changes`) and its
 distance to the measured cloud (:mod:`.trust`); :mod:`.answer` decides the verdict (measured > floor > predicted),

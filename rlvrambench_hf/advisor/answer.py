@@ -26,9 +26,9 @@ from .context import Context
 from .floors import Floors, floors
 from .hardware import BENCHMARK_HARDWARE, HARDWARE_SETTINGS, Hardware
 from .lookup import Matches, exact_matches
-from .measured import Codes
 from .plans import Plans
 from .predict import FAILURE, WITHIN, Predictions, SettingArrays, predict
+from .records import Codes
 from .scope import Flag, scope_flags
 
 #: Verdict states: the three labels, then unresolved (a measurement without a repeated label); -1: nothing known.

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from .arrays import numbers, take, with_validity
-from .measured import MeasuredIndex
+from .records import MeasuredIndex
 
 #: setting -> (tier, direction): "down", "up", "other" (any other measured value) or "on" (False -> True).
 MOVES: dict[str, tuple[int, str]] = {

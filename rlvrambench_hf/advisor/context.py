@@ -13,8 +13,8 @@ from ..data.sources.resolve import SourceLike
 from ..estimation.api import EstimationInputs, load_inputs
 from ..estimation.references import FittedReferences
 from .lookup import RecordIndex
-from .measured import build_index, tables_needed
 from .predict import SettingArrays, feature_columns
+from .records import build_index, tables_needed
 from .trust import Cloud, cloud_of
 
 

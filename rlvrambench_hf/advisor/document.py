@@ -19,7 +19,7 @@ from ..estimation.references import METHODS
 from .answer import BASES, STATES, UNRESOLVED_STATE, Answers
 from .floors import arithmetic
 from .lookup import matched_records, near_matches
-from .measured import DEFINING_SETTINGS
+from .records import DEFINING_SETTINGS
 
 STATEMENT = (
     "Measurement first: where the release measured a plan's settings, its verdict is that measurement (basis "

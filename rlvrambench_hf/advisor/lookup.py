@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from .measured import DEFINING_SETTINGS, NOT_GIVEN, Codes, MeasuredIndex
+from .records import DEFINING_SETTINGS, NOT_GIVEN, Codes, MeasuredIndex
 
 NONE = -1
 

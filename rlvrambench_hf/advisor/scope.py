@@ -15,8 +15,8 @@ import numpy as np
 
 from ..estimation.features import FAMILIES, coarse_family
 from .arrays import valid_mask
-from .measured import DEFINING_SETTINGS, Codes, MeasuredIndex
 from .predict import SettingArrays
+from .records import DEFINING_SETTINGS, Codes, MeasuredIndex
 
 #: Settings compared by value (a value never measured is flagged); the others by range.
 CATEGORICAL = ("model_id", "workload_id", "parameter_offload", "optimizer_offload", "free_cache_engine")
