@@ -75,11 +75,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "startup check, the donor with its measured outcome and the nearest measured configurations, with scope "
         "flags where the plan leaves what was measured. Predictions of the reference methods, not measurements.",
     )
-    p.add_argument(
+    given = p.add_mutually_exclusive_group(required=True)
+    given.add_argument(
         "--planned",
-        required=True,
         metavar="F.yaml|F.json|F.csv",
         help="a mapping of settings (or a list of them) or a CSV with the columns of targets.csv",
+    )
+    given.add_argument(
+        "--verl",
+        metavar="FILE",
+        help="your VERL run: a config YAML (Hydra-composed, dumped or ppo_trainer.yaml-shaped) or a launch script of "
+        "key=value overrides (read as text, never run); absent settings take your installed VERL's defaults",
+    )
+    given.add_argument(
+        "--trl", metavar="FILE", help="your TRL GRPOConfig as YAML or JSON (as trl grpo --config takes it)"
+    )
+    p.add_argument(
+        "--workload",
+        metavar="NAME",
+        help="the measured workload your run resembles (gsm8k, math, code_standard, longer_prompt_code); VERL and "
+        "TRL configs do not say it",
     )
     p.add_argument(
         "--device-capacity-mib",
@@ -207,9 +222,13 @@ def run_advise(args: argparse.Namespace) -> int:
         from ..errors import InputError
 
         raise InputError("--margin-limit-mib needs --device-capacity-mib")
+    from ..advisor import read_plans
+
+    kind, given = next((k, v) for k, v in (("planned", args.planned), ("verl", args.verl), ("trl", args.trl)) if v)
+    source = checked_source(args, [args.output], {f"--{kind}": given})
     advice = advise_planned(
-        args.planned,
-        checked_source(args, [args.output], {"--planned": args.planned}),
+        read_plans(given, kind=kind, workload=args.workload, source=source),  # type: ignore[arg-type]
+        source,
         hardware=hardware,
         model_revision=args.model_revision,
         nearest=args.nearest,

@@ -6,7 +6,6 @@ and the release's protocol with its amendment applied; the cores in :mod:`.folds
 
 from __future__ import annotations
 
-import os
 import platform
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -217,7 +216,7 @@ def score_fold_predictions(
 
 
 def advise_planned(
-    planned: str | os.PathLike | Sequence[Mapping],
+    planned: object,
     source: SourceLike = None,
     revision: str | None = None,
     *,
@@ -225,18 +224,30 @@ def advise_planned(
     model_revision: str | None = None,
     nearest: int = 3,
 ) -> dict:
-    """Advice for planned configurations (a YAML / JSON / CSV file or a list of mappings); a model outside the
-    release's metadata is read from its Hub repository (config.json and safetensors headers only)."""
+    """Advice for planned configurations: :class:`~rlvrambench_hf.advisor.Plans`, or anything
+    :func:`~rlvrambench_hf.advisor.read_plans` reads (a YAML / JSON / CSV file, a list of mappings, a VERL launch
+    script or config mapping, a GRPOConfig-like object); a model outside the release's metadata is read from its Hub
+    repository (config.json and safetensors headers only). The scope flags the config raises come first."""
+    from ..advisor import Plans, read_plans
     from .hubmeta import fetch_model_metadata
-    from .planned import read_planned
 
-    plans = read_planned(planned, PLANNED_SETTINGS, HARDWARE_SETTINGS)
+    plans = planned if isinstance(planned, Plans) else read_plans(planned, source=source, revision=revision)
+    rows = [plans.settings(i) for i in range(len(plans))]
+    named = ("workload_id", "configuration_level")  # may be unknown: flagged, and no donor
+    missing = [s for s in PLANNED_SETTINGS if s not in named and any(s not in r for r in rows)]
+    if missing:
+        raise InputError(f"{plans.origins[0]}: missing setting(s) {', '.join(missing)}")
     fitted, inputs = run_final_fit(source, revision)
     metadata = dict(inputs.metadata)
-    for model in dict.fromkeys(p["model_id"] for p in plans):
+    for model in dict.fromkeys(str(r["model_id"]) for r in rows):
         if model not in metadata:
             metadata[model] = fetch_model_metadata(model, model_revision)
-    return advise(plans, fitted, metadata, hardware=hardware, nearest=nearest)
+    keys = (*PLANNED_SETTINGS, *HARDWARE_SETTINGS, "configuration_id")
+    settings = [{k: r.get(k) for k in keys} for r in rows]
+    advice = advise(settings, fitted, metadata, hardware=hardware, nearest=nearest)
+    for i, entry in enumerate(advice["configurations"]):
+        entry["scope_flags"] = [*plans.row_flags(i), *entry["scope_flags"]]
+    return advice
 
 
 def _check_sealed(src: Source, relpath: str, digest: object, sealed_in: str) -> None:
