@@ -3,7 +3,9 @@ per plan; ``targets.csv`` itself is one), a YAML or JSON mapping of settings, a 
 ``{"configurations": [...]}``, or the same as Python mappings.
 
 A CSV is read by ``pyarrow.csv`` as text and typed column by column (:func:`~.checks.typed_from_text`): 100,000
-plans keep no Python object per plan. An unknown column is refused; a blank cell is a setting not given.
+plans keep no Python object per plan. YAML and JSON values are typed by the same rules from their text, so that
+``"2"`` is the count 2 as in a CSV while ``"two"``, ``2.5``, ``.nan`` or ``2**70`` are refused. An unknown column is
+refused; a blank cell or a null is a setting not given.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import pyarrow as pa
 
 from ..data.schema.spec import ConfigSpec
 from ..errors import InputError, first_line
-from .checks import Where, typed_from_text, typed_from_values
+from .checks import Where, typed_from_text
 from .plans import RowLabels
 from .userfile import MAX_CSV_BYTES, check_text, checked_file, parse_structured, read_text
 
@@ -49,8 +51,12 @@ def _from_records(records: object, name: str, spec: ConfigSpec) -> tuple[pa.Tabl
     _refuse_unknown({str(k) for r in records for k in r}, name, spec)
     origins = [name] if len(records) == 1 else [f"{name} plan {i + 1}" for i in range(len(records))]
     where = Where(origins.__getitem__, {})
-    cleaned = [{str(k): (None if v == "" else v) for k, v in r.items()} for r in records]
-    return typed_from_values(cleaned, spec.columns, where), origins, {}
+    from ..data.tables.arrow import string_array
+    from ..data.tables.reader import text_cell
+
+    present = [c for c in spec.column_names if any(c in r for r in records)]
+    raw = pa.table({c: string_array([text_cell(r.get(c)) for r in records]) for c in present})
+    return typed_from_text(raw, spec.columns, where), origins, {}
 
 
 def _refuse_unknown(names: set[str], name: str, spec: ConfigSpec) -> None:
