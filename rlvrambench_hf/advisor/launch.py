@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from ..errors import InputError
 
 _OPEN, _CLOSE = "\ue000", "\ue001"
-_MARKER = re.compile(f"{_OPEN}([^{_CLOSE}]*){_CLOSE}")
+_MARKER = re.compile(f"{_OPEN}([0-9a-f]*){_CLOSE}")
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _ASSIGNMENT = re.compile(rf"^({_NAME})=(.*)$", re.S)
 _OVERRIDE = re.compile(r"^(\+{0,2}|~)([A-Za-z_][\w.@/-]*)(=(.*))?$", re.S)
@@ -44,7 +44,7 @@ class Launch:
 def unresolved(text: str) -> str | None:
     """The first run-time value ``text`` depends on (``$MODEL``, ``$(...)``), or None."""
     found = _MARKER.search(text)
-    return found.group(1) if found else None
+    return bytes.fromhex(found.group(1)).decode() if found else None
 
 
 def read_launches(text: str, name: str, environ: Mapping[str, str] | None = None) -> list[Launch]:
@@ -210,7 +210,8 @@ def _variable(text: str, i: int, variables: Mapping[str, str]) -> tuple[str, int
 
 
 def _marker(what: str) -> str:
-    return f"{_OPEN}{what}{_CLOSE}"
+    """``what`` hidden in one word that no shell splitting or quoting changes."""
+    return f"{_OPEN}{what.encode().hex()}{_CLOSE}"
 
 
 def _escaped(value: str, quote: str | None) -> str:
