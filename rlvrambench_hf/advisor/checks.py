@@ -62,7 +62,6 @@ RANGES: dict[str, str] = {
 }
 _INTEGER = r"^[+-]?[0-9]+$"
 _NUMBER = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"
-_NON_FINITE = r"(?i)^[+-]?(nan|inf|infinity)$"
 _TRUE, _FALSE = ("true", "1"), ("false", "0")
 #: Longest value an error message quotes.
 QUOTED = 60
@@ -94,19 +93,25 @@ def typed_from_text(raw: pa.Table, columns: Sequence[Column], where: Where) -> p
 
 
 def _typed_text(text: pa.Array, column: Column, where: Where) -> pa.Array:
+    """One column typed: cast at once, and only when the cast refuses a cell, find the first unfit one."""
     kind = column.type
     text = pc.utf8_trim_whitespace(text)
     if kind is INT64:
-        _refuse(pc.invert(pc.match_substring_regex(text, _INTEGER)), text, column.name, where, "not an integer")
-        digits = pc.utf8_ltrim(pc.utf8_ltrim(text, "+-"), "0")
-        length = pc.utf8_length(digits)
-        beyond = pc.or_(pc.greater(length, 19), pc.and_(pc.equal(length, 19), pc.greater(digits, str(INT64_MAX))))
-        _refuse(beyond, text, column.name, where, "an integer beyond int64")
-        return pc.cast(text, pa.int64())
+        try:
+            return pc.cast(text, pa.int64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            _refuse(pc.invert(pc.match_substring_regex(text, _INTEGER)), text, column.name, where, "not an integer")
+            digits = pc.utf8_ltrim(pc.utf8_ltrim(text, "+-"), "0")
+            length = pc.utf8_length(digits)
+            beyond = pc.or_(pc.greater(length, 19), pc.and_(pc.equal(length, 19), pc.greater(digits, str(INT64_MAX))))
+            _refuse(beyond, text, column.name, where, "an integer beyond int64")
+            raise InputError(f"{where(column.name, 0)}: a value cannot be read as an integer") from None
     if kind is FLOAT64:
-        _refuse(pc.match_substring_regex(text, _NON_FINITE), text, column.name, where, "not a finite number")
-        _refuse(pc.invert(pc.match_substring_regex(text, _NUMBER)), text, column.name, where, "not a number")
-        values = pc.cast(text, pa.float64())
+        try:
+            values = pc.cast(text, pa.float64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            _refuse(pc.invert(pc.match_substring_regex(text, _NUMBER)), text, column.name, where, "not a number")
+            raise InputError(f"{where(column.name, 0)}: a value cannot be read as a number") from None
         _refuse(pc.invert(pc.is_finite(values)), text, column.name, where, "not a finite number")
         return values
     if kind is BOOL:

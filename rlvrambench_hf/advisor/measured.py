@@ -6,8 +6,7 @@ A *configuration level* (``c0``, ``c1``, ... in ``configuration_level``; the nam
 on several models and GPU counts, so neither is part of it. A plan that gives no level gets the level whose
 settings it equals, if there is one; otherwise none, and a scope flag says that no donor can be chosen.
 
-Everything is derived from the ``configurations`` table, and applied to all plans at once (a string key per plan
-looked up among the levels' keys).
+Everything is derived from the ``configurations`` table, and applied to all plans at once (one join).
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -27,13 +27,15 @@ LEVEL_PATTERN = r"^c[0-9]+$"
 LEVEL_SETTINGS: tuple[str, ...] = tuple(
     s for s in FEATURE_SETTINGS if s not in ("gpu_count", "device_capacity_mib", "margin_limit_mib")
 )
-_SEPARATOR = "\x1f"
+_KEYS = ("workload_id", *LEVEL_SETTINGS)
+_ROW = "__plan_row"
 
 
 @dataclass(frozen=True)
 class Measured:
     """The release's workloads (by id, and their legacy ids), models and levels (one row per workload and level:
-    the level's name and the values of :data:`LEVEL_SETTINGS`)."""
+    the workload, the values of :data:`LEVEL_SETTINGS` and the level's name; settings that two levels share name
+    neither)."""
 
     workloads: tuple[str, ...]
     legacy: dict[str, str]
@@ -47,15 +49,14 @@ class Measured:
         workloads = tuple(sorted({r["workload_id"] for r in rows}))
         legacy = {r["legacy_dataset_id"]: r["workload_id"] for r in rows if r["legacy_dataset_id"] not in workloads}
         is_level = pc.match_substring_regex(table.column("configuration_level"), LEVEL_PATTERN)
-        chosen = table.filter(pc.fill_null(is_level, False))
-        keys = level_keys(chosen)
-        names = chosen.column("configuration_level").combine_chunks()
-        pairs = sorted({(k, n) for k, n in zip(keys.to_pylist(), names.to_pylist())})
-        unambiguous = {}
-        for key, name in pairs:  # a key two levels share names neither
-            unambiguous[key] = None if key in unambiguous else name
-        kept = [(k, n) for k, n in unambiguous.items() if n is not None]
-        levels = pa.table({"key": [k for k, _ in kept], "configuration_level": [n for _, n in kept]})
+        chosen = table.filter(pc.fill_null(is_level, False)).select([*_KEYS, "configuration_level"])
+        grouped = chosen.group_by(list(_KEYS)).aggregate(
+            [("configuration_level", "count_distinct"), ("configuration_level", "min")]
+        )
+        unambiguous = grouped.filter(pc.equal(grouped.column("configuration_level_count_distinct"), 1))
+        levels = unambiguous.select(list(_KEYS)).append_column(
+            "configuration_level", unambiguous.column("configuration_level_min")
+        )
         return cls(workloads, legacy, tuple(sorted({r["model_id"] for r in rows})), levels)
 
     def workload_id(self, name: str) -> str:
@@ -63,11 +64,16 @@ class Measured:
         return self.legacy.get(name, name)
 
     def infer_levels(self, table: pa.Table) -> pa.Array:
-        """Each plan's level: the one it gives, else the measured level whose settings it equals, else null."""
-        found = pc.index_in(level_keys(table), value_set=self.levels.column("key"))
-        inferred = pc.take(self.levels.column("configuration_level"), found)
+        """Each plan's level: the one it gives, else the measured level whose settings it equals, else null (one
+        hash join of the plans with the levels on :data:`LEVEL_SETTINGS` and the workload)."""
         given = table.column("configuration_level").combine_chunks()
-        return pc.if_else(pc.is_valid(given), given, inferred.combine_chunks())
+        if given.null_count == 0:
+            return given
+        order = pa.array(np.arange(table.num_rows, dtype=np.int64))
+        plans = table.select(list(_KEYS)).append_column(_ROW, order)
+        joined = plans.join(self.levels, keys=list(_KEYS), join_type="left outer").sort_by(_ROW)
+        inferred = joined.column("configuration_level").combine_chunks()
+        return pc.if_else(pc.is_valid(given), given, inferred)
 
     def model_id(self, path: str) -> str:
         """A model path as a Hub id: a local folder named as a measured model (``~/models/Qwen2.5-3B-Instruct``)
@@ -103,13 +109,6 @@ class Measured:
             pa.scalar(None, pa.string()),
         )
         return row_flags([no_workload, unknown, no_level])
-
-
-def level_keys(table: pa.Table) -> pa.Array:
-    """One text key per row: the workload and the values of :data:`LEVEL_SETTINGS` (null if any is null)."""
-    parts = [pc.cast(table.column(name), pa.string()) for name in ("workload_id", *LEVEL_SETTINGS)]
-    joined = pc.binary_join_element_wise(*parts, _SEPARATOR)
-    return joined.combine_chunks() if isinstance(joined, pa.ChunkedArray) else joined
 
 
 def row_flags(columns: Sequence[pa.Array], fixed: Sequence[str] = ()) -> list[tuple[str, ...]]:
