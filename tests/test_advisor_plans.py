@@ -295,8 +295,8 @@ def test_a_trl_config_maps_where_the_meaning_holds_with_a_flag_on_the_stack(snap
         TRL_STACK_FLAG,
         "TRL settings with no counterpart in the measurements, not taken into account: gradient_checkpointing",
     ]
-    assert plans.written["train_batch_size"] == " × ".join(next(m for m in TRL_MAPPING if m.setting ==
-                                                                  "train_batch_size").keys)  # fmt: skip
+    batch = next(m for m in TRL_MAPPING if m.setting == "train_batch_size")
+    assert plans.written["train_batch_size"] == batch.written == ", ".join(batch.keys)
     # JSON, as trl grpo --config also takes it, gives the same plans
     as_json = tmp_path / "grpo.json"
     as_json.write_text(json.dumps(TRL_YAML))
@@ -325,3 +325,15 @@ def test_row_labels_are_made_when_asked() -> None:
     assert labels[1:3] == ["plans.csv row 2", "plans.csv row 3"]
     with pytest.raises(IndexError):
         labels[100_000]
+
+
+def test_docs_print_the_one_mapping_table() -> None:
+    """docs/advisor.md shows every row of the module's tables, as the module has it."""
+    from rlvrambench_hf.advisor import TRL_SCOPE, VERL_SCOPE
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "advisor.md").read_text(encoding="utf-8")
+    for mapped in (*VERL_MAPPING, *TRL_MAPPING):
+        keys = (" × " if mapped.conversion.startswith("product") else ", ").join(f"`{k}`" for k in mapped.keys)
+        assert f"| {keys} | `{mapped.setting}` | {mapped.conversion} |" in text, mapped
+    for scope in (*VERL_SCOPE, *TRL_SCOPE):
+        assert f"| `{scope.key}` | {', '.join(map(str, scope.measured))} |" in text, scope

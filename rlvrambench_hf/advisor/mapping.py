@@ -30,7 +30,8 @@ class Mapped:
 
     @property
     def written(self) -> str:
-        return " × ".join(self.keys)
+        """How errors name the setting: its keys, multiplied where the conversion is their product."""
+        return (" × " if self.conversion.startswith("product") else ", ").join(self.keys)
 
 
 @dataclass(frozen=True)
