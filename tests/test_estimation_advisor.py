@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from rlvrambench_hf import advisor, estimation
-from rlvrambench_hf.advisor.api import PLANNED_SETTINGS
+from rlvrambench_hf.estimation.features import FEATURE_SETTINGS
 from rlvrambench_hf.estimation.hubmeta import metadata_from_shapes
 
 from conftest import cli_env, run_cli
@@ -32,6 +32,13 @@ COUNTS = (
     "tensor_count",
 )
 KNOWN = "cfg-2afbe250af9cd3e1"  # granite, 4 GPUs, math c3 (ESTIMATION.md's worked example)
+#: The settings of targets.csv a planned configuration gives (the device comes from the hardware).
+PLANNED_SETTINGS = (
+    "model_id",
+    "workload_id",
+    "configuration_level",
+    *(s for s in FEATURE_SETTINGS if s not in ("device_capacity_mib", "margin_limit_mib")),
+)
 
 
 @pytest.fixture(scope="module")

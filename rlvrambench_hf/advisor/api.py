@@ -1,7 +1,7 @@
 """Where the answers meet a source: plans from a file or mappings, the release's context, models read from the Hub.
 
-:func:`advise` answers a :class:`~.plans.Plans` (the interface every reader of plans produces); :func:`advise_planned`
-reads the plans first (a planned-configurations file, a list of mappings) and returns the JSON answer.
+:func:`advise` answers a :class:`~.plans.Plans` (what :func:`~.read.read_plans` produces from a user's config);
+:func:`advise_planned` reads the plans first if needed and returns the JSON answer.
 """
 
 from __future__ import annotations
@@ -11,20 +11,12 @@ from collections.abc import Mapping, Sequence
 
 from ..data.sources.resolve import SourceLike
 from ..errors import RLVRAMBenchError, first_line
-from ..estimation.features import FEATURE_SETTINGS
 from .answer import Answers, answer_plans, with_hardware
 from .context import Context, load_context
-from .hardware import BENCHMARK_HARDWARE, HARDWARE_SETTINGS, Hardware
+from .hardware import BENCHMARK_HARDWARE, Hardware
 from .plans import Plans
 
-PlannedLike = str | os.PathLike | Sequence[Mapping] | Mapping | Plans
-#: Settings a planned-configurations file must give (the device comes from the hardware when absent).
-PLANNED_SETTINGS: tuple[str, ...] = (
-    "model_id",
-    "workload_id",
-    "configuration_level",
-    *(s for s in FEATURE_SETTINGS if s not in HARDWARE_SETTINGS),
-)
+PlannedLike = str | os.PathLike | Sequence[Mapping] | Mapping | Plans | object
 
 
 def advise(
@@ -57,27 +49,15 @@ def advise_planned(
     model_revision: str | None = None,
     nearest: int = 3,
 ) -> dict:
-    """The JSON answer (see :mod:`.document`) to planned configurations: a :class:`Plans`, a YAML / JSON / CSV file
-    of planned configurations, or a list of mappings of settings."""
+    """The JSON answer (see :mod:`.document`) to planned configurations: a :class:`Plans`, or anything
+    :func:`~.read.read_plans` reads (a YAML / JSON / CSV file, a list of mappings, a VERL launch script or config
+    mapping, a GRPOConfig-like object)."""
     from .document import document
+    from .read import read_plans
 
-    plans = planned if isinstance(planned, Plans) else plans_of(planned)
+    plans = planned if isinstance(planned, Plans) else read_plans(planned, source=source, revision=revision)
     answers = advise(plans, source, revision, hardware=hardware, model_revision=model_revision, nearest=nearest)
     return document(answers)
-
-
-def plans_of(planned: str | os.PathLike | Sequence[Mapping] | Mapping) -> Plans:
-    """Plans from a planned-configurations file (YAML, JSON or CSV with the columns of ``targets.csv``) or from
-    mappings of settings; a missing one of :data:`PLANNED_SETTINGS` or an unknown column is a one-line error."""
-    from ..data.schema.registry import get_spec
-    from ..data.tables.reader import typed_records
-    from ..estimation.planned import read_planned
-
-    rows = read_planned(planned, PLANNED_SETTINGS, HARDWARE_SETTINGS)
-    name = str(planned) if isinstance(planned, (str, os.PathLike)) else "planned configurations"
-    columns = [c for c in get_spec("configurations").columns if any(c.name in r for r in rows)]
-    table = typed_records(rows, columns, name)
-    return Plans(table, [f"{name} configuration {i + 1}" for i in range(len(rows))])
 
 
 def _hub_metadata(plans: Plans, context: Context, revision: str | None) -> tuple[dict[str, Mapping], dict[str, str]]:

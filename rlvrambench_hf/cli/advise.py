@@ -28,11 +28,26 @@ def register(commands: argparse._SubParsersAction) -> None:
         "with their leave-one-family-out track record, the single-setting changes that would make it fit, its "
         "distance to the measured cloud and scope flags. The verdict is measured > floor > predicted.",
     )
-    p.add_argument(
+    given = p.add_mutually_exclusive_group(required=True)
+    given.add_argument(
         "--planned",
-        required=True,
         metavar="F.yaml|F.json|F.csv",
         help="a mapping of settings (or a list of them) or a CSV with the columns of targets.csv",
+    )
+    given.add_argument(
+        "--verl",
+        metavar="FILE",
+        help="your VERL run: a config YAML (Hydra-composed, dumped or ppo_trainer.yaml-shaped) or a launch script of "
+        "key=value overrides (read as text, never run); absent settings take your installed VERL's defaults",
+    )
+    given.add_argument(
+        "--trl", metavar="FILE", help="your TRL GRPOConfig as YAML or JSON (as trl grpo --config takes it)"
+    )
+    p.add_argument(
+        "--workload",
+        metavar="NAME",
+        help="the measured workload your run resembles (gsm8k, math, code_standard, longer_prompt_code); VERL and "
+        "TRL configs do not say it",
     )
     p.add_argument(
         "--device-capacity-mib",
@@ -57,13 +72,14 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run_advise(args: argparse.Namespace) -> int:
-    from ..advisor import Hardware, advise, plans_of
+    from ..advisor import Hardware, advise, read_plans
 
     if args.output and not args.output.lower().endswith(OUTPUT_SUFFIXES):
         raise InputError(f"--output {args.output!r}: use a file ending in {', '.join(OUTPUT_SUFFIXES)}")
     hardware = Hardware.of(args.device_capacity_mib, args.margin_limit_mib)
-    source = checked_source(args, [args.output], {"--planned": args.planned})
-    plans = plans_of(args.planned)
+    kind, given = next((k, v) for k, v in (("planned", args.planned), ("verl", args.verl), ("trl", args.trl)) if v)
+    source = checked_source(args, [args.output], {f"--{kind}": given})
+    plans = read_plans(given, kind=kind, workload=args.workload, source=source)  # type: ignore[arg-type]
     answers = advise(plans, source, hardware=hardware, model_revision=args.model_revision, nearest=args.nearest)
     write_answers(answers, args.output)
     print(render(answers))

@@ -111,9 +111,9 @@ def build_report(
         study_config(study)  # an unknown study fails before any work
     plans = None
     if planned is not None:
-        from ..advisor import plans_of
+        from ..advisor import read_plans
 
-        plans = plans_of(planned)
+        plans = read_plans(planned, source=source, revision=revision)
     src = open_source(source, revision)
     tables = transfer.load_transfer_tables(src)
     methods = {rule: transfer.reference_scores(rule, src) for rule in transfer.RULES}
