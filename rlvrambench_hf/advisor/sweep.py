@@ -22,6 +22,7 @@ from ..estimation.references import METHODS
 from .answer import BASES, STATES, Answers
 from .arrays import bools, floats, ints, strings, with_validity
 from .floors import FLOORS
+from .plans import RowLabels
 
 SUFFIXES = (".csv", ".parquet")
 
@@ -32,7 +33,7 @@ def sweep_table(answers: Answers) -> pa.Table:
     n = len(answers)
     columns: dict[str, pa.Array] = {
         "configuration_id": _ids(answers),
-        "origin": strings(list(answers.plans.origins)),
+        "origin": _origins(answers),
         "verdict_state": _names(STATES, a.state),
         "verdict_basis": _names(BASES, a.basis),
         "measured_state": _names(STATES, np.where(a.matches.count > 0, a.state, -1)),
@@ -66,29 +67,67 @@ def write_sweep(answers: Answers, path: str | os.PathLike) -> None:
 
 
 def verdict_lines(answers: Answers) -> list[str]:
-    """``ID: STATE (basis BASIS; cause)`` for every plan, the cause in a few words."""
+    """``ID: STATE (basis BASIS; cause)`` for every plan, the cause in a few words (the text after the id is made
+    once per distinct state, basis, record count and failing floors)."""
     a = answers.assessment
-    ids = _ids(answers).to_pylist()
-    states = [STATES[s] if s >= 0 else "unknown" for s in a.state.tolist()]
-    bases = [BASES[b] for b in a.basis.tolist()]
-    counts = a.matches.count.tolist()
-    failed = _joined([(a.floors.known[f] & ~a.floors.holds[f], f) for f in FLOORS], len(ids)).to_pylist()
-    lines = []
-    for i, (cid, state, basis) in enumerate(zip(ids, states, bases)):
-        if basis == "measured":
-            cause = f"{counts[i]} measured record(s)"
-        elif basis == "floor":
-            cause = f"floor {failed[i]} cannot hold"
-        else:
-            cause = "predictions of the reference methods" if state != "unknown" else "no prediction"
-        lines.append(f"{cid}: {state} (basis {basis}; {cause})")
-    return lines
+    n = len(answers)
+    floors = [(a.floors.known[f] & ~a.floors.holds[f]) for f in FLOORS]
+    failing = np.zeros(n, dtype=np.int64)
+    for bit, mask in enumerate(floors):
+        failing |= mask.astype(np.int64) << bit
+    count = np.where(a.basis == 0, a.matches.count, 0)
+    key = ((a.state + 1) * len(BASES) + a.basis) * (1 << len(FLOORS)) + np.where(a.basis == 1, failing, 0)
+    key = key * (int(count.max(initial=0)) + 1) + count
+    distinct, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    texts = [_verdict_text(int(a.state[i]), int(a.basis[i]), int(count[i]), int(failing[i])) for i in first.tolist()]
+    suffix = strings(texts).take(ints(inverse.reshape(-1)))
+    joined = pc.binary_join_element_wise(_ids(answers), suffix, _repeat("", n))
+    return joined.to_pylist()
+
+
+def verdict_counts(answers: Answers) -> list[tuple[str, int]]:
+    """How many plans have each verdict and basis (``state / basis``), sorted."""
+    a = answers.assessment
+    keys, counts = np.unique((a.state + 1) * len(BASES) + a.basis, return_counts=True)
+    named = []
+    for key, count in zip(keys.tolist(), counts.tolist()):
+        state, basis = divmod(key, len(BASES))
+        named.append((f"{STATES[state - 1] if state else 'unknown'} / {BASES[basis]}", count))
+    return sorted(named)
+
+
+def _verdict_text(state: int, basis: int, count: int, failing: int) -> str:
+    name = STATES[state] if state >= 0 else "unknown"
+    if BASES[basis] == "measured":
+        cause = f"{count} measured record(s)"
+    elif BASES[basis] == "floor":
+        cause = "floor " + ";".join(f for bit, f in enumerate(FLOORS) if failing >> bit & 1) + " cannot hold"
+    else:
+        cause = "predictions of the reference methods" if state >= 0 else "no prediction"
+    return f": {name} (basis {BASES[basis]}; {cause})"
+
+
+def _repeat(text: str, n: int) -> pa.Array:
+    return string_array([text]).take(ints(np.zeros(n, dtype=np.int64)))
+
+
+def _numbered(prefix: str, n: int) -> pa.Array:
+    """``{prefix}1``, ``{prefix}2``, ... built by arrow."""
+    numbers = ints(np.arange(1, n + 1, dtype=np.int64)).cast(pa.string())
+    return pc.binary_join_element_wise(_repeat(prefix, n), numbers, _repeat("", n))
+
+
+def _origins(answers: Answers) -> pa.Array:
+    origins = answers.plans.origins
+    if isinstance(origins, RowLabels):
+        return _numbered(f"{origins.prefix} row ", len(origins))
+    return strings(list(origins))
 
 
 def _ids(answers: Answers) -> pa.Array:
     table = answers.assessment.table
     n = len(answers)
-    generated = string_array([f"planned-{i + 1}" for i in range(n)])
+    generated = _numbered("planned-", n)
     if "configuration_id" not in table.column_names:
         return generated
     given = table.column("configuration_id").combine_chunks()

@@ -104,15 +104,11 @@ def write_answers(answers: object, path: str | None) -> None:
 def render(answers: object) -> str:
     """The verdict line of each plan, then details (or, for a sweep, the verdict counts)."""
     from ..advisor.document import STATEMENT, configuration
-    from ..advisor.sweep import verdict_lines
+    from ..advisor.sweep import verdict_counts, verdict_lines
 
     lines = verdict_lines(answers)  # type: ignore[arg-type]
     if len(lines) > DETAIL_LIMIT:
-        counts: dict[str, int] = {}
-        for line in lines:
-            verdict = line.split(": ", 1)[1].split(" (basis ")[0] + " / " + line.split("(basis ")[1].split(";")[0]
-            counts[verdict] = counts.get(verdict, 0) + 1
-        summary = format_table(["verdict / basis", "plans"], sorted(counts.items()))
+        summary = format_table(["verdict / basis", "plans"], verdict_counts(answers))  # type: ignore[arg-type]
         return "\n".join([*lines, "", f"{len(lines)} plans; details of each are in --output F.json", summary])
     out = [*lines, "", STATEMENT]
     for i in range(len(lines)):
