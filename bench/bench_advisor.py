@@ -20,6 +20,7 @@ first process of a machine fits them (about 1.5 s more). Usage: ``python bench/b
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -162,13 +163,20 @@ def main() -> int:
                 f"{to_parquet[2]:6.2f} s {to_parquet[1]:5.0f} MiB | {alone[0]:6.2f} s {alone[1]:5.0f} MiB"
             )
             if count == SIZES[-1]:
-                met = to_csv[0] <= TARGET_S and to_csv[1] <= TARGET_MIB
-                print(
-                    f"100,000 plans, whole process to CSV: {'met' if met else 'MISSED'} (target <= {TARGET_S} s "
-                    f"and <= {TARGET_MIB:.0f} MiB; {to_csv[0] / TARGET_S:.2f} of the time, "
-                    f"{to_csv[1] / TARGET_MIB:.2f} of the memory)"
-                )
+                _verdict(to_csv)
     return 0
+
+
+def _verdict(to_csv: tuple[float, float, float]) -> None:
+    """The bound for 100,000 plans, on the wall time and on the CPU time (with the machine's load beside it)."""
+    wall, peak, cpu = to_csv
+    load = os.getloadavg()[0]
+    memory = "met" if peak <= TARGET_MIB else "MISSED"
+    print(
+        f"100,000 plans, whole process to CSV (target <= {TARGET_S} s, <= {TARGET_MIB:.0f} MiB): wall {wall:.2f} s "
+        f"({'met' if wall <= TARGET_S else 'MISSED'}), CPU {cpu:.2f} s ({'met' if cpu <= TARGET_S else 'MISSED'}), "
+        f"peak {peak:.0f} MiB ({memory}); load average {load:.1f} on {os.cpu_count()} cores"
+    )
 
 
 def _files(work: Path, count: int, pacsv: object) -> tuple[str, str, str]:
