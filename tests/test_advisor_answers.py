@@ -281,3 +281,37 @@ def test_other_hardware_is_flagged_and_moves_the_budget(snapshot: Path, context)
     weights = next(f for f in c["floors"] if f["check"] == "generation_weights")
     assert weights["available_mib"] == 0.6 * 81920
     assert any(f.startswith("hardware not measured: 81920 MiB") for f in c["scope_flags"])
+
+
+def test_an_admission_candidate_is_matched_on_the_settings_its_table_records(snapshot: Path, context) -> None:
+    """The candidates' table records nine of the defining settings (model and workload through the configurations'
+    model family and legacy dataset id); a plan of the panel's settings finds its candidate and evaluation label."""
+    candidate = next(
+        r
+        for r in load_table("admission_candidates", snapshot, decode=True).to_pylist()
+        if r["candidate_id"] == "phi4_mini-gsm8k-shape1024-n4-steps5-c3"
+    )
+    base = load_table("configurations", snapshot).slice(0, 1)  # any row: the settings the candidate does not record
+    values = {
+        "model_id": "microsoft/Phi-4-mini-instruct",
+        "workload_id": "gsm8k",
+        "gpu_count": candidate["gpu_count"],
+        "actor_micro_batch": candidate["actor_micro_batch"],
+        "vllm_gpu_memory_utilization": candidate["reservation"],
+        "max_prompt_length": candidate["prompt_cap"],
+        "max_response_length": candidate["response_cap"],
+        "rollout_n": candidate["responses_per_prompt"],
+        "train_batch_size": candidate["global_prompt_batch"],
+    }
+    for name, value in values.items():
+        base = base.set_column(base.schema.get_field_index(name), name, pa.array([value], base.schema.field(name).type))
+    c = configuration(advise(Plans(base, ["panel"]), context=context), 0)
+    (record,) = [r for r in c["measured"] if r["table"] == "admission_candidates"]
+    assert record["configuration_id"] == candidate["candidate_id"]
+    assert record["observed_state"] == candidate["evaluation_state"] == "above_margin"
+    assert (
+        record["match"] == "on the settings both give"
+        and "rollout_logprob_micro_batch" in record["unrecorded_settings"]
+    )
+    assert len(record["eligible_seeds"]) == 3 and {r["state"] for r in record["runs"]} == {"above_margin"}
+    assert c["verdict"]["basis"] == "measured" and c["verdict"]["state"] == "above_margin"
