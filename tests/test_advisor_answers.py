@@ -315,3 +315,28 @@ def test_an_admission_candidate_is_matched_on_the_settings_its_table_records(sna
     )
     assert len(record["eligible_seeds"]) == 3 and {r["state"] for r in record["runs"]} == {"above_margin"}
     assert c["verdict"]["basis"] == "measured" and c["verdict"]["state"] == "above_margin"
+
+
+def test_the_stored_fit_answers_as_a_fresh_fit_and_a_damaged_one_is_refitted(snapshot: Path, tmp_path: Path) -> None:
+    home = tmp_path / "hf"
+    argv = [
+        "--source",
+        str(snapshot),
+        "estimate",
+        "advise",
+        "--planned",
+        str(snapshot / "benchmark/estimation/targets.csv"),
+    ]
+    outputs = []
+    for run in range(3):
+        output = tmp_path / f"answer-{run}.json"
+        result = run_cli(*argv, "--output", str(output), env=cli_env(HF_HOME=str(home)))
+        assert result.returncode == 0, result.stderr
+        outputs.append(json.loads(output.read_text()))
+        (stored,) = list((home / "assets" / "rlvrambench_hf" / "advisor").rglob("fit-*.json"))
+        if run == 1:  # damage it: the next run must notice and fit again
+            data = json.loads(stored.read_text())
+            data["classifier"]["coefficients"] = [[0.0]]
+            stored.write_text(json.dumps(data))
+    assert outputs[0] == outputs[1] == outputs[2]
+    assert len(json.loads(stored.read_text())["classifier"]["coefficients"]) == 3  # rewritten whole

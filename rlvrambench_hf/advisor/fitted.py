@@ -20,7 +20,8 @@ import numpy as np
 from ..data.sources.base import sha256_file
 from ..errors import RLVRAMBenchError
 from ..estimation.api import AMENDMENT, PROTOCOL, SEALED_INPUTS, EstimationInputs
-from ..estimation.logistic import LogisticClassifier
+from ..estimation.features import FEATURE_NAMES
+from ..estimation.logistic import CLASSES, LogisticClassifier
 from ..estimation.references import METHODS, FittedReferences
 from ..estimation.regression import ComponentRegression
 
@@ -140,4 +141,16 @@ def _rebuild(inputs: EstimationInputs, stored: Mapping) -> FittedReferences:
         np.array(c["intercepts"], dtype=np.float64),
         int(c["iterations"]),
     )
+    shapes = {
+        "divisors": (regression.divisors.shape, (len(FEATURE_NAMES),)),
+        "coefficients": (regression.coefficients_gib.shape, (len(FEATURE_NAMES) + 1,)),
+        "scaler": (classifier.scaler_mean.shape + classifier.scaler_scale.shape, (len(FEATURE_NAMES),) * 2),
+        "classifier": (classifier.coefficients.shape, (len(CLASSES), len(FEATURE_NAMES))),
+        "intercepts": (classifier.intercepts.shape, (len(CLASSES),)),
+    }
+    arrays = (regression.divisors, regression.coefficients_gib, classifier.coefficients, classifier.intercepts)
+    if any(found != wanted for found, wanted in shapes.values()) or classifier.classes != CLASSES:
+        raise ValueError("the stored fit has another shape")
+    if not all(np.isfinite(a).all() for a in arrays) or not (classifier.scaler_scale > 0).all():
+        raise ValueError("the stored fit is not finite")
     return FittedReferences(inputs.pool, inputs.parameters, regression, tuple(r["training_ids"]), classifier)
