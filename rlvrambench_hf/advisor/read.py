@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from ..data.schema.registry import get_spec
 from ..data.sources.resolve import SourceLike
 from ..errors import InputError
-from .checks import Where, check_ranges, typed_from_values
+from .checks import Where, check_ranges, known_true, typed_from_values
 from .launch import read_launches, unresolved
 from .mapping import VERL_MAPPING, VERL_SCOPE, mapped_keys
 from .measured import LEVEL_SETTINGS, Measured, load_measured
@@ -192,7 +192,7 @@ def _filled(
         filled = typed_from_values([{name: value}], [column], Where(lambda _: "given settings", {}))
         scalar = filled.column(0)[0]
         current = table.column(name)
-        differs = pc.fill_null(pc.not_equal(current, scalar), False)
+        differs = known_true(pc.not_equal(current, scalar))
         if pc.any(differs).as_py():
             row = pc.index(differs, True).as_py()
             raise InputError(
