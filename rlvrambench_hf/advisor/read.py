@@ -32,6 +32,8 @@ KINDS = ("planned", "verl", "trl")
 REQUIRED: tuple[str, ...] = ("model_id", "gpu_count", *LEVEL_SETTINGS)
 _VERL_SECTIONS = {"actor_rollout_ref", "trainer", "data", "algorithm", "critic", "reward_model"}
 _YAML = (".yaml", ".yml", ".json")
+#: Fields only a GRPOConfig has (a planned mapping uses the dataset's names).
+_TRL_FIELDS = {"num_generations", "per_device_train_batch_size", "max_completion_length", "use_vllm"}
 
 
 def read_plans(
@@ -79,21 +81,35 @@ def read_plans(
 
 
 def detect_kind(plans: object) -> Kind:
-    """The kind of ``plans`` when the caller does not say it."""
+    """The kind of ``plans`` when the caller does not say it: by suffix, by a YAML / JSON file's top-level keys, by
+    a mapping's keys, by an object's fields."""
     if isinstance(plans, (str, os.PathLike)):
         path = Path(plans)
         if path.suffix.lower() in (".sh", ".bash") or (isinstance(plans, str) and _is_command_line(plans)):
             return "verl"
+        if path.suffix.lower() in _YAML:
+            from .userfile import parse_structured
+
+            data = parse_structured(read_text(path, "config"), str(path), path.suffix.lower())
+            return detect_kind(data) if isinstance(data, Mapping) else "planned"
         return "planned"
     if isinstance(plans, Mapping):
-        return "verl" if _VERL_SECTIONS & {str(k) for k in plans} else "planned"
+        keys = {str(k) for k in plans}
+        if _VERL_SECTIONS & keys:
+            return "verl"
+        return "trl" if _TRL_FIELDS & keys else "planned"
     if isinstance(plans, Sequence):
         return "planned"
     return "trl"
 
 
 def _is_command_line(text: str) -> bool:
-    return ("\n" in text or " " in text) and "=" in text and not Path(text).exists()
+    if not (("\n" in text or " " in text) and "=" in text):
+        return False
+    try:
+        return not Path(text).exists()
+    except (OSError, ValueError):  # a name too long for a path is no file
+        return True
 
 
 def _config_records(
