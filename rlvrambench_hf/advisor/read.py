@@ -20,7 +20,7 @@ from ..data.schema.registry import get_spec
 from ..data.sources.resolve import SourceLike
 from ..errors import InputError
 from .checks import Where, check_ranges, known_true, typed_from_values
-from .launch import read_launches, unresolved
+from .launch import Launch, read_launches, unresolved
 from .mapping import VERL_MAPPING, VERL_SCOPE, mapped_keys
 from .measured import LEVEL_SETTINGS, Measured, load_measured
 from .plans import SETTINGS_CONFIG, Plans
@@ -176,13 +176,14 @@ def _refuse_unresolved(overrides: Sequence[tuple[str, str, str | None]], origin:
             raise InputError(f"{origin}: {key} uses {missing}, which {how}; write its value or set it")
 
 
-def _base_config(launch: object, folder: Path, origin: str) -> dict:
+def _base_config(launch: Launch, folder: Path, origin: str) -> dict:
+    """The YAML a launch's ``--config-path`` / ``--config-name`` name (VERL's own ``ppo_trainer``: none)."""
     from .verl import yaml_tree
 
-    name = getattr(launch, "config_name", None)
+    name = launch.config_name
     if not name or name == "ppo_trainer":
         return {}
-    where = Path(getattr(launch, "config_path", None) or ".")
+    where = Path(launch.config_path or ".")
     candidates = [(folder / where / name), (Path.cwd() / where / name)]
     for candidate in candidates:
         for path in (candidate, candidate.with_suffix(".yaml")):
