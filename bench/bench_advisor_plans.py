@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import csv
 import itertools
-import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -49,51 +49,59 @@ def write_grid(path: Path, size: int) -> None:
 
 
 def main() -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        paths = {size: Path(folder) / f"grid-{size}.csv" for size in SIZES}
+        for size, path in paths.items():
+            write_grid(path, size)
+        # whole processes first: a child's peak RSS counts the parent's pages at fork time
+        processes = {size: whole_process(path) for size, path in paths.items()}
+        in_process(paths, processes)
+
+
+def in_process(paths: dict[int, Path], processes: dict[int, tuple[float, float, float]]) -> None:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
     from rlvrambench_hf.advisor import read_plans
     from rlvrambench_hf.advisor.checks import Where, check_ranges, typed_from_text
     from rlvrambench_hf.data.schema.registry import get_spec
 
     spec = get_spec("configurations")
     print(f"read_plans of a grid CSV (median of {RUNS}; release {SNAPSHOT})")
-    print(f"{'plans':>8} {'MB':>6} {'read_plans s':>13} {'typing+checks s':>16} {'process s':>10} {'peak MiB':>9}")
-    with tempfile.TemporaryDirectory() as folder:
-        for size in SIZES:
-            path = Path(folder) / f"grid-{size}.csv"
-            write_grid(path, size)
-            plans = read_plans(path, source=SNAPSHOT)
-            assert len(plans) == size
+    print(f"{'plans':>8} {'MB':>6} {'read_plans s':>13} {'typing+checks s':>16} {'process s':>10} {'cpu s':>6} "
+          f"{'peak MiB':>9}")  # fmt: skip
+    for size, path in paths.items():
+        assert len(read_plans(path, source=SNAPSHOT)) == size
+        options = pacsv.ConvertOptions(column_types={c: pa.string() for c in spec.column_names})
+        raw = pacsv.read_csv(path, convert_options=options)
+        where = Where(str, {})
 
-            import pyarrow as pa
-            import pyarrow.csv as pacsv
+        def typed(raw: pa.Table = raw, where: Where = where) -> None:
+            check_ranges(typed_from_text(raw, spec.columns, where), where)
 
-            options = pacsv.ConvertOptions(column_types={c: pa.string() for c in spec.column_names})
-            raw = pacsv.read_csv(path, convert_options=options)
-            where = Where(str, {})
-
-            def typed(raw: pa.Table = raw, where: Where = where) -> None:
-                check_ranges(typed_from_text(raw, spec.columns, where), where)
-
-            in_process = median_seconds(lambda path=path: read_plans(path, source=SNAPSHOT), RUNS)
-            checks = median_seconds(typed, RUNS)
-            process, peak = whole_process(path)
-            print(f"{size:>8} {path.stat().st_size / 1e6:>6.1f} {in_process:>13.3f} {checks:>16.3f} {process:>10.2f} "
-                  f"{peak:>9.0f}")  # fmt: skip
+        whole = median_seconds(lambda path=path: read_plans(path, source=SNAPSHOT), RUNS)
+        checks = median_seconds(typed, RUNS)
+        process, cpu, peak = processes[size]
+        print(f"{size:>8} {path.stat().st_size / 1e6:>6.1f} {whole:>13.3f} {checks:>16.3f} {process:>10.2f} "
+              f"{cpu:>6.2f} {peak:>9.0f}")  # fmt: skip
 
 
-def whole_process(path: Path) -> tuple[float, float]:
-    """Median seconds and the largest peak RSS (MiB) of ``python -c read_plans(...)`` as a fresh process."""
+def whole_process(path: Path) -> tuple[float, float, float]:
+    """Median wall and CPU seconds and the largest peak RSS (MiB, as the process itself reports it at its end) of
+    ``python -c read_plans(...)`` as a fresh process (CPU time shows the work when the shared machine is busy)."""
     code = (
-        "import sys; from rlvrambench_hf.advisor import read_plans; "
-        f"assert len(read_plans(sys.argv[1], source={str(SNAPSHOT)!r})) > 0"
+        "import resource, sys; from rlvrambench_hf.advisor import read_plans; "
+        f"assert len(read_plans(sys.argv[1], source={str(SNAPSHOT)!r})) > 0; "
+        "use = resource.getrusage(resource.RUSAGE_SELF); print(use.ru_maxrss, use.ru_utime + use.ru_stime)"
     )
-    times, peak = [], 0.0
+    times, cpu, peak = [], [], 0.0
     for _ in range(RUNS):
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code, str(path)], check=True, cwd=ROOT)
+        done = subprocess.run([sys.executable, "-c", code, str(path)], check=True, cwd=ROOT, capture_output=True)
         times.append(time.perf_counter() - start)
-        peak = max(peak, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
-    times.sort()
-    return times[len(times) // 2], peak
+        rss, seconds = done.stdout.split()[-2:]
+        peak, cpu = max(peak, int(rss) / 1024), [*cpu, float(seconds)]
+    return statistics.median(times), statistics.median(cpu), peak
 
 
 if __name__ == "__main__":

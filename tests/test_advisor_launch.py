@@ -151,3 +151,17 @@ def test_a_verl_config_mapping_is_read_directly(snapshot: Path) -> None:
         "LoRA rank 8 (the measurements use rank-64 adapters; rank 0 is full fine-tuning)",
         "LoRA target modules ['q_proj', 'v_proj'] (the measurements adapt all linear layers)",
     ]
+
+
+def test_the_kind_is_detected_when_not_given(tmp_path: Path) -> None:
+    from rlvrambench_hf.advisor.read import detect_kind
+
+    verl_yaml, trl_yaml, planned_yaml = tmp_path / "verl.yaml", tmp_path / "grpo.yaml", tmp_path / "plan.yaml"
+    verl_yaml.write_text("trainer:\n  nnodes: 1\n")
+    trl_yaml.write_text("num_generations: 8\n")
+    planned_yaml.write_text("gpu_count: 2\n")
+    assert [detect_kind(p) for p in (verl_yaml, trl_yaml, planned_yaml, tmp_path / "run.sh")] == [
+        "verl", "trl", "planned", "verl"]  # fmt: skip
+    assert detect_kind("python3 -m verl.trainer.main_ppo " + "x" * 5000 + "=1") == "verl"  # too long for a path
+    assert detect_kind([{"gpu_count": 2}]) == "planned" and detect_kind(DictConfigLike(VERL_TREE)) == "verl"
+    assert detect_kind(object()) == "trl"

@@ -341,3 +341,23 @@ def test_docs_print_the_one_mapping_table() -> None:
         assert f"| {keys} | `{mapped.setting}` | {mapped.conversion} |" in text, mapped
     for scope in (*VERL_SCOPE, *TRL_SCOPE):
         assert f"| `{scope.key}` | {', '.join(map(str, scope.measured))} |" in text, scope
+
+
+def test_a_launch_with_its_own_config_name_reads_that_yaml_under_the_overrides(
+    snapshot: Path, tmp_path: Path, configurations: list[dict]
+) -> None:
+    overrides = verl_overrides(row_of(configurations, MEASURED))
+    data = [o for o in overrides if o.startswith("data.")]
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "my_grpo.yaml").write_text(
+        yaml.safe_dump({"defaults": ["ppo_trainer", "_self_"], **nested(data + ["data.train_batch_size=999"])})
+    )
+    rest = [o for o in overrides if not o.startswith("data.")] + ["data.train_batch_size=32"]
+    script = tmp_path / "run.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo --config-path=conf --config-name=my_grpo " + " ".join(rest))
+    from_base = read_plans(script, workload="gsm8k", source=snapshot)
+    script.write_text("python3 -m verl.trainer.main_ppo " + " ".join(overrides))
+    same_plans(from_base, read_plans(script, workload="gsm8k", source=snapshot))
+    script.write_text("python3 -m verl.trainer.main_ppo --config-name=elsewhere " + " ".join(rest))
+    with pytest.raises(Exception, match=r"run.sh line 1: --config-name elsewhere names a config not found under"):
+        read_plans(script, workload="gsm8k", source=snapshot)

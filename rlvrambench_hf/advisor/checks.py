@@ -16,11 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..data.schema.kinds import BOOL, FLOAT64, INT64, STRING
 from ..data.schema.spec import Column
+from ..data.tables.arrow import string_array
 from ..errors import InputError
 
 
@@ -62,9 +64,32 @@ RANGES: dict[str, str] = {
 }
 _INTEGER = r"^[+-]?[0-9]+$"
 _NUMBER = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"
-_TRUE, _FALSE = ("true", "1"), ("false", "0")
 #: Longest value an error message quotes.
 QUOTED = 60
+
+
+def scalar(value: int | float | str | bool | None, type: pa.DataType | None = None) -> pa.Scalar:
+    """An arrow scalar made from its buffers: pyarrow's Python converters (``pa.scalar``, and compute functions
+    given Python values) import pandas, a second and 50 MiB that a sweep of plans does not need."""
+    if value is None:
+        return pa.nulls(1, type or pa.null())[0]
+    if isinstance(value, bool):
+        return pa.Array.from_buffers(pa.bool_(), 1, [None, pa.py_buffer(bytes([int(value)]))])[0]
+    if isinstance(value, str):
+        return string_array([value])[0]
+    data = np.array([value], dtype=np.int64 if isinstance(value, int) else np.float64)
+    return pa.Array.from_buffers(pa.from_numpy_dtype(data.dtype), 1, [None, pa.py_buffer(data)])[0]
+
+
+def known_true(mask: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """``mask`` with nulls as false (``fill_null(mask, False)`` without a Python scalar)."""
+    mask = mask.combine_chunks() if isinstance(mask, pa.ChunkedArray) else mask
+    return pc.and_kleene(mask, pc.is_valid(mask))
+
+
+_ZERO, _ONE, _MINUS_ONE = scalar(0), scalar(1), scalar(-1)
+_ZERO_F, _ONE_F, _EMPTY = scalar(0.0), scalar(1.0), scalar("")
+_TRUE_SET, _FALSE_SET = string_array(("true", "1")), string_array(("false", "0"))
 
 
 def quoted(value: object) -> str:
@@ -87,7 +112,7 @@ def typed_from_text(raw: pa.Table, columns: Sequence[Column], where: Where) -> p
         if text is None:
             arrays.append(pa.nulls(raw.num_rows, column.arrow_type))
             continue
-        text = pc.if_else(pc.equal(pc.utf8_trim_whitespace(text), ""), pa.scalar(None, pa.string()), text)
+        text = pc.if_else(pc.equal(pc.utf8_trim_whitespace(text), _EMPTY), scalar(None, pa.string()), text)
         arrays.append(_typed_text(text, column, where))
     return pa.Table.from_arrays(arrays, schema=pa.schema([pa.field(c.name, c.arrow_type) for c in columns]))
 
@@ -116,10 +141,10 @@ def _typed_text(text: pa.Array, column: Column, where: Where) -> pa.Array:
         return values
     if kind is BOOL:
         lower = pc.utf8_lower(text)
-        truth = pc.is_in(lower, value_set=pa.array(_TRUE))
-        unfit = pc.and_(pc.is_valid(text), pc.invert(pc.or_(truth, pc.is_in(lower, value_set=pa.array(_FALSE)))))
+        truth = pc.is_in(lower, value_set=_TRUE_SET)
+        unfit = pc.and_(pc.is_valid(text), pc.invert(pc.or_(truth, pc.is_in(lower, value_set=_FALSE_SET))))
         _refuse(unfit, text, column.name, where, "not a boolean (True or False)")
-        return pc.if_else(pc.is_valid(text), truth, pa.scalar(None, pa.bool_()))
+        return pc.if_else(pc.is_valid(text), truth, scalar(None, pa.bool_()))
     if kind is STRING:
         return text
     raise InputError(f"{where(column.name, 0)}: a {kind.name} setting cannot be planned")
@@ -127,7 +152,7 @@ def _typed_text(text: pa.Array, column: Column, where: Where) -> pa.Array:
 
 def _refuse(bad: pa.Array, values: pa.Array, setting: str, where: Where, what: str) -> None:
     """A one-line error on the first row where ``bad`` is true (nulls are never bad)."""
-    bad = pc.fill_null(bad, False)
+    bad = known_true(bad)
     count = pc.sum(bad).as_py() or 0
     if count:
         row = pc.index(bad, True).as_py()
@@ -136,16 +161,19 @@ def _refuse(bad: pa.Array, values: pa.Array, setting: str, where: Where, what: s
 
 def typed_from_values(records: Sequence[Mapping[str, object]], columns: Sequence[Column], where: Where) -> pa.Table:
     """Python values (absent or None: not given) as a table of ``columns``' types; a value of the wrong type (a
-    string in a number field, a float where a count goes, a number beyond int64) is a one-line error."""
-    arrays = []
+    string in a number field, a float where a count goes, a number beyond int64) is a one-line error. Checked values
+    are typed through their text, as a CSV's cells (no pyarrow Python converter, which would import pandas)."""
+    from ..data.tables.reader import text_cell
+
+    text = {}
     for column in columns:
         values = [r.get(column.name) for r in records]
         for row, value in enumerate(values):
             problem = type_problem(value, column)
             if problem:
                 raise fail(where(column.name, row), value, problem)
-        arrays.append(pa.array(values, type=column.arrow_type))
-    return pa.Table.from_arrays(arrays, schema=pa.schema([pa.field(c.name, c.arrow_type) for c in columns]))
+        text[column.name] = string_array([text_cell(v) for v in values])
+    return typed_from_text(pa.table(text), columns, where)
 
 
 def type_problem(value: object, column: Column) -> str | None:
@@ -179,13 +207,13 @@ def check_ranges(table: pa.Table, where: Where) -> None:
             continue
         values = table.column(name)
         if rule == COUNT:
-            bad = pc.less_equal(values, 0)
+            bad = pc.less_equal(values, _ZERO)
         elif rule == FRACTION:
-            bad = pc.or_(pc.less_equal(values, 0.0), pc.greater_equal(values, 1.0))
+            bad = pc.or_(pc.less_equal(values, _ZERO_F), pc.greater_equal(values, _ONE_F))
         elif rule == LIMIT:
-            bad = pc.and_(pc.less_equal(values, 0), pc.not_equal(values, -1))
+            bad = pc.and_(pc.less_equal(values, _ZERO), pc.not_equal(values, _MINUS_ONE))
         else:
-            bad = pc.less(values, 0)
+            bad = pc.less(values, _ZERO)
         _refuse(bad, values.combine_chunks(), name, where, f"not {rule}")
     _check_divides(table, "gpu_count", "rollout_tp_size", where)
     if {"device_capacity_mib", "margin_limit_mib"} <= set(table.column_names):
@@ -198,7 +226,7 @@ def _check_divides(table: pa.Table, whole: str, part: str, where: Where) -> None
     if not {whole, part} <= set(table.column_names):
         return
     a, b = table.column(whole).combine_chunks(), table.column(part).combine_chunks()
-    bad = pc.fill_null(pc.not_equal(pc.subtract(a, pc.multiply(pc.divide(a, b), b)), 0), False)
+    bad = known_true(pc.not_equal(pc.subtract(a, pc.multiply(pc.divide(a, b), b)), _ZERO))
     count = pc.sum(bad).as_py() or 0
     if count:
         row = pc.index(bad, True).as_py()

@@ -6,7 +6,7 @@ A *configuration level* (``c0``, ``c1``, ... in ``configuration_level``; the nam
 on several models and GPU counts, so neither is part of it. A plan that gives no level gets the level whose
 settings it equals, if there is one; otherwise none, and a scope flag says that no donor can be chosen.
 
-Everything is derived from the ``configurations`` table, and applied to all plans at once (one join).
+Everything is derived from the ``configurations`` table, and applied to all plans at once.
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..data.sources.resolve import SourceLike
+from ..data.tables.arrow import arrow_ints, numpy_ints, string_array
 from ..estimation.features import FEATURE_SETTINGS
+from .checks import known_true, scalar
 
 #: The pattern of a level's name (a test index); other ``configuration_level`` values are named settings.
 LEVEL_PATTERN = r"^c[0-9]+$"
@@ -28,7 +30,6 @@ LEVEL_SETTINGS: tuple[str, ...] = tuple(
     s for s in FEATURE_SETTINGS if s not in ("gpu_count", "device_capacity_mib", "margin_limit_mib")
 )
 _KEYS = ("workload_id", *LEVEL_SETTINGS)
-_ROW = "__plan_row"
 
 
 @dataclass(frozen=True)
@@ -49,14 +50,15 @@ class Measured:
         workloads = tuple(sorted({r["workload_id"] for r in rows}))
         legacy = {r["legacy_dataset_id"]: r["workload_id"] for r in rows if r["legacy_dataset_id"] not in workloads}
         is_level = pc.match_substring_regex(table.column("configuration_level"), LEVEL_PATTERN)
-        chosen = table.filter(pc.fill_null(is_level, False)).select([*_KEYS, "configuration_level"])
-        grouped = chosen.group_by(list(_KEYS)).aggregate(
-            [("configuration_level", "count_distinct"), ("configuration_level", "min")]
-        )
-        unambiguous = grouped.filter(pc.equal(grouped.column("configuration_level_count_distinct"), 1))
-        levels = unambiguous.select(list(_KEYS)).append_column(
-            "configuration_level", unambiguous.column("configuration_level_min")
-        )
+        chosen = table.filter(known_true(is_level)).select([*_KEYS, "configuration_level"])
+        first: dict[tuple, int] = {}
+        names: dict[tuple, set[str]] = {}
+        for i, row in enumerate(chosen.to_pylist()):
+            key = tuple(row[k] for k in _KEYS)
+            first.setdefault(key, i)
+            names.setdefault(key, set()).add(row["configuration_level"])
+        kept = sorted(first[key] for key, found in names.items() if len(found) == 1)
+        levels = chosen.take(arrow_ints(np.array(kept, dtype=np.int64)))
         return cls(workloads, legacy, tuple(sorted({r["model_id"] for r in rows})), levels)
 
     def workload_id(self, name: str) -> str:
@@ -64,15 +66,16 @@ class Measured:
         return self.legacy.get(name, name)
 
     def infer_levels(self, table: pa.Table) -> pa.Array:
-        """Each plan's level: the one it gives, else the measured level whose settings it equals, else null (one
-        hash join of the plans with the levels on :data:`LEVEL_SETTINGS` and the workload)."""
+        """Each plan's level: the one it gives, else the measured level whose settings it equals, else null.
+
+        Each key column becomes its index among the levels' values of that column; the indices make one integer
+        code per row, looked up among the levels' codes (no per-plan Python, no join)."""
         given = table.column("configuration_level").combine_chunks()
         if given.null_count == 0:
             return given
-        order = pa.array(np.arange(table.num_rows, dtype=np.int64))
-        plans = table.select(list(_KEYS)).append_column(_ROW, order)
-        joined = plans.join(self.levels, keys=list(_KEYS), join_type="left outer").sort_by(_ROW)
-        inferred = joined.column("configuration_level").combine_chunks()
+        plan_codes, level_codes = _codes(table, self.levels), _codes(self.levels, self.levels)
+        found = pc.index_in(arrow_ints(plan_codes), value_set=arrow_ints(level_codes))
+        inferred = pc.take(self.levels.column("configuration_level"), found).combine_chunks()
         return pc.if_else(pc.is_valid(given), given, inferred)
 
     def model_id(self, path: str) -> str:
@@ -88,27 +91,46 @@ class Measured:
     def scope_flags(self, table: pa.Table) -> list[tuple[str, ...]]:
         """Per plan, the flags of its workload and level (none, unknown, or no level with these settings)."""
         workload = table.column("workload_id").combine_chunks()
-        known = pc.is_in(workload, value_set=pa.array(self.workloads, pa.string()))
-        measured = ", ".join(self.workloads)
+        known = known_true(pc.is_in(workload, value_set=string_array(self.workloads)))
+        measured, none, empty = ", ".join(self.workloads), scalar(None, pa.string()), scalar("")
         no_workload = pc.if_else(
             pc.is_null(workload),
-            pa.scalar("workload not given (name it, e.g. --workload gsm8k): no measured level, no donor"),
-            pa.scalar(None, pa.string()),
+            scalar("workload not given (name it, e.g. --workload gsm8k): no measured level, no donor"),
+            none,
         )
         unknown = pc.if_else(
-            pc.and_(pc.is_valid(workload), pc.invert(pc.fill_null(known, False))),
-            pc.binary_join_element_wise("workload ", workload, f" was not measured (measured: {measured})", ""),
-            pa.scalar(None, pa.string()),
+            pc.and_(pc.is_valid(workload), pc.invert(known)),
+            pc.binary_join_element_wise(
+                scalar("workload "), workload, scalar(f" was not measured (measured: {measured})"), empty
+            ),
+            none,
         )
         level = table.column("configuration_level").combine_chunks()
         no_level = pc.if_else(
-            pc.and_(pc.fill_null(known, False), pc.is_null(level)),
+            pc.and_(known, pc.is_null(level)),
             pc.binary_join_element_wise(
-                "configuration level: none (no measured level of ", workload, " has these settings): no donor", ""
+                scalar("configuration level: none (no measured level of "),
+                workload,
+                scalar(" has these settings): no donor"),
+                empty,
             ),
-            pa.scalar(None, pa.string()),
+            none,
         )
         return row_flags([no_workload, unknown, no_level])
+
+
+def _codes(table: pa.Table, levels: pa.Table) -> np.ndarray:
+    """One integer per row of ``table`` naming its values of the key columns among those of ``levels`` (-1: a
+    value no level has, or a null)."""
+    codes = np.zeros(table.num_rows, dtype=np.int64)
+    absent = np.zeros(table.num_rows, dtype=bool)
+    for name in _KEYS:
+        values = pc.unique(levels.column(name).combine_chunks().drop_null())
+        index = pc.index_in(table.column(name), value_set=values).combine_chunks().cast(pa.int64())
+        absent |= ~numpy_ints(pc.is_valid(index))
+        codes = codes * (len(values) + 1) + numpy_ints(pc.fill_null(index, scalar(0)))
+    codes[absent] = -1
+    return codes
 
 
 def row_flags(columns: Sequence[pa.Array], fixed: Sequence[str] = ()) -> list[tuple[str, ...]]:
@@ -117,10 +139,10 @@ def row_flags(columns: Sequence[pa.Array], fixed: Sequence[str] = ()) -> list[tu
     if not columns:
         return []
     # null_handling="skip" drops rows whose inputs are all null (pyarrow 26): replace and filter instead
-    lines = pc.binary_join_element_wise(*columns, "\n", null_handling="replace", null_replacement="")
+    lines = pc.binary_join_element_wise(*columns, scalar("\n"), null_handling="replace", null_replacement="")
     encoded = pc.dictionary_encode(lines.combine_chunks() if isinstance(lines, pa.ChunkedArray) else lines)
     shared = [tuple(fixed) + tuple(t for t in text.split("\n") if t) for text in encoded.dictionary.to_pylist()]
-    return [shared[i] for i in encoded.indices.to_numpy(zero_copy_only=False).tolist()]
+    return [shared[i] for i in numpy_ints(encoded.indices).tolist()]
 
 
 def load_measured(source: SourceLike = None, revision: str | None = None) -> Measured:

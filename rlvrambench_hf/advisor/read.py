@@ -19,8 +19,8 @@ import pyarrow.compute as pc
 from ..data.schema.registry import get_spec
 from ..data.sources.resolve import SourceLike
 from ..errors import InputError
-from .checks import Where, check_ranges, typed_from_values
-from .launch import read_launches, unresolved
+from .checks import Where, check_ranges, known_true, typed_from_values
+from .launch import Launch, read_launches, unresolved
 from .mapping import VERL_MAPPING, VERL_SCOPE, mapped_keys
 from .measured import LEVEL_SETTINGS, Measured, load_measured
 from .plans import SETTINGS_CONFIG, Plans
@@ -32,6 +32,8 @@ KINDS = ("planned", "verl", "trl")
 REQUIRED: tuple[str, ...] = ("model_id", "gpu_count", *LEVEL_SETTINGS)
 _VERL_SECTIONS = {"actor_rollout_ref", "trainer", "data", "algorithm", "critic", "reward_model"}
 _YAML = (".yaml", ".yml", ".json")
+#: Fields only a GRPOConfig has (a planned mapping uses the dataset's names).
+_TRL_FIELDS = {"num_generations", "per_device_train_batch_size", "max_completion_length", "use_vllm"}
 
 
 def read_plans(
@@ -79,21 +81,35 @@ def read_plans(
 
 
 def detect_kind(plans: object) -> Kind:
-    """The kind of ``plans`` when the caller does not say it."""
+    """The kind of ``plans`` when the caller does not say it: by suffix, by a YAML / JSON file's top-level keys, by
+    a mapping's keys, by an object's fields."""
     if isinstance(plans, (str, os.PathLike)):
         path = Path(plans)
         if path.suffix.lower() in (".sh", ".bash") or (isinstance(plans, str) and _is_command_line(plans)):
             return "verl"
+        if path.suffix.lower() in _YAML:
+            from .userfile import parse_structured
+
+            data = parse_structured(read_text(path, "config"), str(path), path.suffix.lower())
+            return detect_kind(data) if isinstance(data, Mapping) else "planned"
         return "planned"
     if isinstance(plans, Mapping):
-        return "verl" if _VERL_SECTIONS & {str(k) for k in plans} else "planned"
+        keys = {str(k) for k in plans}
+        if _VERL_SECTIONS & keys:
+            return "verl"
+        return "trl" if _TRL_FIELDS & keys else "planned"
     if isinstance(plans, Sequence):
         return "planned"
     return "trl"
 
 
 def _is_command_line(text: str) -> bool:
-    return ("\n" in text or " " in text) and "=" in text and not Path(text).exists()
+    if not (("\n" in text or " " in text) and "=" in text):
+        return False
+    try:
+        return not Path(text).exists()
+    except (OSError, ValueError):  # a name too long for a path is no file
+        return True
 
 
 def _config_records(
@@ -160,13 +176,14 @@ def _refuse_unresolved(overrides: Sequence[tuple[str, str, str | None]], origin:
             raise InputError(f"{origin}: {key} uses {missing}, which {how}; write its value or set it")
 
 
-def _base_config(launch: object, folder: Path, origin: str) -> dict:
+def _base_config(launch: Launch, folder: Path, origin: str) -> dict:
+    """The YAML a launch's ``--config-path`` / ``--config-name`` name (VERL's own ``ppo_trainer``: none)."""
     from .verl import yaml_tree
 
-    name = getattr(launch, "config_name", None)
+    name = launch.config_name
     if not name or name == "ppo_trainer":
         return {}
-    where = Path(getattr(launch, "config_path", None) or ".")
+    where = Path(launch.config_path or ".")
     candidates = [(folder / where / name), (Path.cwd() / where / name)]
     for candidate in candidates:
         for path in (candidate, candidate.with_suffix(".yaml")):
@@ -192,7 +209,7 @@ def _filled(
         filled = typed_from_values([{name: value}], [column], Where(lambda _: "given settings", {}))
         scalar = filled.column(0)[0]
         current = table.column(name)
-        differs = pc.fill_null(pc.not_equal(current, scalar), False)
+        differs = known_true(pc.not_equal(current, scalar))
         if pc.any(differs).as_py():
             row = pc.index(differs, True).as_py()
             raise InputError(

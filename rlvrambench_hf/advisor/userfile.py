@@ -56,6 +56,29 @@ def check_text(data: bytes, name: str) -> None:
         raise InputError(f"{name}: is not UTF-8 text (byte {exc.start})") from None
 
 
+def check_text_file(path: Path, name: str, chunk: int = 2**20) -> None:
+    """:func:`check_text` over a file read in chunks (a large CSV is never held twice)."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
+    try:
+        with open(path, "rb") as handle:
+            while block := handle.read(chunk):
+                if b"\0" in block:
+                    raise InputError(f"{name}: is a binary file (NUL bytes), not text")
+                try:
+                    decoder.decode(block)
+                except UnicodeDecodeError as exc:
+                    raise InputError(f"{name}: is not UTF-8 text (byte {offset + exc.start})") from None
+                offset += len(block)
+            decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        raise InputError(f"{name}: is not UTF-8 text (it ends inside a character)") from None
+    except OSError as exc:
+        raise InputError(f"{name}: cannot be read: {exc.strerror or first_line(exc)}") from None
+
+
 def parse_structured(text: str, name: str, suffix: str) -> object:
     """YAML (any suffix but ``.json``) or JSON text as plain values; bounded in size once expanded."""
     import json

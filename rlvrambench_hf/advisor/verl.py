@@ -115,7 +115,7 @@ def plain(value: object) -> object:
     """Mappings and sequences (an OmegaConf DictConfig / ListConfig too) as dicts and lists."""
     if isinstance(value, Mapping):
         return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)) or (hasattr(value, "__iter__") and type(value).__name__ == "ListConfig"):
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):  # a list, an OmegaConf ListConfig
         return [plain(v) for v in value]
     return value
 
