@@ -5,8 +5,7 @@
 2. Whole processes: ``rlvrambench --source DIR estimate retrospective`` and ``estimate prospective``, interpreter
    start and imports included (target: < 3 s each); and ``rlvrambench configs`` to show that the lazy imports of
    scipy and scikit-learn leave other commands alone.
-3. The advisor: time per planned configuration for 1, 12 and 120 planned configurations once the final fit is
-   done (the 12 targets of the release, repeated), and the whole ``advise_planned`` call (read, fit, advise).
+(The advisor, which answers planned runs with these methods, has its own ``bench_advisor.py``.)
 
 Usage: ``python bench/bench_estimation.py [--runs 7] [--source DIR]``
 """
@@ -43,9 +42,7 @@ def main() -> int:
     parser.add_argument("--source", default=str(SNAPSHOT), help="release folder (default: the shared snapshot)")
     args = parser.parse_args()
 
-    from rlvrambench_hf.estimation import advise, load_inputs
-    from rlvrambench_hf.estimation.advisor import PLANNED_SETTINGS
-    from rlvrambench_hf.estimation.api import advise_planned
+    from rlvrambench_hf.estimation import load_inputs
     from rlvrambench_hf.estimation.folds import final_fit, prospective, retrospective
 
     inputs = load_inputs(args.source)  # warms the imports (scipy, scikit-learn) and reads the release once
@@ -96,17 +93,6 @@ def main() -> int:
         f"bare interpreter {bare:.3f} s"
     )
 
-    fitted = final_fit(inputs.pool, inputs.parameters)
-    plans = [{k: r[k] for k in PLANNED_SETTINGS} for r in inputs.targets.rows]
-    for count in (1, 12, 120):
-        planned = (plans * (count // len(plans) + 1))[:count]
-        seconds = median_seconds(lambda p=planned: advise(p, fitted, inputs.metadata), args.runs)
-        print(
-            f"advisor on {count} planned configuration(s) after the final fit: median {seconds * 1000:.1f} ms, "
-            f"{seconds / count * 1000:.2f} ms per configuration"
-        )
-    seconds = median_seconds(lambda: advise_planned(plans[:1], args.source), args.runs)
-    print(f"advise_planned on 1 configuration (read the release, final fit, advise): median {seconds:.3f} s")
     return 0
 
 

@@ -33,6 +33,7 @@ ROWS = {
     "outcomes": 212,
     "not_started_conditions": 6,
     "estimation_targets": 12,
+    "expanded_host_targets": 6,
     "model_metadata": 4,
     "larger_model_processes": 36,
     "larger_model_pairs": 18,
@@ -87,6 +88,7 @@ def test_registry_names_every_card_config_with_its_split_path_and_default(snapsh
         [
             "configurations",
             "estimation_targets",
+            "expanded_host_targets",
             "model_metadata",
             "not_started_conditions",
             "outcomes",

@@ -300,7 +300,8 @@ def test_report_provenance_overall_row_track_order_and_confusion(report_dir: Pat
 @pytest.fixture(scope="module")
 def user_report_dir(snapshot: Path, tmp_path_factory) -> Path:
     """A report with the user's transfer predictions (always_approve, as JSON Lines) and larger-model
-    predictions (everything approved) beside the reference ones."""
+    predictions (everything approved) beside the reference ones, and a plan file (the release's 12 larger-model
+    targets) answered by the advisor."""
     from rlvrambench_hf.followup import study_rows
     from rlvrambench_hf.transfer import load_transfer_tables, reference_predictions
 
@@ -325,6 +326,8 @@ def user_report_dir(snapshot: Path, tmp_path_factory) -> Path:
         str(work / "mine.jsonl"),
         "--followup-predictions",
         f"larger_model={work / 'larger.csv'}",
+        "--planned",
+        str(snapshot / "benchmark/estimation/targets.csv"),
     )
     assert result.returncode == 0, result.stderr
     return output
@@ -347,7 +350,16 @@ def test_report_shows_your_predictions_beside_the_reference_rules(user_report_di
     followup = text[text.index("Follow-up studies") :]
     larger, expanded = followup.split("expanded_host")[0], followup.split("expanded_host")[1]
     assert re.search(r"user\s+12\s+6\s+6\s+3\s+0\s+0\s+6\s+0", larger)  # as donor copy: everything approved
-    assert not re.search(r"\suser\s", expanded)
+    assert not re.search(r"\suser\s", expanded.split("Your planned runs")[0])
+
+
+def test_report_gives_the_verdict_of_each_planned_run(user_report_dir: Path) -> None:
+    text = page_text(user_report_dir)
+    assert re.search(r"planned runs\s+\S+targets\.csv", text[: text.index("Configs")])
+    advice = text[text.index("Your planned runs: will they fit?") :]
+    assert re.search(r"est-qwen25-7b-gsm8k-c2-2gpu\s+memory_failure\s+measured\s+est-qwen25-7b-gsm8k-c2-2gpu", advice)
+    assert re.search(r"est-qwen25-7b-gsm8k-c2-4gpu\s+unresolved\s+measured", advice)
+    assert advice.count(" measured ") >= 12 and "Measurement first" in advice
 
 
 @pytest.mark.parametrize(

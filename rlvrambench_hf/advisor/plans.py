@@ -11,10 +11,14 @@ unknown workload, ...).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import overload
 
 import pyarrow as pa
+
+#: The registry entry whose columns a plan's table has.
+SETTINGS_CONFIG = "configurations"
 
 
 @dataclass(frozen=True)
@@ -45,3 +49,38 @@ class Plans:
 
     def row_flags(self, row: int) -> list[str]:
         return list(self.flags[row]) if self.flags else []
+
+    def settings(self, row: int) -> dict[str, object]:
+        """The settings plan ``row`` gives (null ones left out), as Python values."""
+        return {k: v for k, v in self.table.slice(row, 1).to_pylist()[0].items() if v is not None}
+
+
+class RowLabels(Sequence[str]):
+    """``{prefix} row {n}`` for rows 1..``count``, made when asked (a CSV of 100,000 plans keeps no 100,000
+    strings)."""
+
+    def __init__(self, prefix: str, count: int) -> None:
+        self.prefix, self.size = prefix, count
+
+    def __len__(self) -> int:
+        return self.size
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self.size))]
+        if not -self.size <= index < self.size:
+            raise IndexError(index)
+        return f"{self.prefix} row {index % self.size + 1}"
+
+    def __iter__(self) -> Iterator[str]:
+        return (self[i] for i in range(self.size))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RowLabels) and (self.prefix, self.size) == (other.prefix, other.size)
+
+    def __hash__(self) -> int:
+        return hash((self.prefix, self.size))

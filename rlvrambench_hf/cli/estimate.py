@@ -1,6 +1,7 @@
 """``rlvrambench estimate retrospective|fit|prospective|compare|advise``: the estimator comparison.
 
-Argument parsing and printing only; the work is done by :mod:`rlvrambench_hf.estimation`. ``--output`` files are
+Argument parsing and printing only; the work is done by :mod:`rlvrambench_hf.estimation` (``advise``: in
+:mod:`.advise`, answered by :mod:`rlvrambench_hf.advisor`). ``--output`` files are
 written atomically as JSON (indent 2, no NaN); the table on stdout is the readable summary.
 """
 
@@ -71,35 +72,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_interval_options(p)
     p.set_defaults(handler=run_compare)
 
-    p = commands.add_parser(
-        "advise",
-        help="ask the measurements about planned configurations",
-        description="For each planned configuration: the three methods' labels and peaks (fitted on all 90), the "
-        "startup check, the donor with its measured outcome and the nearest measured configurations, with scope "
-        "flags where the plan leaves what was measured. Predictions of the reference methods, not measurements.",
-    )
-    p.add_argument(
-        "--planned",
-        required=True,
-        metavar="F.yaml|F.json|F.csv",
-        help="a mapping of settings (or a list of them) or a CSV with the columns of targets.csv",
-    )
-    p.add_argument(
-        "--device-capacity-mib",
-        type=int,
-        metavar="MIB",
-        help="plan for a device other than the benchmark's 40 GB A100 (every row is then flagged)",
-    )
-    p.add_argument(
-        "--margin-limit-mib",
-        type=int,
-        metavar="MIB",
-        help="the per-device limit on that device (default: its capacity minus the benchmark's 2048 MiB headroom)",
-    )
-    p.add_argument("--model-revision", metavar="REV", help="Hub revision of a model outside the release (default main)")
-    p.add_argument("--nearest", type=int, default=3, metavar="K", help="measured configurations to list (default 3)")
-    _output(p, "the advice")
-    p.set_defaults(handler=run_advise)
+    from .advise import register as register_advise
+
+    register_advise(commands)
 
 
 def _output(parser: argparse.ArgumentParser, what: str) -> None:
@@ -208,30 +183,6 @@ def run_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_advise(args: argparse.Namespace) -> int:
-    from ..estimation import Hardware, advise_planned
-    from ..estimation.advisor import BENCHMARK_HARDWARE, HEADROOM_MIB
-
-    hardware = BENCHMARK_HARDWARE
-    if args.device_capacity_mib is not None:
-        margin = args.margin_limit_mib or args.device_capacity_mib - HEADROOM_MIB
-        hardware = Hardware(args.device_capacity_mib, margin)
-    elif args.margin_limit_mib is not None:
-        from ..errors import InputError
-
-        raise InputError("--margin-limit-mib needs --device-capacity-mib")
-    advice = advise_planned(
-        args.planned,
-        checked_source(args, [args.output], {"--planned": args.planned}),
-        hardware=hardware,
-        model_revision=args.model_revision,
-        nearest=args.nearest,
-    )
-    _write(args.output, advice)
-    print(render_advice(advice))
-    return 0
-
-
 def render_folds(report: dict) -> str:
     """Correct labels and approvals by observed label, per fold and method; then the source costs."""
     from ..estimation import fold_table
@@ -276,43 +227,3 @@ def render_fold_intervals(report: dict) -> str:
     ]
     headers = ["fold", "method", "correct", "wm_recall", "approved_mf", "approved_am"]
     return format_table(headers, rows) + "\n" + interval_legend(report["interval_settings"])
-
-
-def render_advice(advice: dict) -> str:
-    """Per planned configuration: the three methods, the donor's measured outcome, nearest measurements, flags."""
-    lines = [advice["statement"]]
-    for c in advice["configurations"]:
-        p = c["predictions"]
-        lines += ["", f"== {c['configuration_id']}: {c['model_id']} ({c['model_family'] or 'family not measured'})"]
-        body = [
-            ["donor_copy", p["donor_copy"]["predicted_state"], p["donor_copy"]["predicted_peak_mib"]],
-            [
-                "component_regression",
-                p["component_regression"]["predicted_state"],
-                p["component_regression"]["predicted_peak_mib"],
-            ],
-            ["logistic", p["logistic"]["predicted_state"], None],
-        ]
-        lines.append(format_table(["method", "predicted_state", "predicted_peak_mib"], body))
-        check = c["startup_check"]
-        lines.append(
-            f"startup check: {check['budget_plus_actor_mib']} MiB, failure predicted: "
-            f"{check['predicted_startup_budget_failure']}"
-            if check["applicable"]
-            else "startup check: not applicable (parameters offloaded)"
-        )
-        d = c["donor"]
-        lines.append(
-            f"donor: {d['configuration_id']} ({d['model_id']}, {d['gpu_count']} GPUs) measured {d['observed_state']}, "
-            f"peak {d['max_completed_run_peak_mib']} MiB"
-            if d
-            else "donor: none"
-        )
-        nearest = ", ".join(
-            f"{n['configuration_id']} {n['observed_state']} (distance {n['distance']:.2f})"
-            for n in c["nearest_measured"]
-        )
-        lines.append(f"nearest measured: {nearest}")
-        for flag in c["scope_flags"] or ["none: within the measured families, settings and hardware"]:
-            lines.append(f"scope: {flag}")
-    return "\n".join(lines)

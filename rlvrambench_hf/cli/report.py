@@ -35,6 +35,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "methods (repeatable, one per study)",
     )
     parser.add_argument("--policy", metavar="MODULE:ATTR", help="also replay this admission policy of yours")
+    parser.add_argument(
+        "--planned",
+        metavar="F.yaml|F.json|F.csv",
+        help="planned runs (as estimate advise --planned takes them): a section with the verdict of each",
+    )
     parser.set_defaults(handler=run_report)
 
 
@@ -66,6 +71,7 @@ def run_report(args: argparse.Namespace) -> int:
         policy=args.policy,
         predictions=args.predictions,
         followup_predictions=followup,
+        planned=args.planned,
     )
     print(f"wrote {index}")
     return 0

@@ -2,15 +2,14 @@
 
 Pure cores: :mod:`.features` (the eight features, families, startup check), :mod:`.donor`, :mod:`.regression`,
 :mod:`.logistic` and :mod:`.references` (the three reference methods), :mod:`.folds` (pool, leave-one-family-out
-retrospective, final fit, prospective predictions), :mod:`.user` (your own estimator), :mod:`.advisor` (a planned
-run), :mod:`.hubmeta` (metadata of a Hub model from its headers). :mod:`.api` is where they meet a source.
+retrospective, final fit, prospective predictions), :mod:`.user` (your own estimator), :mod:`.hubmeta` (metadata
+of a Hub model from its headers). :mod:`.api` is where they meet a source; :mod:`rlvrambench_hf.advisor` answers
+planned runs with them.
 scipy and scikit-learn are imported when a method is fitted, not here.
 """
 
-from .advisor import STATEMENT, Hardware, advise
 from .api import (
     ALL_FOLDS,
-    advise_planned,
     check_against_published,
     load_estimator,
     load_inputs,
@@ -31,13 +30,9 @@ __all__ = [
     "FEATURE_NAMES",
     "METHODS",
     "OUTCOME_COLUMNS",
-    "STATEMENT",
     "Estimator",
     "Examples",
     "FittedReferences",
-    "Hardware",
-    "advise",
-    "advise_planned",
     "check_against_published",
     "coarse_family",
     "feature_matrix",

@@ -1,12 +1,12 @@
 """Where the estimator comparison meets a source: the typed inputs of a release, users' estimators and plans.
 
 Inputs come through the registry (``configurations``, ``outcomes``, ``estimation_targets``, ``model_metadata``)
-and the release's protocol with its amendment applied; the cores in :mod:`.folds` and :mod:`.advisor` do the work.
+and the release's protocol with its amendment applied; the cores in :mod:`.folds` do the work
+(the advisor, :mod:`rlvrambench_hf.advisor`, answers planned runs from them).
 """
 
 from __future__ import annotations
 
-import os
 import platform
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -16,7 +16,6 @@ from ..data.sources.base import Source
 from ..data.sources.resolve import SourceLike, open_source
 from ..errors import InputError
 from ..scoring.intervals import IntervalsLike, interval_options
-from .advisor import BENCHMARK_HARDWARE, HARDWARE_SETTINGS, PLANNED_SETTINGS, Hardware, advise
 from .features import FEATURE_NAMES, apply_amendment, feature_matrix
 from .folds import final_fit, fitting_pool, parameters_of, prospective, retrospective, score_rows
 from .logistic import CLASSIFIER_SETTINGS
@@ -30,6 +29,8 @@ AMENDMENT = "benchmark/estimation/amendment-01.json"
 PUBLISHED_PREDICTIONS = "benchmark/estimation/predictions.json"
 #: Peak tolerance (MiB) when checking recomputed predictions against the published file.
 PEAK_TOLERANCE_MIB = 1e-6
+#: The registry tables the comparison reads, beside its protocol and amendment.
+INPUT_CONFIGS = ("configurations", "outcomes", "estimation_targets", "model_metadata")
 #: Fold names of the comparison; "all" scores every fold.
 ALL_FOLDS = "all"
 
@@ -231,29 +232,6 @@ def score_fold_predictions(
     from .intervals import add_fold_score_intervals
 
     return add_fold_score_intervals({"folds": scores}, rows_by_fold, truth, options)
-
-
-def advise_planned(
-    planned: str | os.PathLike | Sequence[Mapping],
-    source: SourceLike = None,
-    revision: str | None = None,
-    *,
-    hardware: Hardware = BENCHMARK_HARDWARE,
-    model_revision: str | None = None,
-    nearest: int = 3,
-) -> dict:
-    """Advice for planned configurations (a YAML / JSON / CSV file or a list of mappings); a model outside the
-    release's metadata is read from its Hub repository (config.json and safetensors headers only)."""
-    from .hubmeta import fetch_model_metadata
-    from .planned import read_planned
-
-    plans = read_planned(planned, PLANNED_SETTINGS, HARDWARE_SETTINGS)
-    fitted, inputs = run_final_fit(source, revision)
-    metadata = dict(inputs.metadata)
-    for model in dict.fromkeys(p["model_id"] for p in plans):
-        if model not in metadata:
-            metadata[model] = fetch_model_metadata(model, model_revision)
-    return advise(plans, fitted, metadata, hardware=hardware, nearest=nearest)
 
 
 def _json_object(src: Source, relpath: str) -> dict:

@@ -5,7 +5,7 @@ configs, the figures, the transfer scores (overall then the tracks in the docume
 your predictions) with their confusion matrices, the leaderboard (recall with its interval per track, grouped
 where intervals overlap), the admission replay (recall against the budget and against the
 attempts really spent, target plus donor), the follow-up studies (frozen methods and your predictions) and the
-estimator comparison with model families held out.
+estimator comparison with model families held out, and — given a plan file — the verdicts of your planned runs.
 
 :func:`build_report` computes everything in memory (nothing is written if any part fails); :func:`write_report`
 then writes ``index.html`` — self-contained, the figures embedded as PNG data URIs — and the same PNGs beside it.
@@ -88,11 +88,13 @@ def build_report(
     policy: str | None = None,
     predictions: str | os.PathLike | None = None,
     followup_predictions: Mapping[str, str | os.PathLike] | None = None,
+    planned: str | os.PathLike | None = None,
     now: dt.datetime | None = None,
 ) -> Report:
     """Compute every section of the report for ``source``. ``predictions`` (a transfer predictions file) and
     ``followup_predictions`` (study → predictions file) are scored beside the reference rules and frozen methods;
-    a ``module:attr`` ``policy`` joins the admission replay. Your files are read and checked first."""
+    a ``module:attr`` ``policy`` joins the admission replay; ``planned`` (a plan file) gets a section of verdicts.
+    Your files are read and checked first."""
     from .. import __version__, admission, transfer
     from ..data.sources.resolve import open_source
     from ..data.tables.reader import load_table
@@ -108,6 +110,11 @@ def build_report(
     followup_files = dict(followup_predictions or {})
     for study in followup_files:
         study_config(study)  # an unknown study fails before any work
+    plans = None
+    if planned is not None:
+        from ..advisor import read_plans
+
+        plans = read_plans(planned, source=source, revision=revision)
     src = open_source(source, revision)
     tables = transfer.load_transfer_tables(src)
     methods = {rule: transfer.reference_scores(rule, src, intervals=True) for rule in transfer.RULES}
@@ -155,6 +162,13 @@ def build_report(
             "estimation",
         ),
     ]
+    if plans is not None:
+        from ..advisor import advise
+        from ..advisor.document import document
+        from .advice import advice_section
+
+        body.append(advice_section(document(advise(plans, src)), os.fspath(str(planned))))
+        inputs["planned runs"] = planned
     items = provenance(src, __version__, now or dt.datetime.now(dt.UTC), inputs)
     page = s.PAGE.format(title=html.escape(TITLE), provenance=s.provenance(items), body="\n".join(body))
     return Report(page, images)
@@ -186,6 +200,7 @@ def write_report(
     policy: str | None = None,
     predictions: str | os.PathLike | None = None,
     followup_predictions: Mapping[str, str | os.PathLike] | None = None,
+    planned: str | os.PathLike | None = None,
 ) -> Path:
     """Build the report (the options as :func:`build_report`) and write ``index.html`` and its PNGs into
     ``output_dir`` (created if needed), all of them or none."""
@@ -195,14 +210,16 @@ def write_report(
     target = Path(output_dir)
     check_target(target, folder=True)
     src = open_source(source, revision)
-    inputs = {"--policy": object_file(policy), "--predictions": predictions}
+    inputs = {"--policy": object_file(policy), "--predictions": predictions, "--planned": planned}
     inputs.update({f"--followup-predictions {study}": path for study, path in (followup_predictions or {}).items()})
     names = ["index.html", *FIGURES]
     if target.is_dir():  # an existing folder: only the report's own files are written
         check_outputs([target / name for name in names], inputs=inputs, source=src)
     else:
         check_outputs(folders=[target], inputs=inputs, source=src)
-    report = build_report(src, policy=policy, predictions=predictions, followup_predictions=followup_predictions)
+    report = build_report(
+        src, policy=policy, predictions=predictions, followup_predictions=followup_predictions, planned=planned
+    )
     created = not target.is_dir()
     target.mkdir(exist_ok=True)
     try:

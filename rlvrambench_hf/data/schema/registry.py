@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from ...errors import UnknownConfigError
 from .panel_entries import PANEL_SPECS
 from .pins import UNRESOLVED
-from .spec import JSON_MAPPING, ConfigSpec, Copy, ForeignKey, columns, same_names
+from .spec import JSON_MAPPING, ConfigSpec, Copy, ForeignKey, MeasuredRecords, MeasuredRuns, columns, same_names
 
 _SETTINGS = """configuration_id case_id study model_family model_name model_id workload_id workload_name
 legacy_dataset_id algorithm adaptation configuration_level condition gpu_count rollout_tp_size actor_micro_batch
@@ -55,6 +55,23 @@ _JOINED = (
     Copy("outcomes", same_names(_OUTCOMES)),
 )
 _TO_CONFIGURATIONS = ForeignKey(("configuration_id",), "configurations")
+#: What the follow-up studies repeat of their planned settings (the columns named as the targets' settings).
+_FOLLOWUP_SETTINGS = {
+    "model": "model_id",
+    "workload": "legacy_dataset_id",
+    "gpu_count": "gpu_count",
+    "configuration_level": "configuration_level",
+}
+#: Partial evidence of a follow-up record whose repeated label is unresolved.
+_FOLLOWUP_EVIDENCE = """eligible_seed_count unresolved_seeds known_memory_failure known_margin_exceedance
+completed_processes maximum_known_completed_peak_mib""".split()
+
+
+def _followup_measured(targets: str) -> MeasuredRecords:
+    """A follow-up study's records: settings in its ``targets`` table, seeds and partial evidence as columns."""
+    return MeasuredRecords(
+        "observed_state", "completed_peak_mib", "eligible_seeds", targets, evidence=(*_FOLLOWUP_EVIDENCE,)
+    )
 
 
 _SPECS: tuple[ConfigSpec, ...] = (
@@ -69,6 +86,23 @@ _SPECS: tuple[ConfigSpec, ...] = (
             global_prompt_batch evaluation_known_memory_failure evaluation_known_above_margin screen_peak_mib
             evaluation_max_completed_peak_mib recorded_screen_attempts recorded_evaluation_attempts candidate_id
             case_id model_family dataset"""),
+        measured=MeasuredRecords(
+            "evaluation_state",
+            "evaluation_max_completed_peak_mib",
+            renamed={
+                "vllm_gpu_memory_utilization": "reservation",
+                "max_prompt_length": "prompt_cap",
+                "max_response_length": "response_cap",
+                "rollout_n": "responses_per_prompt",
+                "train_batch_size": "global_prompt_batch",
+                "total_training_steps": "training_steps",
+            },
+            through={"model_id": ("model_family", "model_family"), "workload_id": ("dataset", "legacy_dataset_id")},
+            evidence=("evaluation_known_memory_failure", "evaluation_known_above_margin", "screen_state"),
+            runs=MeasuredRuns(
+                "admission_attempts", "candidate_id", "training_seed", "state", "peak_mib", where=("role", "evaluation")
+            ),
+        ),
     ),
     ConfigSpec(
         "transfer_configurations",
@@ -99,6 +133,19 @@ _SPECS: tuple[ConfigSpec, ...] = (
         columns(_SETTINGS + " " + _OUTCOMES + " used_in_transfer_tasks", observed_state=("not_repeated",)),
         references=(_TO_CONFIGURATIONS,),
         copies=_JOINED,
+        measured=MeasuredRecords(
+            "observed_state",
+            "max_completed_run_peak_mib",
+            evidence=("eligible_processes", "completed_eligible_processes", "memory_failure_processes"),
+            runs=MeasuredRuns(
+                "eligible_runs",
+                "configuration_id",
+                "training_seed",
+                "observed_state",
+                "completed_run_peak_mib",
+                stage="terminal_stage",
+            ),
+        ),
     ),
     ConfigSpec(
         "eligible_runs",
@@ -193,17 +240,8 @@ _SPECS: tuple[ConfigSpec, ...] = (
         ("configuration_id",),
         columns(_FOLLOWUP, observed_state=(UNRESOLVED,)),
         references=(ForeignKey(("configuration_id",), "estimation_targets"),),
-        copies=(
-            Copy(
-                "estimation_targets",
-                {
-                    "model": "model_id",
-                    "workload": "legacy_dataset_id",
-                    "gpu_count": "gpu_count",
-                    "configuration_level": "configuration_level",
-                },
-            ),
-        ),
+        copies=(Copy("estimation_targets", _FOLLOWUP_SETTINGS),),
+        measured=_followup_measured("estimation_targets"),
     ),
     ConfigSpec(
         "expanded_host_configurations",
@@ -212,6 +250,9 @@ _SPECS: tuple[ConfigSpec, ...] = (
         "Six expanded-host follow-up settings with the frozen predictions and new seed slots",
         ("configuration_id",),
         columns(_FOLLOWUP, observed_state=(UNRESOLVED,)),
+        references=(ForeignKey(("configuration_id",), "expanded_host_targets"),),
+        copies=(Copy("expanded_host_targets", _FOLLOWUP_SETTINGS),),
+        measured=_followup_measured("expanded_host_targets"),
     ),
     ConfigSpec(
         "configuration_feasibility",
@@ -261,6 +302,15 @@ _SPECS: tuple[ConfigSpec, ...] = (
         "planned",
         "benchmark/estimation/targets.csv",
         "Settings of the twelve Qwen2.5-7B targets of the prospective estimator comparison",
+        ("configuration_id",),
+        columns(_SETTINGS),
+        card=False,
+    ),
+    ConfigSpec(
+        "expanded_host_targets",
+        "planned",
+        "benchmark/host_capacity/targets.csv",
+        "Settings of the six Qwen2.5-7B configurations of the expanded-host follow-up",
         ("configuration_id",),
         columns(_SETTINGS),
         card=False,

@@ -2,7 +2,8 @@
 
 :mod:`.registry` holds the entries; this module holds the shapes they take. A :class:`ConfigSpec` says where a
 table lives, what it means, how every column is typed, which columns key its rows, which columns point into
-another table (:class:`ForeignKey`) and which columns repeat another table's values (:class:`Copy`).
+another table (:class:`ForeignKey`), which columns repeat another table's values (:class:`Copy`) and, for tables of
+measured records, where their settings, labels, peaks and runs are (:class:`MeasuredRecords`).
 Verification and diffs read the relations instead of spelling out joins.
 """
 
@@ -104,6 +105,43 @@ def same_names(names: str) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
+class MeasuredRuns:
+    """The processes behind each measured record: ``table`` rows whose ``on`` column names the record's key, the
+    ``seed``, ``state`` and ``peak`` columns of each, and optionally its last ``stage`` and a ``where`` filter
+    (column, value) that keeps the eligible ones."""
+
+    table: str
+    on: str
+    seed: str
+    state: str
+    peak: str
+    stage: str | None = None
+    where: tuple[str, object] | None = None
+
+
+@dataclass(frozen=True)
+class MeasuredRecords:
+    """Marks a table whose rows are measured records of configurations, and says where their parts are.
+
+    ``label`` is the repeated label column and ``peak`` the largest completed peak. The settings (named as the
+    columns of ``configurations``) are the columns of the same names, or of ``settings_from``'s row with the same
+    key; ``renamed`` maps a setting to the column here that holds it under another name, and ``through`` a setting
+    to a column here whose values are a ``configurations`` column's (``{"model_id": ("model_family",
+    "model_family")}``: the model id of the configurations with this model family). ``seeds`` is a column listing
+    the eligible seeds, ``evidence`` the columns of partial evidence shown beside an unresolved label, ``runs`` the
+    processes behind each record."""
+
+    label: str
+    peak: str
+    seeds: str | None = None  # a column listing the eligible seeds (when no ``runs`` table gives them)
+    settings_from: str | None = None
+    renamed: Mapping[str, str] = field(default_factory=dict)
+    through: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    evidence: tuple[str, ...] = ()
+    runs: MeasuredRuns | None = None
+
+
+@dataclass(frozen=True)
 class ConfigSpec:
     """One table of the release: where it lives, what it means and how every column is typed."""
 
@@ -118,6 +156,7 @@ class ConfigSpec:
     references: tuple[ForeignKey, ...] = ()
     copies: tuple[Copy, ...] = ()
     member: str | None = None  # JSON_RECORDS: the member of the file's object holding the records (None: the file)
+    measured: MeasuredRecords | None = None  # the rows are measured records of configurations
 
     def __post_init__(self) -> None:
         if self.layout not in (CSV, *JSON_LAYOUTS):

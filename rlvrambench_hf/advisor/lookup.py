@@ -1,0 +1,170 @@
+"""Plans looked up against the measured records (pure, vectorised over plans).
+
+:func:`exact_matches` finds, for every plan at once, the records of every table that equal it in each defining
+setting the table records, and summarises them per plan (how many, the most and least severe repeated label, the
+first within-margin record). :func:`near_matches` lists, for one plan, the records that differ from it in exactly
+one recorded setting, with that setting named.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from .records import DEFINING_SETTINGS, NOT_GIVEN, Codes, MeasuredIndex
+
+NONE = -1
+
+
+@dataclass(frozen=True)
+class Matches:
+    """Per plan: matched records, the most and least severe resolved label index (-1 / 3 when none is resolved),
+    resolved records, and the first within-margin record (global index, -1 when none)."""
+
+    count: np.ndarray
+    worst: np.ndarray
+    best: np.ndarray
+    resolved: np.ndarray
+    within_margin_record: np.ndarray
+
+
+@dataclass(frozen=True)
+class RecordIndex:
+    """The records of a :class:`MeasuredIndex` in one list, with their codes (per table and as one matrix)."""
+
+    index: MeasuredIndex
+    records: tuple[dict, ...]
+    codes: np.ndarray  # records × settings (int64; negative where unrecorded or null)
+    recorded: np.ndarray  # records × settings (bool)
+    resolved: np.ndarray
+    tables: tuple[tuple[tuple[str, ...], Codes, int], ...]  # per table: recorded settings, codes, first record
+
+    @classmethod
+    def of(cls, index: MeasuredIndex) -> RecordIndex:
+        records: list[dict] = []
+        codes, recorded, resolved, tables = [], [], [], []
+        for table in index.tables:
+            coded = index.codes(table.settings)
+            tables.append((table.recorded, coded, len(records)))
+            records += table.records
+            codes.append(np.column_stack([coded.codes[n] for n in DEFINING_SETTINGS]))
+            recorded.append(np.tile([n in table.recorded for n in DEFINING_SETTINGS], (coded.rows, 1)))
+            resolved.append(table.resolved)
+        return cls(
+            index, tuple(records), np.vstack(codes), np.vstack(recorded), np.concatenate(resolved), tuple(tables)
+        )
+
+
+def _summaries(keys: np.ndarray, resolved: np.ndarray, offset: int) -> tuple[np.ndarray, ...]:
+    """Per distinct key (sorted): records, worst and best resolved label, resolved count, first within margin."""
+    usable = keys >= 0
+    unique, inverse = np.unique(keys[usable], return_inverse=True)
+    inverse = inverse.reshape(-1)
+    labels = resolved[usable]
+    positions = np.flatnonzero(usable) + offset
+    count = np.bincount(inverse, minlength=len(unique))
+    worst = np.full(len(unique), NONE)
+    np.maximum.at(worst, inverse, labels)
+    best = np.full(len(unique), 3)
+    np.minimum.at(best, inverse, np.where(labels >= 0, labels, 3))
+    done = np.bincount(inverse, weights=labels >= 0, minlength=len(unique)).astype(np.int64)
+    first = np.full(len(unique), NONE)
+    within = labels == 0
+    for group, position in zip(inverse[within][::-1], positions[within][::-1]):
+        first[group] = position
+    return unique, count, worst, best, done, first
+
+
+def exact_matches(records: RecordIndex, codes: Codes) -> Matches:
+    """The records equal to each plan in every defining setting both the plan gives and the record's table
+    records (plans are grouped by the settings they leave out)."""
+    n = codes.rows
+    count = np.zeros(n, dtype=np.int64)
+    worst = np.full(n, NONE)
+    best = np.full(n, 3)
+    resolved = np.zeros(n, dtype=np.int64)
+    within = np.full(n, NONE)
+    radix = records.index.radix
+    pattern = np.zeros(n, dtype=np.int64)
+    for bit, name in enumerate(DEFINING_SETTINGS):
+        pattern |= (codes.codes[name] == NOT_GIVEN).astype(np.int64) << bit
+    for missing in np.unique(pattern).tolist():
+        rows = np.flatnonzero(pattern == missing)
+        left_out = {name for bit, name in enumerate(DEFINING_SETTINGS) if missing >> bit & 1}
+        for recorded, coded, offset in records.tables:
+            settings = [name for name in recorded if name not in left_out]
+            keys = coded.key(settings, radix)
+            unique, g_count, g_worst, g_best, g_done, g_first = _summaries(
+                keys, records.resolved[offset : offset + coded.rows], offset
+            )
+            if not len(unique):
+                continue
+            key = codes.key(settings, radix)[rows]
+            position = np.minimum(np.searchsorted(unique, key), len(unique) - 1)
+            hit = (key >= 0) & (unique[position] == key)
+            at, mine = position[hit], rows[hit]
+            count[mine] += g_count[at]
+            worst[mine] = np.maximum(worst[mine], g_worst[at])
+            best[mine] = np.minimum(best[mine], g_best[at])
+            resolved[mine] += g_done[at]
+            within[mine] = np.where(within[mine] >= 0, within[mine], g_first[at])
+    return Matches(count, worst, best, resolved, within)
+
+
+def plan_codes(codes: Codes, row: int) -> np.ndarray:
+    return np.array([codes.codes[n][row] for n in DEFINING_SETTINGS], dtype=np.int64)
+
+
+def matched_records(records: RecordIndex, codes: Codes, row: int) -> list[dict]:
+    """The records plan ``row`` matches (its answer's ``measured`` list)."""
+    plan = plan_codes(codes, row)
+    differing = _differing(records, plan)
+    return [
+        _with_match(records.records[i], records.recorded[i], plan) for i in np.flatnonzero(differing.sum(axis=1) == 0)
+    ]
+
+
+def near_matches(records: RecordIndex, codes: Codes, row: int, settings: pa.Table) -> list[dict]:
+    """Records that differ from plan ``row`` in exactly one recorded setting: that setting, theirs and the plan's."""
+    differing = _differing(records, plan_codes(codes, row))
+    out = []
+    for i in np.flatnonzero(differing.sum(axis=1) == 1):
+        j = int(np.flatnonzero(differing[i])[0])
+        name = DEFINING_SETTINGS[j]
+        record = records.records[i]
+        theirs = records.index.values[name][int(records.codes[i, j])].as_py()
+        mine = settings.column(name)[row].as_py() if name in settings.column_names else None
+        out.append(
+            {
+                "table": record["table"],
+                "configuration_id": record["configuration_id"],
+                "observed_state": record["observed_state"],
+                "max_completed_peak_mib": record["max_completed_peak_mib"],
+                "setting": name,
+                "plan": mine,
+                "measured": theirs,
+            }
+        )
+    return out
+
+
+def _differing(records: RecordIndex, plan: np.ndarray) -> np.ndarray:
+    """records × settings: the settings the record's table records and the plan gives where they differ (a value
+    never measured differs from every record)."""
+    compared = records.recorded & (plan[None, :] != NOT_GIVEN)
+    return compared & ((records.codes != plan[None, :]) | (plan[None, :] < 0) | (records.codes < 0))
+
+
+def _with_match(record: dict, recorded: np.ndarray, plan: np.ndarray) -> dict:
+    out = dict(record)
+    not_given = [
+        n
+        for n, code in zip(DEFINING_SETTINGS, plan)
+        if code == NOT_GIVEN and n not in record.get("unrecorded_settings", ())
+    ]
+    out["match"] = "exact" if recorded.all() and not not_given else "on the settings both give"
+    if not_given:
+        out["settings_not_given"] = not_given
+    return out

@@ -1,0 +1,95 @@
+"""Plans written in the dataset's own vocabulary: a CSV with columns of ``benchmark/configurations.csv`` (one row
+per plan; ``targets.csv`` itself is one), a YAML or JSON mapping of settings, a list of them or
+``{"configurations": [...]}``, or the same as Python mappings.
+
+A CSV is read by ``pyarrow.csv`` as text and typed column by column (:func:`~.checks.typed_from_text`): 100,000
+plans keep no Python object per plan. YAML and JSON values are typed by the same rules from their text, so that
+``"2"`` is the count 2 as in a CSV while ``"two"``, ``2.5``, ``.nan`` or ``2**70`` are refused. An unknown column is
+refused; a blank cell or a null is a setting not given.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pyarrow as pa
+
+from ..data.schema.spec import ConfigSpec
+from ..errors import InputError, first_line
+from .checks import Where, typed_from_text
+from .plans import RowLabels
+from .userfile import MAX_CSV_BYTES, check_text_file, checked_file, parse_structured, read_text
+
+SUFFIXES = (".yaml", ".yml", ".json", ".csv")
+PlannedLike = str | os.PathLike | Mapping | Sequence[Mapping]
+
+
+def read_planned(planned: PlannedLike, spec: ConfigSpec) -> tuple[pa.Table, Sequence[str], dict[str, str]]:
+    """The typed table of the plans (``spec``'s columns, null where not given), each plan's origin and how each
+    setting is named in errors."""
+    if isinstance(planned, (str, os.PathLike)):
+        path = Path(planned)
+        if path.suffix.lower() not in SUFFIXES:
+            raise InputError(f"planned configurations {str(path)!r}: use a {', '.join(SUFFIXES)} file")
+        if path.suffix.lower() == ".csv":
+            return _read_csv(path, spec)
+        records = parse_structured(read_text(path, "planned configurations"), str(path), path.suffix.lower())
+        return _from_records(records, str(path), spec)
+    return _from_records(planned, "planned configurations", spec)
+
+
+def _from_records(records: object, name: str, spec: ConfigSpec) -> tuple[pa.Table, Sequence[str], dict[str, str]]:
+    if isinstance(records, Mapping):
+        records = records.get("configurations", [records])
+    if isinstance(records, (str, bytes)) or not isinstance(records, Sequence) or not records:
+        raise InputError(f"{name}: expected a mapping of settings, a list of them, or a CSV with one row per plan")
+    bad = next((i for i, r in enumerate(records) if not isinstance(r, Mapping)), None)
+    if bad is not None:
+        raise InputError(f"{name}: plan {bad + 1} is not a mapping of settings")
+    _refuse_unknown({str(k) for r in records for k in r}, name, spec)
+    origins = [name] if len(records) == 1 else [f"{name} plan {i + 1}" for i in range(len(records))]
+    where = Where(origins.__getitem__, {})
+    from ..data.tables.arrow import string_array
+    from ..data.tables.reader import text_cell
+
+    present = [c for c in spec.column_names if any(c in r for r in records)]
+    raw = pa.table({c: string_array([text_cell(r.get(c)) for r in records]) for c in present})
+    return typed_from_text(raw, spec.columns, where), origins, {}
+
+
+def _refuse_unknown(names: set[str], name: str, spec: ConfigSpec) -> None:
+    unknown = sorted(names - set(spec.column_names))
+    if unknown:
+        shown = ", ".join(map(repr, unknown[:5])) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+        raise InputError(f"{name}: unknown setting(s) {shown} (use the columns of {spec.path})")
+
+
+def _read_csv(path: Path, spec: ConfigSpec) -> tuple[pa.Table, Sequence[str], dict[str, str]]:
+    import pyarrow.csv as pacsv
+
+    name = str(path)
+    checked_file(path, "planned configurations", MAX_CSV_BYTES)
+    check_text_file(path, name)
+    options = pacsv.ConvertOptions(
+        column_types={c: pa.string() for c in spec.column_names},
+        strings_can_be_null=False,
+        quoted_strings_can_be_null=False,
+        null_values=[],
+    )
+    try:  # one thread: as fast on two cores, and a third less memory
+        raw = pacsv.read_csv(path, read_options=pacsv.ReadOptions(use_threads=False), convert_options=options)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"{name}: cannot be read as CSV: {first_line(exc)}") from None
+    header = raw.column_names
+    duplicated = sorted({c for c in header if header.count(c) > 1})
+    if duplicated:
+        raise InputError(f"{name}: column(s) {', '.join(map(repr, duplicated))} appear more than once")
+    _refuse_unknown(set(header), name, spec)
+    if raw.num_rows == 0:
+        raise InputError(f"{name}: no plans (a header and no rows)")
+    origins = RowLabels(name, raw.num_rows)
+    written = {c: f"column {c!r}" for c in header}
+    table = typed_from_text(raw, spec.columns, Where(origins.__getitem__, written))
+    return table, origins, written

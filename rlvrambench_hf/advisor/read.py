@@ -1,0 +1,232 @@
+"""``read_plans``: a user's config, whichever form it takes, to validated :class:`~.plans.Plans`.
+
+The kinds: ``planned`` (the dataset's vocabulary: CSV, YAML, JSON, mappings), ``verl`` (a VERL YAML, a launch
+script or command line of overrides, a VERL config mapping) and ``trl`` (a GRPOConfig as YAML / JSON, or an object
+with its fields). Every setting is checked (:mod:`.checks`) before a plan is returned; the release gives the
+workloads, models and levels a plan is read against (:mod:`.measured`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Literal
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..data.schema.registry import get_spec
+from ..data.sources.resolve import SourceLike
+from ..errors import InputError
+from .checks import Where, check_ranges, known_true, typed_from_values
+from .launch import Launch, read_launches, unresolved
+from .mapping import VERL_MAPPING, VERL_SCOPE, mapped_keys
+from .measured import LEVEL_SETTINGS, Measured, load_measured
+from .plans import SETTINGS_CONFIG, Plans
+from .userfile import read_text
+
+Kind = Literal["planned", "verl", "trl"]
+KINDS = ("planned", "verl", "trl")
+#: What every plan must give, whatever its kind (a plan in the dataset's vocabulary also names its workload).
+REQUIRED: tuple[str, ...] = ("model_id", "gpu_count", *LEVEL_SETTINGS)
+_VERL_SECTIONS = {"actor_rollout_ref", "trainer", "data", "algorithm", "critic", "reward_model"}
+_YAML = (".yaml", ".yml", ".json")
+#: Fields only a GRPOConfig has (a planned mapping uses the dataset's names).
+_TRL_FIELDS = {"num_generations", "per_device_train_batch_size", "max_completion_length", "use_vllm"}
+
+
+def read_plans(
+    plans: object,
+    *,
+    kind: Kind | None = None,
+    workload: str | None = None,
+    settings: Mapping[str, object] | None = None,
+    source: SourceLike = None,
+    revision: str | None = None,
+) -> Plans:
+    """Validated plans from ``plans``: a path (CSV / YAML / JSON / launch script), a command line, a list of
+    mappings, a VERL config mapping or a GRPOConfig-like object.
+
+    ``kind`` says which (None: ``.sh`` files and command lines are VERL, a mapping with VERL's sections is VERL, an
+    object with GRPOConfig's fields is TRL, anything else is planned). ``workload`` names the workload of plans
+    that do not give one (VERL and TRL configs never do); ``settings`` adds dataset settings to every plan where it
+    gives none (e.g. ``{"gpu_count": 2}``). ``source`` / ``revision`` name the release read against.
+    """
+    kind = kind or detect_kind(plans)
+    if kind not in KINDS:
+        raise InputError(f"unknown kind of plans {kind!r}; choose planned, verl or trl")
+    spec = get_spec(SETTINGS_CONFIG)
+    measured = load_measured(source, revision)
+    if kind == "planned":
+        from .planned import read_planned
+
+        table, origins, written = read_planned(plans, spec)  # type: ignore[arg-type]
+        flags: list[list[str]] = []
+    else:
+        records, origins, written, flags = _config_records(plans, kind, measured, settings or {})
+        where = Where(list(origins).__getitem__, written)
+        table = typed_from_values(records, spec.columns, where)
+    where = Where(origins.__getitem__, written)
+    table = _filled(table, workload, settings, measured, where)
+    required = REQUIRED + (("workload_id",) if kind == "planned" else ())
+    _check_required(table, required, where, kind)
+    check_ranges(table, where)
+    table = table.set_column(
+        table.schema.get_field_index("configuration_level"), "configuration_level", measured.infer_levels(table)
+    )
+    common = measured.scope_flags(table)
+    per_row = [tuple(f) + c for f, c in zip(flags, common)] if flags else common
+    return Plans(table, origins, written, per_row)
+
+
+def detect_kind(plans: object) -> Kind:
+    """The kind of ``plans`` when the caller does not say it: by suffix, by a YAML / JSON file's top-level keys, by
+    a mapping's keys, by an object's fields."""
+    if isinstance(plans, (str, os.PathLike)):
+        path = Path(plans)
+        if path.suffix.lower() in (".sh", ".bash") or (isinstance(plans, str) and _is_command_line(plans)):
+            return "verl"
+        if path.suffix.lower() in _YAML:
+            from .userfile import parse_structured
+
+            data = parse_structured(read_text(path, "config"), str(path), path.suffix.lower())
+            return detect_kind(data) if isinstance(data, Mapping) else "planned"
+        return "planned"
+    if isinstance(plans, Mapping):
+        keys = {str(k) for k in plans}
+        if _VERL_SECTIONS & keys:
+            return "verl"
+        return "trl" if _TRL_FIELDS & keys else "planned"
+    if isinstance(plans, Sequence):
+        return "planned"
+    return "trl"
+
+
+def _is_command_line(text: str) -> bool:
+    if not (("\n" in text or " " in text) and "=" in text):
+        return False
+    try:
+        return not Path(text).exists()
+    except (OSError, ValueError):  # a name too long for a path is no file
+        return True
+
+
+def _config_records(
+    plans: object, kind: str, measured: Measured, preset: Mapping[str, object]
+) -> tuple[list[dict], list[str], dict[str, str], list[list[str]]]:
+    """One record per VERL launch or config (TRL: one), with origins, written names and scope flags."""
+    from .verl import record_of
+
+    columns = {c.name: c for c in get_spec(SETTINGS_CONFIG).columns}
+    if kind == "trl":
+        from .trl import trl_fields, trl_file, trl_record
+
+        if isinstance(plans, (str, os.PathLike)):
+            fields = trl_file(plans)
+            given, origin = set(fields), str(plans)
+        else:
+            fields, given = trl_fields(plans)
+            origin = "TRL config"
+        found = [trl_record(fields, given, origin, columns, preset)]
+        origins = [origin]
+    else:
+        configs = _verl_configs(plans)
+        found = [record_of(config, columns, preset=preset) for config in configs]
+        origins = [c.origin for c in configs]
+    records, flags = [], []
+    for settings, _, row_flags_ in found:
+        if isinstance(settings.get("model_id"), str):
+            settings["model_id"] = measured.model_id(settings["model_id"])
+        records.append(settings)
+        flags.append(row_flags_)
+    return records, origins, found[0][1], flags
+
+
+def _verl_configs(plans: object) -> list:
+    from .verl import Config, merged, plain, with_defaults, yaml_tree
+
+    if isinstance(plans, Mapping):
+        return [with_defaults(plain(plans), "VERL config")]  # type: ignore[arg-type]
+    if not isinstance(plans, (str, os.PathLike)):
+        raise InputError(f"a {type(plans).__name__} is not a VERL config (give a path, a command line or a mapping)")
+    if isinstance(plans, str) and _is_command_line(plans):
+        text, name, folder = plans, "command line", Path.cwd()
+    else:
+        path = Path(plans)
+        if path.suffix.lower() in _YAML:
+            return [with_defaults(yaml_tree(path, str(path)), str(path))]
+        text, name, folder = read_text(path, "VERL launch script"), str(path), path.parent
+    configs: list[Config] = []
+    for launch in read_launches(text, name):
+        origin = f"{name} line {launch.line}"
+        _refuse_unresolved(launch.overrides, origin)
+        base = _base_config(launch, folder, origin)
+        configs.append(with_defaults(merged(base, launch.overrides, origin), origin))
+    return configs
+
+
+def _refuse_unresolved(overrides: Sequence[tuple[str, str, str | None]], origin: str) -> None:
+    """A one-line error for the first override of a key the advisor reads whose value the script computes."""
+    used = mapped_keys(VERL_MAPPING, VERL_SCOPE)
+    for _, key, text in overrides:
+        missing = unresolved(text or "")
+        if key in used and missing:
+            how = "is computed when the script runs" if "(" in missing else "is not set in the script or environment"
+            raise InputError(f"{origin}: {key} uses {missing}, which {how}; write its value or set it")
+
+
+def _base_config(launch: Launch, folder: Path, origin: str) -> dict:
+    """The YAML a launch's ``--config-path`` / ``--config-name`` name (VERL's own ``ppo_trainer``: none)."""
+    from .verl import yaml_tree
+
+    name = launch.config_name
+    if not name or name == "ppo_trainer":
+        return {}
+    where = Path(launch.config_path or ".")
+    candidates = [(folder / where / name), (Path.cwd() / where / name)]
+    for candidate in candidates:
+        for path in (candidate, candidate.with_suffix(".yaml")):
+            if path.is_file():
+                return yaml_tree(path, str(path))
+    raise InputError(f"{origin}: --config-name {name} names a config not found under {str(folder / where)!r}")
+
+
+def _filled(
+    table: pa.Table, workload: str | None, settings: Mapping[str, object] | None, measured: Measured, where: Where
+) -> pa.Table:
+    """``table`` with ``workload`` and ``settings`` filled in where the plans give none; a plan that gives another
+    value is an error."""
+    extra = dict(settings or {})
+    if workload is not None:
+        extra["workload_id"] = measured.workload_id(workload)
+    spec = get_spec(SETTINGS_CONFIG)
+    unknown = sorted(set(extra) - set(spec.column_names))
+    if unknown:
+        raise InputError(f"unknown setting(s) {', '.join(unknown)} (use the columns of {spec.path})")
+    for name, value in extra.items():
+        column = spec.column(name)
+        filled = typed_from_values([{name: value}], [column], Where(lambda _: "given settings", {}))
+        scalar = filled.column(0)[0]
+        current = table.column(name)
+        differs = known_true(pc.not_equal(current, scalar))
+        if pc.any(differs).as_py():
+            row = pc.index(differs, True).as_py()
+            raise InputError(
+                f"{where(name, row)}: the plan gives {current[row].as_py()!r}, not the {value!r} asked for"
+            )
+        table = table.set_column(table.schema.get_field_index(name), name, pc.fill_null(current, scalar))
+    return table
+
+
+def _check_required(table: pa.Table, required: Sequence[str], where: Where, kind: str) -> None:
+    missing = [name for name in required if table.column(name).null_count]
+    if not missing:
+        return
+    rows = pc.is_null(table.column(missing[0]))
+    first, count = pc.index(rows, True).as_py(), pc.sum(rows).as_py()
+    hint = " (name it with --workload)" if missing == ["workload_id"] else ""
+    written = ", ".join(where.name(m) for m in missing)
+    scope = "" if table.num_rows == 1 else f" ({count} of {table.num_rows} plans, the first: {where.origin(first)})"
+    prefix = where.origin(first) if table.num_rows == 1 else "plans"
+    raise InputError(f"{prefix}: missing setting(s) {written}{hint}{scope}")

@@ -1,0 +1,241 @@
+"""A VERL run as a plan: its config tree (YAML, a mapping, or a launch script's overrides over a base config and
+VERL's own defaults) read through :data:`~.mapping.VERL_MAPPING`.
+
+VERL's defaults are those of the VERL installed where this runs, found without importing it
+(``importlib.util.find_spec``): its packaged, Hydra-composed trainer config ``trainer/config/_generated_ppo_trainer
+.yaml`` (older releases: a flat ``ppo_trainer.yaml``). Without VERL, a setting the config leaves out is a one-line
+error listing every such key. OmegaConf interpolations of the mapped keys (``${data.max_prompt_length}``,
+``${oc.select:key,default}``, ``${oc.env:NAME,default}``) are resolved over the merged tree.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..data.schema.spec import Column
+from ..errors import InputError
+from .checks import quoted
+from .mapping import VERL_MAPPING, VERL_SCOPE, Mapped, Scope
+from .userfile import parse_structured, read_text
+
+_ABSENT = object()
+_INT = re.compile(r"^[+-]?[0-9][0-9_]*$")
+_FLOAT = re.compile(r"(?i)^[+-]?(([0-9][0-9_]*)?\.[0-9_]*([e][+-]?[0-9]+)?|[0-9][0-9_]*e[+-]?[0-9]+|inf|nan)$")
+_INTERPOLATION = re.compile(r"^\$\{(.*)\}$", re.S)
+#: The packaged trainer configs of VERL, most complete first.
+DEFAULT_CONFIGS = ("trainer/config/_generated_ppo_trainer.yaml", "trainer/config/ppo_trainer.yaml")
+
+
+@dataclass(frozen=True)
+class Config:
+    """A merged config tree, what it was read from, and whether VERL's defaults are under it."""
+
+    tree: dict
+    origin: str
+    defaults: str | None
+    tool: str = "VERL"
+
+
+def installed_defaults() -> tuple[dict, str] | None:
+    """VERL's packaged trainer config and where it is, or None when VERL is not importable here."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("verl")
+    except (ImportError, ValueError):
+        return None
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        for relative in DEFAULT_CONFIGS:
+            path = Path(folder) / relative
+            if path.is_file():
+                tree = parse_structured(read_text(path, "VERL's trainer config"), str(path), ".yaml")
+                if isinstance(tree, dict):
+                    tree.pop("defaults", None)
+                    return tree, str(path)
+    return None
+
+
+def hydra_value(text: str | None) -> object:
+    """An override's value as Hydra reads it: null, booleans, integers, floats (``1e-3``, ``inf``), quoted strings,
+    ``[a, b]`` lists; anything else is a string."""
+    if text is None:
+        return None
+    value = text.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    lower = value.lower()
+    if lower == "null":
+        return None
+    if lower in ("true", "false"):
+        return lower == "true"
+    if _INT.match(value):
+        return int(value.replace("_", ""))
+    if _FLOAT.match(value):
+        return float(value.replace("_", ""))
+    if value.startswith("[") and value.endswith("]"):
+        inner = value[1:-1].strip()
+        return [hydra_value(v) for v in inner.split(",")] if inner else []
+    return value
+
+
+def merged(base: Mapping, overrides: Sequence[tuple[str, str, str | None]], name: str) -> dict:
+    """``base`` with Hydra overrides applied in order (``~key`` deletes, ``+`` / ``++`` add)."""
+    tree = copy.deepcopy(dict(base))
+    for prefix, key, text in overrides:
+        parts = key.split(".")
+        node = tree
+        for part in parts[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = node[part] = {}
+            node = child
+        if prefix == "~":
+            node.pop(parts[-1], None)
+        else:
+            node[parts[-1]] = hydra_value(text)
+    return tree
+
+
+def deep_update(base: dict, top: Mapping) -> dict:
+    """``base`` with ``top`` merged in, nested mappings key by key."""
+    for key, value in top.items():
+        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+            deep_update(base[key], value)
+        else:
+            base[key] = plain(value)
+    return base
+
+
+def plain(value: object) -> object:
+    """Mappings and sequences (an OmegaConf DictConfig / ListConfig too) as dicts and lists."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):  # a list, an OmegaConf ListConfig
+        return [plain(v) for v in value]
+    return value
+
+
+def yaml_tree(path: str | os.PathLike, name: str) -> dict:
+    data = parse_structured(read_text(path, "VERL config"), name, Path(path).suffix.lower())
+    if not isinstance(data, dict):
+        raise InputError(f"{name}: a VERL config is a mapping (actor_rollout_ref:, data:, trainer:, ...)")
+    data.pop("defaults", None)
+    return data
+
+
+def with_defaults(top: Mapping, origin: str) -> Config:
+    """``top`` over VERL's installed defaults (when VERL is importable)."""
+    found = installed_defaults()
+    base, where = found if found else ({}, None)
+    return Config(deep_update(copy.deepcopy(base), top), origin, where)
+
+
+def lookup(tree: Mapping, key: str, origin: str, depth: int = 0) -> object:
+    """The value of a dotted ``key`` (:data:`_ABSENT` if absent), interpolations resolved."""
+    node: object = tree
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return _ABSENT
+        node = node[part]
+    if isinstance(node, str) and _INTERPOLATION.match(node):
+        return _interpolated(tree, key, node, origin, depth)
+    return node
+
+
+def _interpolated(tree: Mapping, key: str, text: str, origin: str, depth: int) -> object:
+    if depth > 20:
+        raise InputError(f"{origin}: {key}: interpolation {quoted(text)} refers to itself")
+    body = _INTERPOLATION.match(text).group(1).strip()  # type: ignore[union-attr]
+    resolver, _, arguments = body.partition(":") if body.startswith("oc.") else ("", "", body)
+    target, _, fallback = arguments.partition(",")
+    if resolver == "oc.env":
+        value = os.environ.get(target.strip())
+        if value is not None:
+            return hydra_value(value)
+        if fallback:
+            return hydra_value(fallback)
+        raise InputError(f"{origin}: {key}: {quoted(text)} needs the environment variable {target.strip()}, not set")
+    if resolver not in ("", "oc.select"):
+        raise InputError(f"{origin}: {key}: the resolver of {quoted(text)} is not one this reader knows")
+    target = target.strip()
+    if target.startswith("."):
+        target = ".".join(key.split(".")[:-1] + [target.lstrip(".")])
+    found = lookup(tree, target, origin, depth + 1)
+    if found is _ABSENT:
+        if resolver == "oc.select":
+            return hydra_value(fallback) if fallback else None
+        raise InputError(f"{origin}: {key}: {quoted(text)} refers to {target}, which the config does not have")
+    return found
+
+
+def record_of(
+    config: Config,
+    columns: Mapping[str, Column],
+    mapping: Sequence[Mapped] = VERL_MAPPING,
+    scope: Sequence[Scope] = VERL_SCOPE,
+    preset: Mapping[str, object] | None = None,
+) -> tuple[dict, dict[str, str], list[str]]:
+    """The settings of a VERL config (through the mapping table), each as written, and its scope flags.
+
+    ``columns`` maps each setting to its registry column; a key's value is checked against the type of the setting
+    it gives before any conversion. A key whose setting is needed and that has no value is a one-line error listing
+    them all. ``preset`` settings (given by the caller in the dataset's vocabulary) are taken as they are.
+    """
+    from .checks import fail, type_problem
+
+    settings: dict[str, object] = {}
+    missing = []
+    for mapped in mapping:
+        if preset and mapped.setting in preset:
+            settings[mapped.setting] = preset[mapped.setting]
+            continue
+        values = [lookup(config.tree, key, config.origin) for key in mapped.keys]
+        kinds = mapped.kinds or (columns[mapped.setting].kind,) * len(mapped.keys)
+        for key, kind, value in zip(mapped.keys, kinds, values):
+            column = Column(key, kind, key)
+            problem = None if value is None or value is _ABSENT else type_problem(value, column)
+            if problem:
+                raise fail(f"{config.origin}: {key}", value, problem)
+        given = [None if v is _ABSENT else v for v in values]
+        settings[mapped.setting] = mapped.read(given, settings)
+        if mapped.required and settings[mapped.setting] is None:
+            missing += [k for k, v in zip(mapped.keys, given) if v is None and k not in mapped.optional]
+    if missing:
+        raise InputError(_missing_text(config, list(dict.fromkeys(missing))))
+    written = {m.setting: m.written for m in mapping}
+    return settings, written, scope_flags(config, scope)
+
+
+def _missing_text(config: Config, keys: list[str]) -> str:
+    if config.tool != "VERL":
+        where = f"not set (give them in the {config.tool} config)"
+    elif config.defaults:
+        where = f"not set, and null in VERL's defaults ({config.defaults})"
+    else:
+        where = "not set, and VERL is not installed here to give its defaults"
+    return f"{config.origin}: missing {config.tool} setting(s) {', '.join(keys)}: {where}"
+
+
+def scope_flags(config: Config, scope: Sequence[Scope]) -> list[str]:
+    """The flags of the keys whose value differs from the measured one (or that no config or default gives)."""
+    flags = []
+    for s in scope:
+        value = lookup(config.tree, s.key, config.origin)
+        if value is _ABSENT or value is None:
+            if config.defaults is None:
+                flags.append(f"{s.key} not given (measured: {', '.join(map(str, s.measured))})")
+            continue
+        if value not in s.measured and not _same_text(value, s.measured):
+            flags.append(s.flag.format(value=quoted(value)))
+    return flags
+
+
+def _same_text(value: object, measured: tuple[object, ...]) -> bool:
+    """Lists of target modules compare as their comma-joined text; strings case-insensitively."""
+    text = ",".join(map(str, value)) if isinstance(value, list) else str(value)
+    return any(isinstance(m, str) and text.lower() == m.lower() for m in measured)

@@ -1,0 +1,167 @@
+"""``rlvrambench estimate advise``: will my run fit? Measurement first, then physical floors, then predictions.
+
+stdout leads with one verdict line per plan, then the details of each plan (up to :data:`DETAIL_LIMIT` plans; a
+sweep gets a count of verdicts instead). ``--output`` writes the JSON answer (``.json``) or one row per plan
+(``.csv``, ``.parquet``), atomically and behind the output guard.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import InputError
+from ._common import checked_source, format_table
+
+#: Plans whose details are printed; above it stdout has the verdict lines and a summary.
+DETAIL_LIMIT = 20
+OUTPUT_SUFFIXES = (".json", ".csv", ".parquet")
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    """Add ``advise`` to the ``estimate`` group."""
+    p = commands.add_parser(
+        "advise",
+        help="will my run fit? measured records first, physical floors, then the three methods' predictions",
+        description="For each planned configuration: the release's measured records with the same settings (every "
+        "measured table: the 212 configurations, the larger-model and expanded-host follow-ups, the admission "
+        "candidates), its physical floors with their arithmetic, the three reference methods' labels and peaks "
+        "with their leave-one-family-out track record, the single-setting changes that would make it fit, its "
+        "distance to the measured cloud and scope flags. The verdict is measured > floor > predicted.",
+    )
+    given = p.add_mutually_exclusive_group(required=True)
+    given.add_argument(
+        "--planned",
+        metavar="F.yaml|F.json|F.csv",
+        help="a mapping of settings (or a list of them) or a CSV with the columns of targets.csv",
+    )
+    given.add_argument(
+        "--verl",
+        metavar="FILE",
+        help="your VERL run: a config YAML (Hydra-composed, dumped or ppo_trainer.yaml-shaped) or a launch script of "
+        "key=value overrides (read as text, never run); absent settings take your installed VERL's defaults",
+    )
+    given.add_argument(
+        "--trl", metavar="FILE", help="your TRL GRPOConfig as YAML or JSON (as trl grpo --config takes it)"
+    )
+    p.add_argument(
+        "--workload",
+        metavar="NAME",
+        help="the measured workload your run resembles (gsm8k, math, code_standard, longer_prompt_code); VERL and "
+        "TRL configs do not say it",
+    )
+    p.add_argument(
+        "--device-capacity-mib",
+        type=int,
+        metavar="MIB",
+        help="plan for a device other than the benchmark's 40 GB A100 (every row is then flagged)",
+    )
+    p.add_argument(
+        "--margin-limit-mib",
+        type=int,
+        metavar="MIB",
+        help="the per-device limit on that device (default: its capacity minus the benchmark's 2048 MiB headroom)",
+    )
+    p.add_argument("--model-revision", metavar="REV", help="Hub revision of a model outside the release (default main)")
+    p.add_argument("--nearest", type=int, default=3, metavar="K", help="measured configurations to list (default 3)")
+    p.add_argument(
+        "--output",
+        metavar="F.json|F.csv|F.parquet",
+        help="write the answer as JSON, or one row per plan as CSV or Parquet (atomically)",
+    )
+    p.set_defaults(handler=run_advise)
+
+
+def run_advise(args: argparse.Namespace) -> int:
+    from ..advisor import Hardware, advise, read_plans
+
+    if args.output and not args.output.lower().endswith(OUTPUT_SUFFIXES):
+        raise InputError(f"--output {args.output!r}: use a file ending in {', '.join(OUTPUT_SUFFIXES)}")
+    hardware = Hardware.of(args.device_capacity_mib, args.margin_limit_mib)
+    kind, given = next((k, v) for k, v in (("planned", args.planned), ("verl", args.verl), ("trl", args.trl)) if v)
+    source = checked_source(args, [args.output], {f"--{kind}": given})
+    plans = read_plans(given, kind=kind, workload=args.workload, source=source)  # type: ignore[arg-type]
+    answers = advise(plans, source, hardware=hardware, model_revision=args.model_revision, nearest=args.nearest)
+    write_answers(answers, args.output)
+    print(render(answers))
+    return 0
+
+
+def write_answers(answers: object, path: str | None) -> None:
+    """``--output``: JSON, CSV or Parquet by suffix."""
+    if not path:
+        return
+    if path.lower().endswith(".json"):
+        from ..advisor.document import document
+        from ..data.tables.output import write_json
+
+        write_json(path, document(answers))  # type: ignore[arg-type]
+        return
+    from ..advisor.sweep import write_sweep
+
+    write_sweep(answers, path)  # type: ignore[arg-type]
+
+
+def render(answers: object) -> str:
+    """The verdict line of each plan, then details (or, for a sweep, the verdict counts)."""
+    from ..advisor.document import STATEMENT, configuration
+    from ..advisor.sweep import verdict_counts, verdict_lines
+
+    lines = verdict_lines(answers)  # type: ignore[arg-type]
+    if len(lines) > DETAIL_LIMIT:
+        summary = format_table(["verdict / basis", "plans"], verdict_counts(answers))  # type: ignore[arg-type]
+        return "\n".join([*lines, "", f"{len(lines)} plans; details of each are in --output F.json", summary])
+    out = [*lines, "", STATEMENT]
+    for i in range(len(lines)):
+        out += ["", *detail(configuration(answers, i))]  # type: ignore[arg-type]
+    return "\n".join(out)
+
+
+def detail(c: dict) -> list[str]:
+    """The readable answer to one plan."""
+    v = c["verdict"]
+    lines = [f"== {c['configuration_id']}: {c['model_id']} ({c['model_family'] or 'family not measured'})"]
+    lines.append(f"verdict: {v['state']} (basis {v['basis']}): {v['sentence']}")
+    for r in c["measured"] or []:
+        lines.append(
+            f"measured: {r['table']} {r['configuration_id']} {r['observed_state']}, seeds {r['eligible_seeds']}, "
+            f"max completed peak {r['max_completed_peak_mib']} MiB"
+        )
+    for n in c["near_matches"][:5]:
+        lines.append(
+            f"near match: {n['table']} {n['configuration_id']} {n['observed_state']} with {n['setting']}="
+            f"{n['measured']} (yours {n['plan']})"
+        )
+    for f in c["floors"]:
+        mark = {True: "holds", False: "FAILS", None: "unchecked"}[f["holds"]]
+        lines.append(f"floor {f['check']}: {mark}: {f['arithmetic']}")
+    if c["predictions"]:
+        body = [
+            [
+                m,
+                p["predicted_state"],
+                p["predicted_peak_mib"],
+                p["track_record"]["approvals_that_failed"],
+                p["track_record"]["usable_rejected"],
+            ]
+            for m, p in c["predictions"].items()
+        ]
+        headers = ["method", "predicted_state", "predicted_peak_mib", "held_out_failed_approvals", "usable_rejected"]
+        lines.append(format_table(headers, body))
+    else:
+        lines.append(f"predictions: unavailable ({c['predictions_unavailable']})")
+    d = c["distance"]
+    if d:
+        lines.append(
+            f"distance to the nearest measured configuration: {d['nearest']:.2f} (measured configurations' own "
+            f"nearest-neighbour distances: median {d['cloud_nearest_neighbour_median']:.2f}, largest "
+            f"{d['cloud_nearest_neighbour_max']:.2f})"
+        )
+    for change in c["changes"]:
+        support = change["supporting_configuration"]
+        why = f"measured: {support['configuration_id']}" if support else "predicted"
+        peak = change["predicted_peak_change_mib"]
+        shift = f", predicted peak {peak:+.0f} MiB" if peak is not None else ""
+        lines.append(f"change: {change['setting']} {change['from']} -> {change['to']} ({why}{shift})")
+    for flag in c["scope_flags"] or ["none: within the measured families, settings and hardware"]:
+        lines.append(f"scope: {flag}")
+    return lines

@@ -1,0 +1,363 @@
+"""Plans read from a user's own config: the planned CSV, a VERL launch script and YAML, a TRL GRPOConfig.
+
+The equivalence of the three ways to write one run, the round trip of every configuration of the release through
+the VERL mapping table, VERL's defaults from a real packaged VERL trainer config, and the TRL mapping with its
+flags. Bad inputs are in tests/test_advisor_bad_inputs.py.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rlvrambench_hf import advisor
+from rlvrambench_hf.advisor import TRL_MAPPING, VERL_MAPPING, Plans, read_plans
+from rlvrambench_hf.advisor.mapping import TRL_STACK_FLAG
+from rlvrambench_hf.advisor.measured import LEVEL_PATTERN, LEVEL_SETTINGS
+from rlvrambench_hf.advisor.plans import RowLabels
+from rlvrambench_hf.data.tables.reader import load_table
+
+from conftest import run_cli
+
+MEASURED = "cfg-338d9224eb9d2f3a"  # Qwen2.5-3B, gsm8k, c2, 2 GPUs, boundary study
+VERL_VERSION = "0.9.1"
+
+
+@pytest.fixture(scope="module")
+def configurations(snapshot: Path) -> list[dict]:
+    return load_table("configurations", snapshot, decode=True).to_pylist()
+
+
+def row_of(configurations: list[dict], configuration_id: str) -> dict:
+    return next(r for r in configurations if r["configuration_id"] == configuration_id)
+
+
+def verl_overrides(row: dict) -> list[str]:
+    """The row written as VERL overrides through the mapping table's ``write`` (absent settings left out)."""
+    words = []
+    for mapped in VERL_MAPPING:
+        value = row.get(mapped.setting)
+        if value is None:
+            continue
+        for key, written in zip(mapped.keys, mapped.write(value, row)):
+            words.append(f"{key}={_hydra(written)}")
+    return words + [
+        "actor_rollout_ref.rollout.name=vllm",
+        "actor_rollout_ref.actor.strategy=fsdp",
+        "actor_rollout_ref.model.target_modules=all-linear",
+        "actor_rollout_ref.hybrid_engine=true",
+    ]
+
+
+def _level_of(row: dict) -> tuple:
+    return tuple(row[k] for k in ("workload_id", *LEVEL_SETTINGS))
+
+
+def _hydra(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def nested(overrides: list[str]) -> dict:
+    """The same overrides as a nested VERL config mapping, values typed as YAML would type them."""
+    tree: dict = {}
+    for word in overrides:
+        key, _, text = word.partition("=")
+        *parents, leaf = key.split(".")
+        node = tree
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = yaml.safe_load(text)
+    return tree
+
+
+def launch_script(overrides: list[str], *, model_variable: bool = True) -> str:
+    lines = ["#!/usr/bin/env bash", "set -x", 'MODEL_PATH="$HOME/models/Qwen2.5-3B-Instruct"', "export GPUS=2", ""]
+    lines.append("python3 -m verl.trainer.main_ppo \\")
+    for word in overrides:
+        key, _, value = word.partition("=")
+        if key == "actor_rollout_ref.model.path" and model_variable:
+            value = "$MODEL_PATH"
+        elif key == "trainer.n_gpus_per_node":
+            value = "${GPUS}"
+        elif key == "actor_rollout_ref.rollout.gpu_memory_utilization":
+            value = f"'{value}'"
+        lines.append(f"    {key}={value} \\")
+    lines.append('    trainer.experiment_name="grpo $(date +%s)" # a name the script computes, unused here')
+    return "\n".join(lines) + "\n"
+
+
+def same_plans(a: Plans, b: Plans) -> None:
+    assert a.table.equals(b.table), [n for n in a.table.column_names if not a.table[n].equals(b.table[n])]
+    assert [a.row_flags(i) for i in range(len(a))] == [b.row_flags(i) for i in range(len(b))]
+
+
+def test_a_verl_launch_script_the_equivalent_yaml_and_the_planned_csv_give_the_same_plans(
+    snapshot: Path, tmp_path: Path, configurations: list[dict]
+) -> None:
+    row = row_of(configurations, MEASURED)
+    overrides = verl_overrides(row)
+    script = tmp_path / "run_grpo.sh"
+    script.write_text(launch_script(overrides))
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(nested(overrides)))
+    planned = tmp_path / "plans.csv"
+    columns = ["model_id", "workload_id", *(m.setting for m in VERL_MAPPING[1:])]
+    with open(planned, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerow({c: row[c] for c in columns})
+
+    env = {"HOME": "/home/someone"}
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in env.items():
+            patch.setenv(key, value)
+        from_script = read_plans(script, kind="verl", workload="gsm8k", source=snapshot)
+    from_yaml = read_plans(config, kind="verl", workload="gsm8k", source=snapshot)
+    from_csv = read_plans(planned, source=snapshot)
+    same_plans(from_script, from_yaml)
+    same_plans(from_script, from_csv)
+    # the local folder named as a measured model is that model; the level is inferred from the settings
+    settings = from_script.settings(0)
+    assert settings["model_id"] == "Qwen/Qwen2.5-3B-Instruct" and settings["configuration_level"] == "c2"
+    assert from_script.row_flags(0) == []
+    assert from_script.origins[0] == f"{script} line 6"
+    assert from_script.as_written("rollout_n", 0) == f"actor_rollout_ref.rollout.n ({script} line 6)"
+    assert from_csv.as_written("rollout_n", 0) == f"column 'rollout_n' ({planned} row 1)"
+    # and the same advice (the advisor's output for the three)
+    advice = [advisor.advise_planned(p, snapshot)["configurations"][0] for p in (from_script, from_yaml, from_csv)]
+    for entry in advice:
+        entry.pop("origin")  # where each plan came from: the script, the YAML, the CSV
+    assert advice[0] == advice[1] == advice[2]
+    assert advice[0]["donor"]["configuration_id"] == MEASURED
+    assert advice[0]["verdict"]["basis"] == "measured"
+    assert MEASURED in [r["configuration_id"] for r in advice[0]["measured"]]
+
+
+def test_every_configuration_of_the_release_round_trips_through_the_verl_reader(
+    snapshot: Path, configurations: list[dict]
+) -> None:
+    """Each of the 212 rows written as a VERL command line and read back gives the row's settings."""
+    mapped = [m.setting for m in VERL_MAPPING]
+    levels = 0
+    for row in configurations:
+        line = "python3 -m verl.trainer.main_ppo " + " ".join(verl_overrides(row))
+        plans = read_plans(line, kind="verl", workload=row["legacy_dataset_id"], source=snapshot)
+        back = plans.table.to_pylist()[0]
+        assert {k: back[k] for k in mapped} == {k: row[k] for k in mapped}, row["configuration_id"]
+        assert back["workload_id"] == row["workload_id"]
+        if re.match(LEVEL_PATTERN, row["configuration_level"]):
+            assert back["configuration_level"] == row["configuration_level"], row["configuration_id"]
+        no_level = [
+            f"configuration level: none (no measured level of {row['workload_id']} has these settings): no donor"
+        ]
+        assert plans.row_flags(0) == ([] if back["configuration_level"] else no_level), row["configuration_id"]
+        same = {r["configuration_level"] for r in configurations if _level_of(r) == _level_of(row)}
+        expected = sorted(level for level in same if re.match(LEVEL_PATTERN, level))
+        assert [back["configuration_level"]] == (expected or [None]), row["configuration_id"]
+        levels += bool(expected)
+    assert levels == 150  # the other 62 are named settings (safe_margin, external_b8, ...) equal to no level
+
+
+def test_named_settings_are_not_levels_but_equal_settings_infer_one(snapshot: Path, configurations: list[dict]) -> None:
+    joint = next(r for r in configurations if r["configuration_level"] == "joint" and r["workload_id"] == "math")
+    c3 = next(r for r in configurations if r["configuration_level"] == "c3" and r["workload_id"] == "math")
+    assert {k: joint[k] for k in LEVEL_SETTINGS} == {k: c3[k] for k in LEVEL_SETTINGS}
+    plan = {k: joint[k] for k in ("model_id", "workload_id", "gpu_count", *LEVEL_SETTINGS)}
+    assert read_plans([plan], source=snapshot).settings(0)["configuration_level"] == "c3"
+    other = read_plans([{**plan, "max_response_length": 4096, "max_model_len": 4608}], source=snapshot)
+    assert "configuration_level" not in other.settings(0)
+    assert other.row_flags(0) == ["configuration level: none (no measured level of math has these settings): no donor"]
+
+
+@pytest.fixture(scope="module")
+def packaged_verl(tmp_path_factory) -> Path:
+    """A folder holding an importable ``verl`` with VERL's real packaged trainer configs, from the real wheel; its
+    ``__init__`` raises, so that reading the defaults provably never imports VERL."""
+    download = tmp_path_factory.mktemp("verl-wheel")
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", f"verl=={VERL_VERSION}", "-d", str(download)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    wheels = list(download.glob("verl-*.whl"))
+    if result.returncode or not wheels:
+        pytest.skip(f"the verl {VERL_VERSION} wheel could not be downloaded: {result.stderr.strip()[-200:]}")
+    root = tmp_path_factory.mktemp("site")
+    with zipfile.ZipFile(wheels[0]) as wheel:
+        for name in wheel.namelist():
+            if name.startswith("verl/trainer/config/") and name.endswith(".yaml"):
+                wheel.extract(name, root)
+    (root / "verl" / "__init__.py").write_text('raise ImportError("reading the defaults must not import verl")\n')
+    return root
+
+
+def test_absent_settings_take_the_installed_verls_defaults(
+    snapshot: Path, tmp_path: Path, packaged_verl: Path, monkeypatch
+) -> None:
+    generated = yaml.safe_load((packaged_verl / "verl/trainer/config/_generated_ppo_trainer.yaml").read_text())
+    script = tmp_path / "short.sh"
+    script.write_text(
+        "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo data.train_batch_size=32 \\\n"
+        "  actor_rollout_ref.model.path=Qwen/Qwen2.5-3B-Instruct actor_rollout_ref.model.lora_rank=64 \\\n"
+        "  actor_rollout_ref.rollout.name=vllm trainer.n_gpus_per_node=2 \\\n"
+        "  actor_rollout_ref.rollout.tensor_model_parallel_size=1 \\\n"
+        "  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8 \\\n"
+        "  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4 \\\n"
+        "  actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4\n"
+    )
+    monkeypatch.syspath_prepend(str(packaged_verl))
+    plans = read_plans(script, kind="verl", workload="gsm8k", source=snapshot)
+    got = plans.settings(0)
+    rollout, data = generated["actor_rollout_ref"]["rollout"], generated["data"]
+    assert got["vllm_gpu_memory_utilization"] == rollout["gpu_memory_utilization"] == 0.5
+    assert (got["max_prompt_length"], got["max_response_length"]) == (data["max_prompt_length"], 512)
+    assert got["max_model_len"] == data["max_prompt_length"] + data["max_response_length"]  # null: the sum
+    assert got["rollout_n"] == rollout["n"] == 1 and got["max_num_seqs"] == rollout["max_num_seqs"]
+    assert got["parameter_offload"] is False and got["free_cache_engine"] is True
+    assert got["gpu_count"] == 2 * generated["trainer"]["nnodes"]
+    assert "configuration_level" not in got
+    assert plans.row_flags(0) == ["configuration level: none (no measured level of gsm8k has these settings): no donor"]
+    # VERL's own defaults leave the per-GPU log-prob micro-batches null: then they are missing, named
+    script.write_text(script.read_text().replace("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4", ""))
+    result = run_cli("--source", str(snapshot), "estimate", "advise", "--verl", str(script),
+                     env={**_env(), "PYTHONPATH": str(packaged_verl)})  # fmt: skip
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "missing VERL setting(s) actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu: not set, and null " \
+           "in VERL's defaults" in result.stderr  # fmt: skip
+
+
+def _env() -> dict[str, str]:
+    from conftest import cli_env
+
+    return cli_env()
+
+
+@dataclass
+class FakeGRPOConfig:
+    """Enough of TRL's GRPOConfig for the duck-typed API (field names and defaults as trl 1.16 has them)."""
+
+    per_device_train_batch_size: int = 8
+    gradient_accumulation_steps: int = 1
+    num_generations: int = 8
+    max_completion_length: int = 512
+    vllm_gpu_memory_utilization: float = 0.3
+    vllm_tensor_parallel_size: int = 1
+    vllm_max_model_length: int | None = None
+    use_vllm: bool = False
+    vllm_mode: str = "colocate"
+    steps_per_generation: int | None = None
+    max_steps: int = -1
+    save_steps: int = 500
+    beta: float = 0.0
+    learning_rate: float = 1e-6
+
+
+TRL_YAML = {
+    "model_name_or_path": "Qwen/Qwen2.5-3B-Instruct",
+    "dataset_name": "EleutherAI/hendrycks_math",
+    "output_dir": "grpo-out",
+    "use_peft": True,
+    "lora_r": 64,
+    "lora_target_modules": "all-linear",
+    "num_processes": 2,
+    "use_vllm": True,
+    "vllm_mode": "colocate",
+    "vllm_gpu_memory_utilization": 0.6,
+    "max_prompt_length": 512,
+    "max_completion_length": 512,
+    "num_generations": 2,
+    "per_device_train_batch_size": 8,
+    "gradient_accumulation_steps": 8,
+    "vllm_tensor_parallel_size": 1,
+    "max_steps": 100,
+    "save_steps": 50,
+    "gradient_checkpointing": True,
+}
+
+
+def test_a_trl_config_maps_where_the_meaning_holds_with_a_flag_on_the_stack(snapshot: Path, tmp_path: Path) -> None:
+    config = tmp_path / "grpo.yaml"
+    config.write_text(yaml.safe_dump(TRL_YAML))
+    plans = read_plans(config, kind="trl", workload="math", source=snapshot)
+    got = plans.settings(0)
+    assert got["train_batch_size"] == 8 * 2 * 8 // 2  # completions per generation round / generations
+    assert (got["actor_micro_batch"], got["rollout_logprob_micro_batch"], got["ref_logprob_micro_batch"]) == (8, 8, 8)
+    assert (got["gpu_count"], got["rollout_n"], got["max_model_len"]) == (2, 2, 1024)
+    assert (got["total_training_steps"], got["save_freq"], got["adaptation"]) == (100, 50, "LoRA")
+    assert got["configuration_level"] == "c2" and got["parameter_offload"] is False
+    assert plans.row_flags(0) == [
+        TRL_STACK_FLAG,
+        "TRL settings with no counterpart in the measurements, not taken into account: gradient_checkpointing",
+    ]
+    batch = next(m for m in TRL_MAPPING if m.setting == "train_batch_size")
+    assert plans.written["train_batch_size"] == batch.written == ", ".join(batch.keys)
+    # JSON, as trl grpo --config also takes it, gives the same plans
+    as_json = tmp_path / "grpo.json"
+    as_json.write_text(json.dumps(TRL_YAML))
+    same_plans(plans, read_plans(as_json, kind="trl", workload="math", source=snapshot))
+
+
+def test_a_grpoconfig_object_is_read_by_its_fields(snapshot: Path) -> None:
+    config = FakeGRPOConfig(use_vllm=True, num_generations=2, vllm_mode="server", learning_rate=1e-5, beta=0.04)
+    given = {"model_id": "Qwen/Qwen2.5-3B-Instruct", "gpu_count": 2, "max_prompt_length": 512}
+    plans = read_plans(config, settings=given, workload="math", source=snapshot)
+    got = plans.settings(0)
+    assert (got["train_batch_size"], got["max_response_length"], got["max_model_len"]) == (8, 512, 1024)
+    flags = plans.row_flags(0)
+    assert flags[0] == TRL_STACK_FLAG
+    assert "vllm_mode 'server': generation on other GPUs (the measurements colocate it)" in flags
+    assert "use_peft not given (measured: True)" in flags
+    # only the fields that differ from GRPOConfig's defaults are said, once; learning_rate is not memory
+    assert "TRL settings with no counterpart in the measurements, not taken into account: beta" in flags
+    with pytest.raises(Exception, match=r"TRL config: missing TRL setting\(s\) model_name_or_path, num_processes"):
+        read_plans(config, source=snapshot)
+
+
+def test_row_labels_are_made_when_asked() -> None:
+    labels = RowLabels("plans.csv", 100_000)
+    assert len(labels) == 100_000 and labels[0] == "plans.csv row 1" and labels[-1] == "plans.csv row 100000"
+    assert labels[1:3] == ["plans.csv row 2", "plans.csv row 3"]
+    with pytest.raises(IndexError):
+        labels[100_000]
+
+
+def test_docs_print_the_one_mapping_table() -> None:
+    """docs/advisor.md shows every row of the module's tables, as the module has it."""
+    from rlvrambench_hf.advisor import TRL_SCOPE, VERL_SCOPE
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "advisor.md").read_text(encoding="utf-8")
+    for mapped in (*VERL_MAPPING, *TRL_MAPPING):
+        keys = (" × " if mapped.conversion.startswith("product") else ", ").join(f"`{k}`" for k in mapped.keys)
+        assert f"| {keys} | `{mapped.setting}` | {mapped.conversion} |" in text, mapped
+    for scope in (*VERL_SCOPE, *TRL_SCOPE):
+        assert f"| `{scope.key}` | {', '.join(map(str, scope.measured))} |" in text, scope
+
+
+def test_a_launch_with_its_own_config_name_reads_that_yaml_under_the_overrides(
+    snapshot: Path, tmp_path: Path, configurations: list[dict]
+) -> None:
+    overrides = verl_overrides(row_of(configurations, MEASURED))
+    data = [o for o in overrides if o.startswith("data.")]
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "my_grpo.yaml").write_text(
+        yaml.safe_dump({"defaults": ["ppo_trainer", "_self_"], **nested(data + ["data.train_batch_size=999"])})
+    )
+    rest = [o for o in overrides if not o.startswith("data.")] + ["data.train_batch_size=32"]
+    script = tmp_path / "run.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo --config-path=conf --config-name=my_grpo " + " ".join(rest))
+    from_base = read_plans(script, workload="gsm8k", source=snapshot)
+    script.write_text("python3 -m verl.trainer.main_ppo " + " ".join(overrides))
+    same_plans(from_base, read_plans(script, workload="gsm8k", source=snapshot))
+    script.write_text("python3 -m verl.trainer.main_ppo --config-name=elsewhere " + " ".join(rest))
+    with pytest.raises(Exception, match=r"run.sh line 1: --config-name elsewhere names a config not found under"):
+        read_plans(script, workload="gsm8k", source=snapshot)
