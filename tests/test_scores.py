@@ -12,7 +12,7 @@ import pytest
 from rlvrambench_hf import DEFAULT_REVISION, admission, estimation, flat_scores, trainer_metrics, transfer
 from rlvrambench_hf.data.tables.output import json_text
 from rlvrambench_hf.errors import InputError
-from rlvrambench_hf.followup import STUDIES, frozen_predictions, score_panel, score_study, study_rows
+from rlvrambench_hf.followup import STUDIES, score_study
 from rlvrambench_hf.scoring.intervals import BOOTSTRAP, RANGE
 from rlvrambench_hf.scoring.labels import metrics_from_confusion
 
@@ -180,6 +180,7 @@ def test_replay_intervals_are_the_range_over_the_four_cases(snapshot, tmp_path):
         admission.load_attempts(snapshot),
         [admission.policy.builtin_rule(r) for r in admission.api.DEFAULT_RULES],
         (0, 1, 2, 3),
+        admission.api.candidate_gpu_counts(snapshot),
     )
     assert plain.read_text() == json_text(golden)
     result = run_cli("--source", str(snapshot), "replay", "--intervals", "--output", str(ranged))
@@ -214,15 +215,14 @@ def test_followup_intervals_range_over_the_planned_configurations(snapshot, tmp_
         run_cli("--source", str(snapshot), "followup", "score", "--study", study, "--output", str(plain)).returncode
         == 0
     )
-    rows = study_rows(study, snapshot)
-    assert plain.read_text() == json_text(score_panel(rows, frozen_predictions(rows)))
+    assert plain.read_text() == json_text(score_study(study, snapshot))
     result = run_cli(
         "--source", str(snapshot), "followup", "score", "--study", study, "--intervals", "--output", str(ranged)
     )
     assert result.returncode == 0, result.stderr
     scores = json.loads(ranged.read_text())
     assert json_text(without_intervals(scores)) == plain.read_text()
-    assert_every_rate_has_an_interval(scores, 2 * 3)
+    assert_every_rate_has_an_interval(scores, 2 * 4)  # three frozen methods and the always-failure reference
     planned = scores["approvals"]["donor_copy"]["intervals"]
     assert planned["units"] == scores["planned_configurations"] and planned["method"] == RANGE
     assert scores["resolved_subset_metrics"]["logistic"]["intervals"]["units"] == scores["resolved_configurations"]
