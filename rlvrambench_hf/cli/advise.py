@@ -122,9 +122,10 @@ def detail(c: dict) -> list[str]:
     lines = [f"== {c['configuration_id']}: {c['model_id']} ({c['model_family'] or 'family not measured'})"]
     lines.append(f"verdict: {v['state']} (basis {v['basis']}): {v['sentence']}")
     for r in c["measured"] or []:
+        peak = r["max_completed_peak_mib"]
         lines.append(
             f"measured: {r['table']} {r['configuration_id']} {r['observed_state']}, seeds {r['eligible_seeds']}, "
-            f"max completed peak {r['max_completed_peak_mib']} MiB"
+            + ("no seed completed" if peak is None else f"max completed peak {peak} MiB")
         )
     for n in c["near_matches"][:5]:
         lines.append(
