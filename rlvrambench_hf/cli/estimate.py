@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._common import add_group, checked_source, format_table
+from ..errors import one_line, summary
+from ._common import add_group, add_timeout, checked_source, format_table
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -66,6 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="an object or class with fit(training) and predict(targets) (module or path/to/file.py); repeatable",
     )
     _output(p, "the folds with your estimators' scores and prediction rows")
+    add_timeout(p, "estimator")
     p.set_defaults(handler=run_compare)
 
     p = commands.add_parser(
@@ -173,7 +175,8 @@ def run_prospective(args: argparse.Namespace) -> int:
             f"peaks within {check['max_peak_difference_mib']:.1e} MiB"
         )
         return 0
-    print(f"rlvrambench: differs from the release's predictions.json: {check['differences'][:3]}", file=sys.stderr)
+    differences = summary(check["differences"], quoted=False)
+    print(one_line(f"rlvrambench: differs from the release's predictions.json: {differences}"), file=sys.stderr)
     return 1
 
 
@@ -189,7 +192,7 @@ def run_compare(args: argparse.Namespace) -> int:
     from ..data.tables.output import object_file
 
     files = {f"estimator {name}": object_file(spec) for name, spec in estimators.items()}
-    report = run_retrospective(checked_source(args, [args.output], files), estimators=estimators)
+    report = run_retrospective(checked_source(args, [args.output], files), estimators=estimators, timeout=args.timeout)
     _write(args.output, report)
     print(render_folds(report))
     return 0
