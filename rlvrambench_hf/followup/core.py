@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..data.schema.pins import DEVICE_CAPACITY_MIB, MARGIN_LIMIT_MIB, OUTCOME_LABELS, UNRESOLVED
-from ..errors import InputError
+from ..errors import InputError, quote, summary
 from ..scoring.estimators import estimator_scores, peak_error_statistics, state_from_peak
 
 #: Study name (command-line spelling) → config holding it.
@@ -156,12 +156,12 @@ def validate_predictions(
             continue
         states[cid] = row["predicted_state"]
         if states[cid] not in OUTCOME_LABELS:
-            bad_labels.append(f"{cid}={states[cid]!r}")
+            bad_labels.append(f"{quote(cid)}={quote(states[cid])}")
         if PEAK_COLUMN in row:
             try:
                 peaks[cid] = _peak(row[PEAK_COLUMN])
             except ValueError:
-                bad_peaks.append(f"{cid}={row[PEAK_COLUMN]!r}")
+                bad_peaks.append(f"{quote(cid)}={quote(row[PEAK_COLUMN])}")
     if duplicates:
         raise InputError(
             f"predictions {name}: {len(duplicates)} duplicate configuration id(s), "
@@ -171,12 +171,12 @@ def validate_predictions(
     if bad_labels:
         raise InputError(
             f"predictions {name}: {len(bad_labels)} invalid predicted_state value(s), e.g. "
-            f"{_examples(bad_labels)}; allowed: {', '.join(OUTCOME_LABELS)}"
+            f"{_examples(bad_labels, quoted=False)}; allowed: {', '.join(OUTCOME_LABELS)}"
         )
     if bad_peaks:
         raise InputError(
             f"predictions {name}: {len(bad_peaks)} invalid {PEAK_COLUMN} value(s), e.g. "
-            f"{_examples(bad_peaks)}; expected a finite non-negative number of MiB or a blank"
+            f"{_examples(bad_peaks, quoted=False)}; expected a finite non-negative number of MiB or a blank"
         )
     return MethodPredictions(states=states, peaks_mib=peaks)
 
@@ -210,6 +210,6 @@ def _ids(rows: Sequence[Mapping]) -> list[str]:
     return sorted(r["configuration_id"] for r in rows)
 
 
-def _examples(items: Sequence[object], limit: int = 3) -> str:
-    shown = ", ".join(str(i) for i in items[:limit])
-    return shown + (", ..." if len(items) > limit else "")
+def _examples(items: Sequence[object], *, quoted: bool = True) -> str:
+    """The first few items (quoted ids, or phrases already quoted) and how many more."""
+    return summary(items, quoted=quoted)

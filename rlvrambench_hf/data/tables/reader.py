@@ -13,9 +13,10 @@ through the same conversion, so one set of rules types both layouts.
 
 from __future__ import annotations
 
+import io
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -23,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from ...data.sources.resolve import SourceLike
-from ...errors import MissingFileError, SchemaError, first_line
+from ...errors import MissingFileError, SchemaError, first_line, quote, summary
 from ..schema.kinds import LIST_SEPARATOR
 from ..schema.registry import get_spec
 from ..schema.spec import JSON_MAPPING, Column, ConfigSpec
@@ -32,11 +33,14 @@ from ..sources.resolve import open_source
 from .arrow import string_array
 
 NULL_TOKENS = ("", "nan")
+#: The longest line (bytes) a release or user CSV file may have.
+CSV_BLOCK_SIZE = 1 << 24
 
 
-def read_typed_file(path: str | os.PathLike, spec: ConfigSpec, *, name: str | None = None) -> pa.Table:
-    """Read ``path`` as the table ``spec`` describes (a CSV file, or a JSON mapping when the spec's layout says
-    so); ``name`` is how errors refer to the file."""
+def read_typed_file(path: str | os.PathLike | bytes, spec: ConfigSpec, *, name: str | None = None) -> pa.Table:
+    """Read ``path`` (or the bytes of a file) as the table ``spec`` describes (a CSV file, or a JSON mapping when
+    the spec's layout says so); ``name`` is how errors refer to the file. A CSV file pyarrow refuses is diagnosed
+    by :func:`~.diagnose.csv_problem` (the line that is not UTF-8, the row with the wrong number of cells, ...)."""
     name = name or spec.path
     if spec.layout == JSON_MAPPING:
         return _read_json_mapping(path, spec, name)
@@ -46,15 +50,32 @@ def read_typed_file(path: str | os.PathLike, spec: ConfigSpec, *, name: str | No
         quoted_strings_can_be_null=False,
         null_values=[],
     )
+    opener = (lambda: pa.BufferReader(path)) if isinstance(path, bytes) else (lambda: pa.OSFile(os.fspath(path)))
     try:
-        raw = pacsv.read_csv(path, convert_options=convert)
+        with opener() as stream:
+            read = pacsv.ReadOptions(block_size=CSV_BLOCK_SIZE)
+            raw = pacsv.read_csv(stream, read_options=read, convert_options=convert)
     except pa.ArrowInvalid as exc:
-        raise SchemaError(f"{name}: cannot be read as CSV: {first_line(exc)}", path=name, config=spec.name) from None
+        from .diagnose import csv_problem
+
+        problem = csv_problem(opener, block_size=CSV_BLOCK_SIZE, header_cells=_header_cells(opener))
+        detail = problem or first_line(exc)
+        raise SchemaError(f"{name}: cannot be read as CSV: {detail}", path=name, config=spec.name) from None
     except OSError as exc:
-        raise SchemaError(f"{name}: cannot be read: {exc}", path=name, config=spec.name) from None
+        raise SchemaError(f"{name}: cannot be read: {first_line(exc)}", path=name, config=spec.name) from None
     check_header(raw.column_names, spec, name)
     columns = [cast_column(raw.column(c.name), c, name) for c in spec.columns]
     return pa.Table.from_arrays(columns, schema=spec.arrow_schema)
+
+
+def _header_cells(opener: Callable[[], pa.NativeFile]) -> int:
+    """The number of cells of a CSV file's first line (as pyarrow reads it: quotes respected)."""
+    with opener() as stream:
+        first = io.BufferedReader(stream).readline(CSV_BLOCK_SIZE)
+    try:
+        return len(pacsv.read_csv(pa.py_buffer(first)).column_names) if first.strip() else 0
+    except pa.ArrowInvalid:
+        return 0
 
 
 def text_cell(value: object) -> str:
@@ -79,9 +100,9 @@ def typed_records(records: Sequence[Mapping], columns: Sequence[Column], name: s
     return pa.Table.from_arrays(arrays, schema=pa.schema([pa.field(c.name, c.arrow_type) for c in columns]))
 
 
-def _read_json_mapping(path: str | os.PathLike, spec: ConfigSpec, name: str) -> pa.Table:
+def _read_json_mapping(path: str | os.PathLike | bytes, spec: ConfigSpec, name: str) -> pa.Table:
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(path.decode("utf-8") if isinstance(path, bytes) else Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SchemaError(f"{name}: cannot be read as JSON: {first_line(exc)}", path=name, config=spec.name) from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
@@ -90,9 +111,9 @@ def _read_json_mapping(path: str | os.PathLike, spec: ConfigSpec, name: str) -> 
         )
     key = spec.keys[0]
     for mapped, record in data.items():
-        check_header(list(record), spec, f"{name}: record {mapped!r}")
+        check_header(list(record), spec, f"{name}: record {quote(mapped)}")
         if record[key] != mapped:
-            raise SchemaError(f"{name}: record {mapped!r} has {key} {record[key]!r}", path=name, column=key)
+            raise SchemaError(f"{name}: record {quote(mapped)} has {key} {quote(record[key])}", path=name, column=key)
     return typed_records(list(data.values()), spec.columns, name)
 
 
@@ -105,9 +126,9 @@ def check_header(found: list[str], spec: ConfigSpec, name: str) -> None:
     if missing or extra:
         parts = []
         if missing:
-            parts.append(f"missing column(s) {', '.join(missing)}")
+            parts.append(f"missing column(s) {summary(missing, shown=6, quoted=False)}")
         if extra:
-            parts.append(f"unexpected column(s) {', '.join(extra)}")
+            parts.append(f"unexpected column(s) {summary(extra, shown=6, quoted=False)}")
         raise SchemaError(
             f"{name}: schema drift for config {spec.name}: {'; '.join(parts)}", path=name, config=spec.name
         )
@@ -136,7 +157,7 @@ def _fail_where(bad: pa.Array, text: pa.Array, column: Column, name: str, what: 
         count = pc.sum(bad).as_py()
         more = f" ({count} such values)" if count > 1 else ""
         raise SchemaError(
-            f"{name}: column {column.name!r}, data row {row + 1}: value {text[row].as_py()!r} is {what}{more}",
+            f"{name}: column {column.name!r}, data row {row + 1}: value {quote(text[row].as_py())} is {what}{more}",
             path=name,
             column=column.name,
         )
