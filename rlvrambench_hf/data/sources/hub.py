@@ -11,6 +11,7 @@ way huggingface_hub does.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from .hubcache import (
     COMMIT_ID,
     BadReference,
     CorruptCopy,
+    StuckCopy,
     cached_commit,
     check_copy,
     forget_entry,
@@ -116,7 +118,13 @@ class HubSource(Source):
 
     def _heal(self, relpath: str, pointer: Path, bad: CorruptCopy) -> Path:
         """Remove the bad copy and, online, download it again once."""
-        removed = remove_bad(bad, self._storage)
+        try:
+            removed = remove_bad(bad, self._storage)
+        except StuckCopy as stuck:  # fetching again would only find the same copy: the server is not to blame
+            raise IntegrityError(
+                f"the cached copy of {relpath} ({self.label}) is corrupted and cannot be removed ({stuck}): "
+                f"delete {bad.entry}, or set HF_HUB_CACHE (or HF_HOME) to a writable folder"
+            ) from None
         if removed and bad.entry != pointer:
             forget_entry(pointer)  # no dangling entry: offline, the next run says "not cached"
         if self._offline():
@@ -129,8 +137,9 @@ class HubSource(Source):
         try:
             check_copy(pointer, self._storage)
         except CorruptCopy as again:
-            if remove_bad(again, self._storage) and again.entry != pointer:
-                forget_entry(pointer)
+            with contextlib.suppress(StuckCopy):
+                if remove_bad(again, self._storage) and again.entry != pointer:
+                    forget_entry(pointer)
             raise IntegrityError(
                 f"{relpath} of {self.label} is corrupted as served by {endpoint()}: it {again.reason}, also when "
                 "downloaded again; refused"
