@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Sequence
@@ -10,9 +11,10 @@ from typing import Any
 
 from ..data.schema.registry import get_spec
 from ..data.sources.resolve import SourceLike, open_source
-from ..errors import InputError
+from ..errors import InputError, first_line, quote
+from ..scoring.bounded import DEFAULT_TIMEOUT
 from .attempts import ATTEMPTS_CONFIG, Attempt, attempts_from_records, validate_attempts
-from .policy import DECISIONS, builtin_rule, load_policy
+from .policy import DECISIONS, BoundPolicy, builtin_rule, load_policy
 from .protocol import PROTOCOL_PATH, Protocol, parse_protocol
 from .report import build_report, inputs_for_rule
 from .scoring import case_metrics, summarize
@@ -39,22 +41,30 @@ def load_attempts(
 
 
 def read_attempts_file(path: str | os.PathLike) -> tuple[Attempt, ...]:
-    """Attempts from a JSON list of records (like ``attempts.json``) or a CSV laid out like ``attempts.csv``."""
+    """Attempts from a JSON list of records (like ``attempts.json``) or a CSV laid out like ``attempts.csv``; a pipe
+    (``<(...)``, ``/dev/stdin``) is read once and recognised by its first character."""
+    from ..data.tables.userfile import user_input
+
     file = Path(path)
-    if not file.is_file():
-        raise InputError(f"attempts file {file} does not exist")
     suffix = file.suffix.lower()
+    found = user_input(path, f"attempts file {file}")
+    if isinstance(found, bytes) and suffix not in (".json", ".csv"):
+        suffix = ".json" if found.lstrip()[:1] in (b"[", b"{") else ".csv"
     if suffix == ".json":
         try:
-            data = json.loads(file.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(f"{file}: not valid JSON ({exc})") from None
+            data = json.loads(found if isinstance(found, bytes) else Path(found).read_bytes())
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{file}: not UTF-8 (byte {exc.start:,} cannot be decoded); save it as UTF-8") from None
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{file}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+        except (ValueError, RecursionError) as exc:  # an integer of thousands of digits, nesting too deep
+            raise InputError(f"{file}: not usable JSON ({first_line(exc)})") from None
         return attempts_from_records(data, str(file))
     if suffix == ".csv":
         from ..data.tables.reader import decode_labels, read_typed_file
 
         spec = get_spec(ATTEMPTS_CONFIG)
-        table = decode_labels(read_typed_file(file, spec, name=str(file)), spec)
+        table = decode_labels(read_typed_file(found, spec, name=str(file)), spec)
         return attempts_from_records(table.to_pylist(), str(file))
     raise InputError(f"attempts file {file} must end in .json or .csv")
 
@@ -73,15 +83,22 @@ def replay_report(
     policy: Any = None,
     budgets: Sequence[int] = (0, 1, 2, 3),
     attempts_path: str | os.PathLike | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> dict:
-    """The whole score file: every rule in ``rules``, then ``policy`` (an object or ``"module:attr"``), if given."""
-    policies = [builtin_rule(r) for r in ([rules] if isinstance(rules, str) else rules)]
-    if policy is not None:
-        policies.append(load_policy(policy) if isinstance(policy, str) else policy)
+    """The whole score file: every rule in ``rules``, then ``policy`` (an object or ``"module:attr"``), if given.
+
+    Each call into ``policy`` must return within ``timeout`` seconds (None: no limit); a policy named by
+    ``"module:attr"`` runs in a child process that is stopped at the limit, an object you pass runs in a worker
+    thread of your process (see :mod:`rlvrambench_hf.scoring.bounded`)."""
+    policies: list[Any] = [builtin_rule(r) for r in ([rules] if isinstance(rules, str) else rules)]
+    user_policy = load_policy(policy, timeout=timeout) if isinstance(policy, str) else policy
     src = open_source(source, revision)
     protocol = load_protocol(src)
     attempts = load_attempts(src, path=attempts_path)
-    return build_report(protocol, attempts, policies, budgets)
+    with contextlib.ExitStack() as bound:
+        if user_policy is not None:
+            policies.append(bound.enter_context(BoundPolicy(user_policy, timeout=timeout)))
+        return build_report(protocol, attempts, policies, budgets)
 
 
 _TRUTH_CACHE: dict[tuple[str, str], tuple[Protocol, dict[str, Truth]]] = {}
@@ -112,7 +129,7 @@ def score_decisions(
     case_of = protocol.case_of
     for cid in ids:
         if cid not in case_of:
-            raise InputError(f"unknown candidate id {cid!r}")
+            raise InputError(f"unknown candidate id {quote(cid)}")
     given = dict(zip(ids, chosen))
     per_case = []
     for case in protocol.cases:
@@ -145,10 +162,10 @@ def _checked_lists(candidate_ids: Any, decisions: Any) -> tuple[list[str], list[
     seen: set[str] = set()
     for cid, decision in zip(candidate_ids, decisions):
         if not isinstance(cid, str):
-            raise InputError(f"candidate id {cid!r} is not a string")
+            raise InputError(f"candidate id {quote(cid)} is not a string")
         if cid in seen:
-            raise InputError(f"duplicate candidate id {cid}")
+            raise InputError(f"duplicate candidate id {quote(cid)}")
         seen.add(cid)
-        if decision not in DECISIONS:
-            raise InputError(f"decision {decision!r} for {cid} is not one of {', '.join(DECISIONS)}")
+        if not isinstance(decision, str) or decision not in DECISIONS:
+            raise InputError(f"decision {quote(decision)} for {quote(cid)} is not one of {', '.join(DECISIONS)}")
     return candidate_ids, decisions

@@ -9,7 +9,7 @@ import argparse
 
 from ..admission.policy import RULES
 from ..errors import InputError
-from ._common import checked_source, choices_text, format_table
+from ._common import add_timeout, checked_source, choices_text, format_table
 
 RULE_NAMES: tuple[str, ...] = tuple(RULES)
 
@@ -39,6 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--output", required=True, metavar="FILE.json", help="score JSON file to write")
     p.add_argument("--summary", metavar="CSV", help="also write the summary rows as CSV")
+    add_timeout(p, "policy")
     p.set_defaults(handler=run_replay)
 
 
@@ -59,10 +60,12 @@ def run_replay(args: argparse.Namespace) -> int:
     budgets = parse_budgets(args.budgets)
     if args.policy:
         rules: tuple[str, ...] = ()
-        policy = admission.load_policy(args.policy)
+        policy = admission.load_policy(args.policy, timeout=args.timeout)
     else:
         rules, policy = tuple(dict.fromkeys(args.rule or RULE_NAMES)), None
-    report = admission.replay_report(source, rules=rules, policy=policy, budgets=budgets, attempts_path=args.attempts)
+    report = admission.replay_report(
+        source, rules=rules, policy=policy, budgets=budgets, attempts_path=args.attempts, timeout=args.timeout
+    )
     text = json_text(report)
     with atomic_output(args.output) as scores:  # both files appear together, or neither
         scores.write(text)

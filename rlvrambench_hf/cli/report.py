@@ -6,7 +6,7 @@ import argparse
 
 from ..errors import InputError
 from ..followup.core import STUDIES
-from ._common import PREDICTIONS_FORMATS, choices_text
+from ._common import PREDICTIONS_FORMATS, add_timeout, choices_text
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -35,6 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "methods (repeatable, one per study)",
     )
     parser.add_argument("--policy", metavar="MODULE:ATTR", help="also replay this admission policy of yours")
+    add_timeout(parser, "policy")
     parser.set_defaults(handler=run_report)
 
 
@@ -66,6 +67,7 @@ def run_report(args: argparse.Namespace) -> int:
         policy=args.policy,
         predictions=args.predictions,
         followup_predictions=followup,
+        timeout=args.timeout,
     )
     print(f"wrote {index}")
     return 0

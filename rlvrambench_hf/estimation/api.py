@@ -6,6 +6,7 @@ and the release's protocol with its amendment applied; the cores in :mod:`.folds
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 from collections.abc import Mapping, Sequence
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, cast
 from ..data.sources.base import Source
 from ..data.sources.resolve import SourceLike, open_source
 from ..errors import InputError
+from ..scoring.bounded import DEFAULT_TIMEOUT
 from .advisor import BENCHMARK_HARDWARE, HARDWARE_SETTINGS, PLANNED_SETTINGS, Hardware, advise
 from .features import FEATURE_NAMES, apply_amendment, feature_matrix
 from .folds import final_fit, fitting_pool, parameters_of, prospective, retrospective, score_rows
@@ -99,15 +101,28 @@ def numerical_environment() -> dict:
 
 
 def run_retrospective(
-    source: SourceLike = None, revision: str | None = None, *, estimators: Mapping | None = None
+    source: SourceLike = None,
+    revision: str | None = None,
+    *,
+    estimators: Mapping | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> dict:
     """The three leave-one-family-out folds (``retrospective.json``'s structure); ``estimators`` maps names to
-    users' estimators (objects or ``module:attr`` specs) scored beside the references."""
-    from .user import estimator_run
+    users' estimators (objects or ``module:attr`` specs) scored beside the references, each call into one within
+    ``timeout`` seconds (None: no limit; a ``module:attr`` estimator runs in a child process stopped at the limit,
+    an object you pass in a worker thread of your process)."""
+    from .user import bind_estimator, estimator_run
 
     inputs = load_inputs(source, revision)
-    runs = {name: estimator_run(load_estimator(e, name), name) for name, e in (estimators or {}).items()}
-    return {**retrospective(inputs.pool, inputs.parameters, runs), "numerical_environment": numerical_environment()}
+    with contextlib.ExitStack() as bound:
+        runs = {}
+        for name, given in (estimators or {}).items():
+            user = bound.enter_context(
+                bind_estimator(load_estimator(given, name, timeout=timeout), name, timeout=timeout)
+            )
+            runs[name] = estimator_run(user, name)
+        folds = retrospective(inputs.pool, inputs.parameters, runs)
+    return {**folds, "numerical_environment": numerical_environment()}
 
 
 def run_final_fit(source: SourceLike = None, revision: str | None = None) -> tuple[FittedReferences, EstimationInputs]:
@@ -151,12 +166,13 @@ def check_against_published(rows: Sequence[Mapping], published: object) -> dict:
     }
 
 
-def load_estimator(estimator: object, name: str) -> Estimator:
-    """An estimator object, or the one a ``module:attr`` spec names (a class is instantiated)."""
+def load_estimator(estimator: object, name: str, *, timeout: float | None = DEFAULT_TIMEOUT) -> Estimator:
+    """An estimator object, or the one a ``module:attr`` spec names (a class is instantiated, within ``timeout``
+    seconds)."""
     from ..scoring.user import load_object
 
     if isinstance(estimator, str):
-        return cast("Estimator", load_object(estimator, "estimator", ("fit", "predict")))
+        return cast("Estimator", load_object(estimator, "estimator", ("fit", "predict"), timeout=timeout))
     if not all(callable(getattr(estimator, m, None)) for m in ("fit", "predict")):
         raise InputError(f"estimator {name} has no fit and predict methods")
     return cast("Estimator", estimator)

@@ -26,6 +26,7 @@ from ..data.schema.registry import card_configs
 from ..data.sources.base import Source
 from ..data.sources.resolve import SourceLike
 from ..errors import MissingFileError
+from ..scoring.bounded import DEFAULT_TIMEOUT
 from . import sections as s
 
 TITLE = "RLVRAMBench report"
@@ -88,10 +89,12 @@ def build_report(
     predictions: str | os.PathLike | None = None,
     followup_predictions: Mapping[str, str | os.PathLike] | None = None,
     now: dt.datetime | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> Report:
     """Compute every section of the report for ``source``. ``predictions`` (a transfer predictions file) and
     ``followup_predictions`` (study → predictions file) are scored beside the reference rules and frozen methods;
-    a ``module:attr`` ``policy`` joins the admission replay. Your files are read and checked first."""
+    a ``module:attr`` ``policy`` joins the admission replay (each of its calls within ``timeout`` seconds). Your
+    files are read and checked first."""
     from .. import __version__, admission, transfer
     from ..data.sources.resolve import open_source
     from ..data.tables.reader import load_table
@@ -115,7 +118,7 @@ def build_report(
         ids, states = transfer.read_predictions(predictions)
         methods[USER_METHOD] = transfer.score_predictions(key, ids, states, origin=f"predictions file {predictions}")
     followups = {study: score_study(study, src, predictions=followup_files.get(study)) for study in STUDIES}
-    replay = admission.replay_report(src, policy=None if policy is None else admission.load_policy(policy))
+    replay = admission.replay_report(src, policy=policy, timeout=timeout)
     configurations = load_table("all_configurations", src, decode=True)
     points = admission_curve(replay)
     retrospective = run_retrospective(src)
@@ -181,6 +184,7 @@ def write_report(
     policy: str | None = None,
     predictions: str | os.PathLike | None = None,
     followup_predictions: Mapping[str, str | os.PathLike] | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> Path:
     """Build the report (the options as :func:`build_report`) and write ``index.html`` and its PNGs into
     ``output_dir`` (created if needed), all of them or none."""
@@ -197,7 +201,9 @@ def write_report(
         check_outputs([target / name for name in names], inputs=inputs, source=src)
     else:
         check_outputs(folders=[target], inputs=inputs, source=src)
-    report = build_report(src, policy=policy, predictions=predictions, followup_predictions=followup_predictions)
+    report = build_report(
+        src, policy=policy, predictions=predictions, followup_predictions=followup_predictions, timeout=timeout
+    )
     created = not target.is_dir()
     target.mkdir(exist_ok=True)
     try:
