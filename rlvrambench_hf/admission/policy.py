@@ -174,7 +174,7 @@ def builtin_rule(name: str) -> AdmissionPolicy:
     try:
         return RULES[name]()
     except KeyError:
-        raise InputError(f"unknown rule {name!r}; known rules: {', '.join(RULES)}") from None
+        raise InputError(f"unknown rule {quote(name)}; known rules: {', '.join(RULES)}") from None
 
 
 def policy_name(policy: Any) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 from ..admission.policy import RULES
-from ..errors import InputError
+from ..errors import InputError, quote
 from ._common import add_timeout, checked_source, choices_text, format_table
 
 RULE_NAMES: tuple[str, ...] = tuple(RULES)
@@ -47,7 +47,7 @@ def parse_budgets(text: str) -> tuple[int, ...]:
     """``"0,1,2,3"`` → ``(0, 1, 2, 3)``."""
     parts = [p.strip() for p in text.split(",")]
     if not all(p.isdigit() for p in parts):
-        raise InputError(f"--budgets {text!r} must be comma-separated non-negative integers")
+        raise InputError(f"--budgets {quote(text)} must be comma-separated non-negative integers")
     return tuple(int(p) for p in parts)
 
 

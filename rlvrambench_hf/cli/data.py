@@ -8,7 +8,15 @@ from ..data.schema.registry import REGISTRY, card_configs, get_spec
 from ..data.schema.spec import ConfigSpec
 from ..data.tables.export import FORMATS
 from ..data.tables.reader import config_file, decode_labels, read_typed_file
-from ..errors import IntegrityError, MissingFileError, RLVRAMBenchError, SchemaError, UnknownConfigError, first_line
+from ..errors import (
+    IntegrityError,
+    MissingFileError,
+    RLVRAMBenchError,
+    SchemaError,
+    UnknownConfigError,
+    first_line,
+    quote,
+)
 from ._common import checked_source, choices_text, format_table, source_of
 
 
@@ -89,7 +97,7 @@ def cmd_configs(args: argparse.Namespace) -> int:
 def _spec_of(args: argparse.Namespace) -> ConfigSpec:
     spec = get_spec(args.config)
     if args.split is not None and args.split != spec.split:
-        raise UnknownConfigError(f"config {spec.name} has no split {args.split!r}; its split is {spec.split!r}")
+        raise UnknownConfigError(f"config {spec.name} has no split {quote(args.split)}; its split is {spec.split!r}")
     return spec
 
 

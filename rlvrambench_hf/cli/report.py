@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import InputError
+from ..errors import InputError, quote
 from ..followup.core import STUDIES
 from ._common import PREDICTIONS_FORMATS, add_timeout, choices_text
 
@@ -45,9 +45,9 @@ def followup_files(pairs: list[str]) -> dict[str, str]:
     for pair in pairs:
         study, sep, path = pair.partition("=")
         if not sep or not path:
-            raise InputError(f"--followup-predictions {pair!r} must be STUDY=FILE")
+            raise InputError(f"--followup-predictions {quote(pair)} must be STUDY=FILE")
         if study not in STUDIES:
-            raise InputError(f"--followup-predictions: unknown study {study!r}; studies: {', '.join(STUDIES)}")
+            raise InputError(f"--followup-predictions: unknown study {quote(study)}; studies: {', '.join(STUDIES)}")
         if study in files:
             raise InputError(f"--followup-predictions: study {study} is given twice")
         files[study] = path

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..data.sources.resolve import SourceLike
-from ..errors import SourceError, UnknownConfigError
+from ..errors import SourceError, UnknownConfigError, quote
 from .schema.registry import get_spec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -33,7 +33,7 @@ def load_dataset(
 
     spec = get_spec(config)
     if split is not None and split != spec.split:
-        raise UnknownConfigError(f"config {config} has no split {split!r}; its split is {spec.split!r}")
+        raise UnknownConfigError(f"config {config} has no split {quote(split)}; its split is {spec.split!r}")
     try:
         builder = builder_for(config, source, revision, cache_dir=cache_dir)
         if streaming:

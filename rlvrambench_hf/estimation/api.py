@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, cast
 
 from ..data.sources.base import Source
 from ..data.sources.resolve import SourceLike, open_source
-from ..errors import InputError
+from ..errors import InputError, quote
 from ..scoring.bounded import DEFAULT_TIMEOUT
 from .advisor import BENCHMARK_HARDWARE, HARDWARE_SETTINGS, PLANNED_SETTINGS, Hardware, advise
 from .features import FEATURE_NAMES, apply_amendment, feature_matrix
@@ -198,7 +198,7 @@ def score_fold_predictions(
     inputs = load_inputs(source, revision)
     families = fold_names(inputs.pool)
     if fold != ALL_FOLDS and fold not in families:
-        raise InputError(f"unknown fold {fold!r}; choose {ALL_FOLDS} or one of: {', '.join(families)}")
+        raise InputError(f"unknown fold {quote(fold)}; choose {ALL_FOLDS} or one of: {', '.join(families)}")
     ids = [str(i).strip() for i in configuration_ids]
     if isinstance(predicted_peaks_mib, Mapping):
         peaks = [predicted_peaks_mib.get(i) for i in ids]
@@ -215,7 +215,7 @@ def score_fold_predictions(
         raise InputError(
             f"predictions must cover the {len(expected)} configurations of fold {fold} exactly once: "
             f"{len(missing)} missing, {len(unknown)} unexpected, {len(duplicates)} duplicated "
-            f"(e.g. {(missing + unknown + duplicates)[0]})"
+            f"(e.g. {quote((missing + unknown + duplicates)[0])})"
         )
     truth = {r["configuration_id"]: r for r in inputs.pool.rows}
     scores = {}

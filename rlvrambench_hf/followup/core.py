@@ -60,7 +60,7 @@ def study_config(study: str) -> str:
         return STUDIES[study]
     if study in STUDIES.values():
         return study
-    raise InputError(f"unknown study {study!r}; choose one of: {', '.join(STUDIES)}")
+    raise InputError(f"unknown study {quote(study)}; choose one of: {', '.join(STUDIES)}")
 
 
 def frozen_predictions(rows: Sequence[Mapping]) -> dict[str, MethodPredictions]:

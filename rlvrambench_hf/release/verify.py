@@ -19,7 +19,7 @@ from ..data.schema.pins import CARD_PATH, DEFAULT_REPO_ID
 from ..data.schema.registry import card_configs
 from ..data.schema.spec import ConfigSpec
 from ..data.tables.reader import load_table
-from ..errors import InputError, IntegrityError, RLVRAMBenchError, SchemaError, first_line
+from ..errors import InputError, IntegrityError, RLVRAMBenchError, SchemaError, first_line, quote
 from .card import card_metadata, config_entries
 from .croissant import render_croissant, validate_croissant
 from .layout import (
@@ -127,7 +127,7 @@ def _check_parquet(folder: Path, record: dict, report: VerifyReport) -> list[Bui
             built.append(config)
     for name in sorted(set(recorded) - {b.spec.name for b in built}):
         if name not in {s.name for s in card_configs()}:
-            report.problems.append(f"{RECORD_PATH} names config {name!r}, which the registry does not know")
+            report.problems.append(f"{RECORD_PATH} names config {quote(name)}, which the registry does not know")
     return built
 
 
@@ -171,7 +171,7 @@ def _check_card(folder: Path, built: list[BuiltConfig], report: VerifyReport) ->
     found_configs = {c.get("config_name"): c for c in meta.get("configs") or [] if isinstance(c, dict)}
     expected_configs = {c["config_name"]: c for c in config_entries(built)}
     for name in sorted(set(found_configs) - set(expected_configs), key=str):
-        report.problems.append(f"card: config {name!r} has no Parquet file in this release")
+        report.problems.append(f"card: config {quote(name)} has no Parquet file in this release")
     for name, entry in expected_configs.items():
         if name not in found_configs:
             report.problems.append(f"card: config {name} is missing from 'configs'")

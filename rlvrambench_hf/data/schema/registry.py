@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ...errors import UnknownConfigError
+from ...errors import UnknownConfigError, quote
 from .pins import UNRESOLVED
 from .spec import JSON_MAPPING, ConfigSpec, Copy, ForeignKey, columns, same_names
 
@@ -286,7 +286,7 @@ def get_spec(name: str) -> ConfigSpec:
         return REGISTRY[name]
     except KeyError:
         raise UnknownConfigError(
-            f"unknown config {name!r}; known configs: {', '.join(REGISTRY)}", config=name
+            f"unknown config {quote(name)}; known configs: {', '.join(REGISTRY)}", config=name
         ) from None
 
 

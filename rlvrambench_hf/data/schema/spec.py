@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from ...errors import UnknownConfigError
+from ...errors import UnknownConfigError, quote
 from .columns import LABEL_DESCRIPTIONS, VOCABULARY
 from .kinds import KINDS, LABEL, Kind
 from .pins import OUTCOME_LABELS
@@ -121,7 +121,7 @@ class ConfigSpec:
         for c in self.columns:
             if c.name == name:
                 return c
-        raise UnknownConfigError(f"config {self.name} has no column {name!r}", config=self.name, column=name)
+        raise UnknownConfigError(f"config {self.name} has no column {quote(name)}", config=self.name, column=name)
 
     @property
     def label_columns(self) -> list[Column]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
-from ...errors import IntegrityError, MissingFileError, RLVRAMBenchError, SourceError
+from ...errors import IntegrityError, MissingFileError, RLVRAMBenchError, SourceError, quote
 from ..schema.card import read_front_matter
 from ..schema.pins import CARD_PATH, MANIFESTS
 from .hashing import FileHash, UnreadableFile, hash_file
@@ -40,7 +40,7 @@ def safe_relpath(path: str, context: str) -> str:
     """``path`` as a POSIX path inside the repository; absolute paths and ``..`` are refused."""
     pure = PurePosixPath(path.replace("\\", "/"))
     if pure.is_absolute() or re.match(r"^[A-Za-z]:", path) or ".." in pure.parts or not pure.parts:
-        raise IntegrityError(f"{context}: unsafe path {path!r} (absolute or containing '..')")
+        raise IntegrityError(f"{context}: unsafe path {quote(path)} (absolute or containing '..')")
     return pure.as_posix()
 
 
@@ -67,7 +67,7 @@ def parse_manifest(data: object, manifest_path: str) -> dict[str, Digest]:
             size = entry.get("size_bytes")
             out[rel] = Digest(entry["sha256"].lower(), size if isinstance(size, int) else None, manifest_path)
         else:
-            raise IntegrityError(f"manifest {manifest_path}: entry {name!r} has no sha256 digest")
+            raise IntegrityError(f"manifest {manifest_path}: entry {quote(name)} has no sha256 digest")
     return out
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
-from ...errors import IntegrityError, MissingFileError, SourceError, first_line
+from ...errors import IntegrityError, MissingFileError, SourceError, first_line, quote
 from ..schema.pins import CARD_PATH
 from .base import Digest, Source
 from .hubcache import (
@@ -62,7 +62,7 @@ class HubSource(Source):
             raise hub_error(exc, self.repo_id, self.revision) or exc from None
         if not _REVISION.fullmatch(self.revision) or ".." in self.revision or "//" in self.revision:
             raise SourceError(
-                f"revision {self.revision!r} is not a valid branch, tag or commit name", **self.error_fields
+                f"revision {quote(self.revision)} is not a valid branch, tag or commit name", **self.error_fields
             )
 
     @property
@@ -170,7 +170,7 @@ class HubSource(Source):
             if self._offline():
                 raise IntegrityError(
                     f"the cached reference {bad} of {self.repo_id} is corrupted (not a commit id); it was removed, and "
-                    f"resolving {self.revision!r} again needs a connection to the Hub ({self._why_offline()})"
+                    f"resolving {quote(self.revision)} again needs a connection to the Hub ({self._why_offline()})"
                 ) from None
             cached = None
         if self._commit is not None:
