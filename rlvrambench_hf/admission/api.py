@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import Any
 
 from ..data.schema.registry import get_spec
 from ..data.sources.resolve import SourceLike, open_source
-from ..errors import InputError, first_line, quote
+from ..errors import InputError, quote
 from ..scoring.bounded import DEFAULT_TIMEOUT
 from .attempts import ATTEMPTS_CONFIG, Attempt, attempts_from_records, validate_attempts
 from .policy import DECISIONS, BoundPolicy, builtin_rule, load_policy
@@ -43,30 +42,35 @@ def load_attempts(
 def read_attempts_file(path: str | os.PathLike) -> tuple[Attempt, ...]:
     """Attempts from a JSON list of records (like ``attempts.json``) or a CSV laid out like ``attempts.csv``; a pipe
     (``<(...)``, ``/dev/stdin``) is read once and recognised by its first character."""
-    from ..data.tables.userfile import user_input
+    from ..data.tables.userfile import parse_json, user_input
 
     file = Path(path)
+    label = f"attempts file {file}"
+    found = user_input(path, label, refused=lambda head: b"\x00" in head)
+    content = found if isinstance(found, bytes) else None
     suffix = file.suffix.lower()
-    found = user_input(path, f"attempts file {file}")
-    if isinstance(found, bytes) and suffix not in (".json", ".csv"):
-        suffix = ".json" if found.lstrip()[:1] in (b"[", b"{") else ".csv"
+    if suffix not in (".json", ".csv") and (isinstance(found, bytes) or not suffix):  # a pipe: recognised
+        content = content if content is not None else _read_bytes(found, label)
+        suffix = ".json" if content.lstrip()[:1] in (b"[", b"{") else ".csv"
     if suffix == ".json":
-        try:
-            data = json.loads(found if isinstance(found, bytes) else Path(found).read_bytes())
-        except UnicodeDecodeError as exc:
-            raise InputError(f"{file}: not UTF-8 (byte {exc.start:,} cannot be decoded); save it as UTF-8") from None
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{file}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
-        except (ValueError, RecursionError) as exc:  # an integer of thousands of digits, nesting too deep
-            raise InputError(f"{file}: not usable JSON ({first_line(exc)})") from None
-        return attempts_from_records(data, str(file))
+        content = content if content is not None else _read_bytes(found, label)
+        return attempts_from_records(parse_json(content, label), str(file))
     if suffix == ".csv":
         from ..data.tables.reader import decode_labels, read_typed_file
 
         spec = get_spec(ATTEMPTS_CONFIG)
-        table = decode_labels(read_typed_file(found, spec, name=str(file)), spec)
+        table = decode_labels(read_typed_file(content if content is not None else found, spec, name=str(file)), spec)
         return attempts_from_records(table.to_pylist(), str(file))
     raise InputError(f"attempts file {file} must end in .json or .csv")
+
+
+def _read_bytes(path: str | bytes, label: str) -> bytes:
+    if isinstance(path, bytes):
+        return path
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {label}: {exc.strerror or type(exc).__name__}") from None
 
 
 def policy_inputs(source: SourceLike, rule: str, *, revision: str | None = None) -> dict:

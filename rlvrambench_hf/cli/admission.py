@@ -46,8 +46,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def parse_budgets(text: str) -> tuple[int, ...]:
     """``"0,1,2,3"`` → ``(0, 1, 2, 3)``."""
     parts = [p.strip() for p in text.split(",")]
-    if not all(p.isdigit() for p in parts):
+    if not all(p.isascii() and p.isdigit() for p in parts):  # "²".isdigit() holds, but int("²") fails
         raise InputError(f"--budgets {quote(text)} must be comma-separated non-negative integers")
+    if any(len(p) > 18 for p in parts):
+        raise InputError(f"--budgets {quote(text)}: a budget of more than 18 digits is beyond any case")
     return tuple(int(p) for p in parts)
 
 

@@ -6,7 +6,6 @@ sound); :func:`check_release` raises a one-line :class:`IntegrityError` when the
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from ..data.schema.pins import CARD_PATH, DEFAULT_REPO_ID
 from ..data.schema.registry import card_configs
 from ..data.schema.spec import ConfigSpec
 from ..data.tables.reader import load_table
+from ..data.tables.userfile import parse_json
 from ..errors import InputError, IntegrityError, RLVRAMBenchError, SchemaError, first_line, quote
 from .card import card_metadata, config_entries
 from .croissant import render_croissant, validate_croissant
@@ -46,11 +46,12 @@ def read_record(folder: Path) -> dict:
     """The release's ``release.json`` (one-line error when it is missing or not written by a build)."""
     path = folder / RECORD_PATH
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        content = path.read_bytes()
     except FileNotFoundError:
         raise IntegrityError(f"{folder} has no {RECORD_PATH}; it is not a built release") from None
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise IntegrityError(f"{path} is not valid JSON") from None
+    except OSError as exc:
+        raise IntegrityError(f"{path} cannot be read ({exc.strerror or type(exc).__name__})") from None
+    record = parse_json(content, str(path), IntegrityError)
     if not isinstance(record, dict) or record.get("format") != RECORD_FORMAT:
         raise IntegrityError(f"{path} was not written by `rlvrambench release build` (format {RECORD_FORMAT})")
     if not isinstance(record.get("files"), dict):
@@ -216,12 +217,12 @@ def _check_croissant(
 ) -> None:
     path = folder / CROISSANT_PATH
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = parse_json(path.read_bytes(), CROISSANT_PATH, IntegrityError)
     except FileNotFoundError:
         report.problems.append(f"{CROISSANT_PATH}: missing")
         return
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        report.problems.append(f"{CROISSANT_PATH}: not valid JSON")
+    except (OSError, IntegrityError) as exc:
+        report.problems.append(f"{CROISSANT_PATH}: not valid JSON ({first_line(exc)})")
         return
     expected = render_croissant(
         built,

@@ -111,10 +111,10 @@ def _deadline(seconds: float | None) -> Iterator[None]:
 
 def _import(module_name: str, label: str) -> Any:
     path = Path(module_name)
-    if module_name.endswith(".py") or path.is_file():
-        if not path.exists():
+    if module_name.endswith(".py") or _is_file(path):
+        if not _exists(path):
             raise InputError(f"{label}: file {module_name} does not exist")
-        if not path.is_file():
+        if not _is_file(path):
             raise InputError(f"{label}: {module_name} is not a regular file; save the code to a .py file")
         unique = f"rlvrambench_user_{abs(hash(str(path.resolve())))}"
         loader_spec = importlib.util.spec_from_file_location(unique, path)
@@ -134,3 +134,17 @@ def _import(module_name: str, label: str) -> Any:
         return importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         raise InputError(f"{label}: cannot import module {module_name} ({first_line(exc)})") from None
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name too long to be a file
+        return False
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:
+        return False

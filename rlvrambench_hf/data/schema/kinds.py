@@ -51,7 +51,8 @@ class Kind:
             return pc.and_(pc.is_valid(text), pc.invert(pc.is_in(text, value_set=string_array(labels))))
         if self.pattern is None:
             return None
-        return pc.invert(pc.match_substring_regex(text, self.pattern))
+        unfit = pc.invert(pc.match_substring_regex(text, self.pattern))
+        return pc.or_(unfit, _beyond_int64(text)) if self.arrow_type == pa.int64() else unfit
 
     def parse(self, text: pa.Array, labels: tuple[str, ...] = ()) -> pa.Array:
         """The typed values of ``text`` (cells already checked with :meth:`unfit`)."""
@@ -71,6 +72,17 @@ class Kind:
         if self is BOOL:
             return pc.if_else(values, "True", "False")
         return values
+
+
+_INT64_MAX = str(2**63 - 1)
+
+
+def _beyond_int64(text: pa.Array) -> pa.Array:
+    """Integers written with more digits than int64 holds (compared as text: no overflow on the way)."""
+    digits = pc.utf8_ltrim(pc.utf8_ltrim(text, characters="-"), characters="0")
+    length = pc.utf8_length(digits)
+    longest = len(_INT64_MAX)
+    return pc.or_(pc.greater(length, longest), pc.and_(pc.equal(length, longest), pc.greater(digits, _INT64_MAX)))
 
 
 STRING = Kind("string", pa.string(), "sc:Text", "string")

@@ -14,7 +14,6 @@ through the same conversion, so one set of rules types both layouts.
 from __future__ import annotations
 
 import io
-import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -55,7 +54,8 @@ def read_typed_file(path: str | os.PathLike | bytes, spec: ConfigSpec, *, name: 
         with opener() as stream:
             read = pacsv.ReadOptions(block_size=CSV_BLOCK_SIZE)
             raw = pacsv.read_csv(stream, read_options=read, convert_options=convert)
-    except pa.ArrowInvalid as exc:
+            found = raw.column_names  # names that are not UTF-8 fail here
+    except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
         from .diagnose import csv_problem
 
         problem = csv_problem(opener, block_size=CSV_BLOCK_SIZE, header_cells=_header_cells(opener))
@@ -63,7 +63,7 @@ def read_typed_file(path: str | os.PathLike | bytes, spec: ConfigSpec, *, name: 
         raise SchemaError(f"{name}: cannot be read as CSV: {detail}", path=name, config=spec.name) from None
     except OSError as exc:
         raise SchemaError(f"{name}: cannot be read: {first_line(exc)}", path=name, config=spec.name) from None
-    check_header(raw.column_names, spec, name)
+    check_header(found, spec, name)
     columns = [cast_column(raw.column(c.name), c, name) for c in spec.columns]
     return pa.Table.from_arrays(columns, schema=spec.arrow_schema)
 
@@ -74,7 +74,7 @@ def _header_cells(opener: Callable[[], pa.NativeFile]) -> int:
         first = io.BufferedReader(stream).readline(CSV_BLOCK_SIZE)
     try:
         return len(pacsv.read_csv(pa.py_buffer(first)).column_names) if first.strip() else 0
-    except pa.ArrowInvalid:
+    except (pa.ArrowInvalid, UnicodeDecodeError):
         return 0
 
 
@@ -101,10 +101,16 @@ def typed_records(records: Sequence[Mapping], columns: Sequence[Column], name: s
 
 
 def _read_json_mapping(path: str | os.PathLike | bytes, spec: ConfigSpec, name: str) -> pa.Table:
+    from .userfile import parse_json
+
     try:
-        data = json.loads(path.decode("utf-8") if isinstance(path, bytes) else Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SchemaError(f"{name}: cannot be read as JSON: {first_line(exc)}", path=name, config=spec.name) from None
+        content = path if isinstance(path, bytes) else Path(path).read_bytes()
+    except OSError as exc:
+        raise SchemaError(f"{name}: cannot be read: {first_line(exc)}", path=name, config=spec.name) from None
+    try:
+        data = parse_json(content, name, SchemaError)
+    except SchemaError as exc:
+        raise exc.with_fields(path=name, config=spec.name) from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise SchemaError(
             f"{name}: expected a JSON object mapping each {spec.keys[0]} to a record", path=name, config=spec.name

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import IO
 
-from ...errors import InputError
+from ...errors import InputError, RLVRAMBenchError, first_line
 
 #: The most that is read from a pipe or device (a regular file has no limit).
 STREAM_LIMIT = 512 << 20
@@ -78,3 +78,22 @@ def reason(exc: OSError) -> str:
     if exc.errno in (errno.ENXIO, errno.ENODEV):
         return "it is a special file that cannot be opened for reading"
     return exc.strerror or type(exc).__name__
+
+
+def parse_json(content: bytes | str, label: str, error: type[RLVRAMBenchError] = InputError) -> object:
+    """``content`` (the bytes or text of ``label``) as a JSON value, or one line of ``error`` saying why not: not
+    UTF-8 (where), not JSON (what, where), nested too deeply, or a number with too many digits."""
+    import json
+
+    try:
+        text = content.decode("utf-8-sig") if isinstance(content, bytes) else content
+    except UnicodeDecodeError as exc:
+        raise error(f"{label} is not UTF-8 (byte {exc.start:,} cannot be decoded); save it as UTF-8") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(f"{label} is not valid JSON ({exc.msg} at line {exc.lineno:,}, column {exc.colno:,})") from None
+    except RecursionError:
+        raise error(f"{label} is JSON nested too deeply to be read") from None
+    except ValueError as exc:  # an integer of thousands of digits
+        raise error(f"{label} holds a number that cannot be read ({first_line(exc)[:80]})") from None
