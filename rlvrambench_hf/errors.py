@@ -239,7 +239,7 @@ def one_line(text: str, limit: int = MESSAGE_LIMIT) -> str:
     budget = limit - len(CUT) - 2
     tail_budget = budget // 3
     head, tail = _take(pieces, budget - tail_budget), _take(pieces[::-1], tail_budget)[::-1]
-    return f"{''.join(head).rstrip()} {CUT} {''.join(tail).lstrip()}"
+    return f"{''.join(head).rstrip()} {CUT} {''.join(tail).lstrip()}".strip()
 
 
 def _take(pieces: list[str], budget: int) -> list[str]:
@@ -258,7 +258,7 @@ def first_line(exc: BaseException, *, typed: bool = False, limit: int = MESSAGE_
     ...``), for exceptions raised by a user's own code. Every error line the package prints comes from here."""
     name = type_name(exc)
     try:
-        text = str(exc) if isinstance(exc, RLVRAMBenchError) else BaseException.__str__(exc)
+        text = str(exc)
     except Exception:  # an exception whose arguments cannot even be shown
         text = ""
     lines = [line for line in text[: 8 * limit].strip().splitlines() if line.strip()]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..data.sources.base import Source
 from ..data.sources.resolve import open_source
-from ..errors import EXIT_ERROR, redact
+from ..errors import EXIT_ERROR, quote, redact
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..release.push import PushResult
@@ -84,9 +84,9 @@ def _seconds(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text[:40]!r}") from None
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {quote(text)}") from None
     if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text[:40]!r}")
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {quote(text)}")
     return value
 
 

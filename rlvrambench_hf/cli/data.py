@@ -66,7 +66,7 @@ def _positive(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not an integer: {quote(text)}") from None
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
     return value

@@ -96,8 +96,8 @@ def checked_predictions(result: Any, expected: int, name: str) -> dict[str, list
     if isinstance(result, Mapping) or hasattr(result, "columns"):
         if STATE not in result:
             raise InputError(f"estimator {name}: predict returned a table without a {STATE} column")
-        states = list(result[STATE])
-        peaks = list(result[PEAK]) if PEAK in result else [None] * len(states)
+        states = _column(result, STATE, name)
+        peaks = _column(result, PEAK, name) if PEAK in result else [None] * len(states)
     elif isinstance(result, (str, bytes)) or not isinstance(result, Sequence) and not hasattr(result, "__len__"):
         raise InputError(f"estimator {name}: predict must return a sequence of labels, got {quote(result)}")
     else:
@@ -113,6 +113,13 @@ def checked_predictions(result: Any, expected: int, name: str) -> dict[str, list
             f"allowed: {', '.join(OUTCOME_LABELS)}"
         )
     return {STATE: labels, PEAK: [_peak(p, name) for p in peaks]}
+
+
+def _column(result: Any, key: str, name: str) -> list:
+    values = result[key]
+    if isinstance(values, (str, bytes, Mapping)) or not hasattr(values, "__iter__"):
+        raise InputError(f"estimator {name}: predict's {key} is {quote(values)}, not a sequence of values")
+    return list(values)
 
 
 def _label(value: object) -> str | None:

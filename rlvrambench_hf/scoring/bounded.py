@@ -34,7 +34,8 @@ from ..errors import InputError, RLVRAMBenchError, UserCodeError, UserCodeInterr
 #: Seconds one call into user code may take unless the caller says otherwise (a normal policy needs milliseconds).
 DEFAULT_TIMEOUT = 300.0
 Isolation = Literal["inline", "thread", "process"]
-#: A call's outcome: ("ok", value) | ("raised", interrupted, text, trace) | ("refused", error) | ("died", how).
+#: A call's outcome: ("ok", value) | ("raised" or "unreadable", interrupted, text, trace) | ("refused", error) |
+#: ("died", how) | ("timeout",).
 Reply = tuple[Any, ...]
 _TIMED_OUT: Reply = ("timeout",)
 
@@ -119,7 +120,8 @@ class UserObject:
             self._child = None
             raise UserCodeError(f"{prefix}: {method} ended the process it ran in ({reply[1]}) without returning")
         interrupted, text, trace = reply[1], reply[2], reply[3]
-        failure = (UserCodeInterrupted if interrupted else UserCodeError)(f"{prefix}: {method} raised {text}")
+        said = text if kind == "unreadable" else f"raised {text}"
+        failure = (UserCodeInterrupted if interrupted else UserCodeError)(f"{prefix}: {method} {said}")
         if trace:
             failure.add_note(trace)  # --debug shows where the user's code failed
         raise failure
@@ -130,11 +132,15 @@ def run_request(obj: Any, method: str | None, args: tuple[Any, ...], accept: Cal
     returned with ``accept``; every exception becomes a reply."""
     try:
         result = getattr(obj, method)(*args) if method is not None else getattr(obj, args[0], args[1])
+    except BaseException as exc:  # noqa: B036 - SystemExit and KeyboardInterrupt of user code are errors too
+        return ("raised", isinstance(exc, KeyboardInterrupt), first_line(exc, typed=True), _trace(exc))
+    try:
         return ("ok", accept(result))
     except RLVRAMBenchError as exc:  # accept refused the result
         return ("refused", exc)
-    except BaseException as exc:  # noqa: B036 - SystemExit and KeyboardInterrupt of user code are errors too
-        return ("raised", isinstance(exc, KeyboardInterrupt), first_line(exc, typed=True), _trace(exc))
+    except BaseException as exc:  # noqa: B036 - the returned object's own code failed while it was read
+        what = f"returned {quote(result)}, which raised {first_line(exc, typed=True)} when it was read"
+        return ("unreadable", isinstance(exc, KeyboardInterrupt), what, _trace(exc))
 
 
 def _trace(exc: BaseException) -> str:

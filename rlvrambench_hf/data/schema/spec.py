@@ -38,7 +38,7 @@ class Column:
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
-            raise ValueError(f"column {self.name}: unknown kind {self.kind!r}")
+            raise ValueError(f"column {self.name}: unknown kind {quote(self.kind)}")
         if (KINDS[self.kind] is LABEL) != bool(self.labels):
             raise ValueError(f"column {self.name}: labels are given exactly for label columns")
 

@@ -55,6 +55,10 @@ def _bytes_problem(stream: IO[bytes], block_size: int) -> str | None:
                 )
             if index < len(pieces) - 1:
                 line, length = line + 1, 0
+    try:
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return f"line {line:,} ends inside a UTF-8 character (the file is cut?)"
     return None
 
 
@@ -79,6 +83,8 @@ def _rows_problem(stream: IO[bytes], block_size: int, header_cells: int) -> str 
         if "end of data" in str(exc) or "EOF" in str(exc):
             return f"a quote opened on line {started:,} is never closed"
         return f"line {started:,} is not valid CSV ({str(exc)[:80]})"
+    except UnicodeDecodeError:  # bytes the first pass let through
+        return f"line {started:,} is not UTF-8; save the file as UTF-8"
     finally:
         csv.field_size_limit(limit)
     return None

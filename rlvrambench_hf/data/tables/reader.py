@@ -163,7 +163,8 @@ def _fail_where(bad: pa.Array, text: pa.Array, column: Column, name: str, what: 
         count = pc.sum(bad).as_py()
         more = f" ({count} such values)" if count > 1 else ""
         raise SchemaError(
-            f"{name}: column {column.name!r}, data row {row + 1}: value {quote(text[row].as_py())} is {what}{more}",
+            f"{name}: column {quote(column.name)}, data row {row + 1}: value {quote(text[row].as_py())} is "
+            f"{what}{more}",
             path=name,
             column=column.name,
         )
