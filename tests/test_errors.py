@@ -345,3 +345,61 @@ def test_an_import_that_hangs_is_bounded_too(tmp_path: Path) -> None:
 
 def test_user_code_errors_are_the_packages_own(tmp_path: Path) -> None:
     assert issubclass(UserCodeError, InputError) and issubclass(UserCodeInterrupted, RLVRAMBenchError)
+
+
+def test_call_user_bounds_a_plain_call() -> None:
+    from rlvrambench_hf.scoring.user import call_user
+
+    assert call_user(lambda x: x + 1, "hook h", "compute", 1) == 2
+    with pytest.raises(UserCodeError, match=r"^hook h: compute raised SystemExit: 3"):
+        call_user(lambda: sys.exit(3), "hook h", "compute")
+    with pytest.raises(UserCodeError, match=r"^hook h: compute did not return within 0\.2 s"):
+        call_user(time.sleep, "hook h", "compute", 5, timeout=0.2)
+
+
+# ---- our diagnosis first ---------------------------------------------------------------------------------------
+
+HEADER = "query_id,predicted_state\n"
+DIAGNOSES = {
+    "a line beyond the reader": (HEADER + "q" * (40 << 20) + ",x\n", "line 2 is 40.0 MiB long, more than the 16 MiB"),
+    "not UTF-8 on line 4": (HEADER + "a,b\n" * 2 + "\udcff,b\n", "is text that is not UTF-8 (line 4: b'\\xff,b\\n'"),
+    "a row of three cells": (
+        HEADER + "a,b\n" * 3 + "a,b,c\n",
+        "data row 4 (line 5) has 3 cells where the header has 2",
+    ),
+    "a value that changes type": (
+        '{"query_id": "a", "predicted_state": "x"}\n{"query_id": 7, "predicted_state": "x"}\n',
+        "line 2: 'query_id' is a number where earlier lines have a string",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", DIAGNOSES)
+def test_the_package_names_the_cause_pyarrow_only_hints_at(tmp_path: Path, case: str) -> None:
+    from rlvrambench_hf.transfer import read_predictions
+
+    text, expected = DIAGNOSES[case]
+    path = tmp_path / ("p.jsonl" if text.startswith("{") else "p.csv")
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    with pytest.raises(InputError) as error:
+        read_predictions(path)
+    assert str(error.value) == f"predictions file {path}: {expected}" or expected in str(error.value)
+    assert "straddl" not in str(error.value) and "block" not in str(error.value)
+
+
+def test_a_pipe_is_read_once_wherever_a_predictions_file_is_accepted(tmp_path: Path) -> None:
+    rows = "".join(
+        f"{q},within_margin\n"
+        for q in __import__("rlvrambench_hf").load_table("transfer_queries", SNAPSHOT).column("query_id").to_pylist()
+    )
+    (tmp_path / "p.csv").write_text(HEADER + rows)
+    script = f'cat "{tmp_path / "p.csv"}" | "{sys.executable}" -m rlvrambench_hf --source "{SNAPSHOT}" evaluate '
+    for given in ("/dev/stdin", "-"):
+        command = f"{script} --predictions {given}"
+        done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=cli_env(), timeout=120)
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+    substituted = (
+        f'"{sys.executable}" -m rlvrambench_hf --source "{SNAPSHOT}" evaluate --predictions <(cat "{tmp_path}/p.csv")'
+    )
+    done = subprocess.run(["bash", "-c", substituted], capture_output=True, text=True, env=cli_env(), timeout=120)
+    assert done.returncode == 0 and done.stderr == "", done.stderr

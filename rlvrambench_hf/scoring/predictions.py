@@ -175,7 +175,7 @@ def _kind(source: _Input, head: bytes) -> str:
     if seen is None:
         text = _utf8_head(head)
         if text is None:
-            seen = "text that is not UTF-8 (e.g. Latin-1 or Windows-1252; save it as UTF-8)"
+            seen = f"text that is not UTF-8 ({_first_non_utf8(head)}; e.g. Latin-1 or Windows-1252: save it as UTF-8)"
         elif not text.strip():
             return "empty"
         else:
@@ -216,6 +216,16 @@ def _control_bytes(head: bytes) -> int:
     return sum(head.count(bytes([b])) for b in (*range(1, 9), 11, 12, *range(14, 32), 127))
 
 
+def _first_non_utf8(head: bytes) -> str:
+    """Where the first bytes that are not UTF-8 are: ``line 4: b'\\xe9t'``."""
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = head[: exc.start].count(b"\n") + 1
+        return f"line {line:,}: {quote(head[exc.start : exc.start + 4])}"
+    return "at the end"
+
+
 def _utf8_head(head: bytes) -> str | None:
     """``head`` decoded as UTF-8 (a character cut at the 64 KiB boundary is allowed); None if it is not UTF-8."""
     for cut in range(4 if len(head) == _HEAD else 1):
@@ -242,6 +252,11 @@ def _check_names(
 
 def _csv_header(source: _Input, head: bytes, expected: str) -> list[str]:
     """The header names of a CSV file (as written); a header separated by another delimiter is named as such."""
+    if len(head) == _HEAD and b"\n" not in head and b"\r" not in head:
+        raise InputError(
+            f"{source.label}: its first line is longer than {_HEAD >> 10} KiB, so it is no header; the file must "
+            f"start with the header {expected}"
+        )
     lines = (_utf8_head(head) or "").splitlines()
     first = lines[0] if lines else ""
     names = _header_names(first)

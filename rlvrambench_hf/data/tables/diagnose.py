@@ -37,7 +37,7 @@ def csv_problem(opener: Callable[[], IO[bytes]], *, block_size: int, header_cell
 
 def _bytes_problem(stream: IO[bytes], block_size: int) -> str | None:
     decoder = codecs.getincrementaldecoder("utf-8")()
-    line, length = 1, 0
+    line, length, longest = 1, 0, (0, 0)  # longest: (length, line) of the longest line
     while chunk := stream.read(_CHUNK):
         try:
             decoder.decode(chunk)
@@ -48,17 +48,18 @@ def _bytes_problem(stream: IO[bytes], block_size: int) -> str | None:
         pieces = chunk.split(b"\n")
         for index, piece in enumerate(pieces):
             length += len(piece)
-            if length >= block_size:
-                return (
-                    f"line {line:,} is longer than {block_size // _MIB} MiB, the longest line the reader accepts "
-                    "(is a line break missing?)"
-                )
+            longest = max(longest, (length, line))
             if index < len(pieces) - 1:
                 line, length = line + 1, 0
     try:
         decoder.decode(b"", final=True)
     except UnicodeDecodeError:
         return f"line {line:,} ends inside a UTF-8 character (the file is cut?)"
+    if longest[0] > block_size:
+        return (
+            f"line {longest[1]:,} is {longest[0] / _MIB:.1f} MiB long, more than the {block_size // _MIB} MiB the "
+            "reader is sure to accept in one line (is a line break missing?)"
+        )
     return None
 
 
