@@ -362,7 +362,10 @@ def test_call_user_bounds_a_plain_call() -> None:
 HEADER = "query_id,predicted_state\n"
 DIAGNOSES = {
     "a line beyond the reader": (HEADER + "q" * (40 << 20) + ",x\n", "line 2 is 40.0 MiB long, more than the 16 MiB"),
-    "not UTF-8 on line 4": (HEADER + "a,b\n" * 2 + "\udcff,b\n", "is text that is not UTF-8 (line 4: b'\\xff,b\\n'"),
+    "not UTF-8 on line 4": (
+        HEADER + "a,b\n" * 2 + "\udcff,b\n",
+        "is text that is not UTF-8 at line 4, byte 1 (e.g. Latin-1; save it as UTF-8)",
+    ),
     "a row of three cells": (
         HEADER + "a,b\n" * 3 + "a,b,c\n",
         "data row 4 (line 5) has 3 cells where the header has 2",

@@ -33,8 +33,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..data.tables.arrow import one_chunk
+from ..data.tables.diagnose import csv_problem, first_non_utf8, json_lines_problem
 from ..data.tables.userfile import standard_input, user_input
-from ..errors import InputError, first_line, one_line, quote, summary
+from ..errors import InputError, first_line, quote, summary
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow.parquet as pq
@@ -156,7 +157,7 @@ def _open_input(path: str) -> tuple[_Input, bytes]:
         with source.open() as stream:
             return source, stream.read(_HEAD)
     except (OSError, pa.ArrowException) as exc:
-        raise InputError(f"{source.label} is not valid {codec} data ({_clean(first_line(exc))})") from None
+        raise InputError(f"{source.label} is not valid {codec} data ({first_line(exc, limit=160)})") from None
 
 
 def _refused_at_once(head: bytes) -> bool:
@@ -175,7 +176,7 @@ def _kind(source: _Input, head: bytes) -> str:
     if seen is None:
         text = _utf8_head(head)
         if text is None:
-            seen = f"text that is not UTF-8 ({_first_non_utf8(head)}; e.g. Latin-1 or Windows-1252: save it as UTF-8)"
+            seen = f"text that is not UTF-8 at {first_non_utf8(head)} (e.g. Latin-1; save it as UTF-8)"
         elif not text.strip():
             return "empty"
         else:
@@ -214,16 +215,6 @@ def _text_kind(source: _Input, text: str) -> str:
 
 def _control_bytes(head: bytes) -> int:
     return sum(head.count(bytes([b])) for b in (*range(1, 9), 11, 12, *range(14, 32), 127))
-
-
-def _first_non_utf8(head: bytes) -> str:
-    """Where the first bytes that are not UTF-8 are: ``line 4: b'\\xe9t'``."""
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = head[: exc.start].count(b"\n") + 1
-        return f"line {line:,}: {quote(head[exc.start : exc.start + 4])}"
-    return "at the end"
 
 
 def _utf8_head(head: bytes) -> str | None:
@@ -286,12 +277,10 @@ def _read_csv(source: _Input, names: list[str]) -> pa.Table:
                 ),
             )
     except (pa.ArrowInvalid, UnicodeDecodeError, OSError) as exc:
-        from ..data.tables.diagnose import csv_problem
-
         problem = csv_problem(source.open, block_size=BLOCK_SIZE, header_cells=len(names))
         if problem is not None:
             raise InputError(f"{source.label}: {problem}") from None
-        raise InputError(f"{source.label} cannot be read as CSV ({_clean(first_line(exc))})") from None
+        raise InputError(f"{source.label} cannot be read as CSV ({first_line(exc, limit=160)})") from None
 
 
 def _header_names(first_line_text: str) -> list[str]:
@@ -313,12 +302,10 @@ def _read_json_lines(source: _Input) -> pa.Table:
         with source.open() as stream:
             return pajson.read_json(stream, read_options=pajson.ReadOptions(block_size=BLOCK_SIZE))
     except (pa.ArrowInvalid, OSError) as exc:
-        from ..data.tables.diagnose import json_lines_problem
-
         problem = json_lines_problem(source.open, block_size=BLOCK_SIZE)
         if problem is not None:
             raise InputError(f"{source.label}: {problem}") from None
-        raise InputError(f"{source.label} is not valid JSON Lines ({_clean(first_line(exc))})") from None
+        raise InputError(f"{source.label} is not valid JSON Lines ({first_line(exc, limit=160)})") from None
 
 
 def _parquet_file(source: _Input) -> pq.ParquetFile:
@@ -330,14 +317,14 @@ def _parquet_file(source: _Input) -> pq.ParquetFile:
                 return pq.ParquetFile(pa.BufferReader(stream.read()))
         return pq.ParquetFile(source.path)
     except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"{source.label} is not a readable Parquet file: {_clean(first_line(exc))}") from None
+        raise InputError(f"{source.label} is not a readable Parquet file: {first_line(exc, limit=160)}") from None
 
 
 def _read_parquet(source: _Input, parquet: pq.ParquetFile) -> pa.Table:
     try:
         table = parquet.read()
     except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"{source.label} is not a readable Parquet file: {_clean(first_line(exc))}") from None
+        raise InputError(f"{source.label} is not a readable Parquet file: {first_line(exc, limit=160)}") from None
     return _decode_class_labels(table)
 
 
@@ -368,8 +355,3 @@ def _as_strings(source: _Input, name: str, values: pa.ChunkedArray) -> pa.Array:
     if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_null(kind):
         return one_chunk(values.cast(pa.string()))
     raise InputError(f"{source.label}: column {name} holds {kind} values, not text or numbers")
-
-
-def _clean(message: str, limit: int = 160) -> str:
-    """A library message fit for one line: non-printable characters escaped, cut at ``limit`` characters."""
-    return one_line(message, limit)

@@ -35,6 +35,24 @@ def csv_problem(opener: Callable[[], IO[bytes]], *, block_size: int, header_cell
         return _rows_problem(stream, block_size, header_cells)
 
 
+def first_non_utf8(head: bytes) -> str:
+    """Where the first byte of ``head`` that is not UTF-8 is: ``line 4, byte 7`` (the bytes themselves are not
+    shown: they are what the reader could not read)."""
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _position(head, exc.start, 1, 0)
+    return "at the end"
+
+
+def _position(chunk: bytes, start: int, line: int, carried: int) -> str:
+    """``line L, byte B`` of offset ``start`` in ``chunk``, whose first line already had ``carried`` bytes."""
+    before = chunk.rfind(b"\n", 0, start)
+    column = start - before if before >= 0 else carried + start + 1
+    line += chunk[:start].count(b"\n")
+    return f"line {line:,}, byte {column:,}"
+
+
 def _bytes_problem(stream: IO[bytes], block_size: int) -> str | None:
     decoder = codecs.getincrementaldecoder("utf-8")()
     line, length, longest = 1, 0, (0, 0)  # longest: (length, line) of the longest line
@@ -42,9 +60,7 @@ def _bytes_problem(stream: IO[bytes], block_size: int) -> str | None:
         try:
             decoder.decode(chunk)
         except UnicodeDecodeError as exc:
-            start = max(exc.start, 0)
-            at = line + chunk[:start].count(b"\n")
-            return f"line {at:,} is not UTF-8 (bytes {quote(chunk[start : start + 4])}); save the file as UTF-8"
+            return f"{_position(chunk, max(exc.start, 0), line, length)} is not UTF-8; save the file as UTF-8"
         pieces = chunk.split(b"\n")
         for index, piece in enumerate(pieces):
             length += len(piece)
