@@ -108,7 +108,8 @@ class UserObject:
             return reply[1]
         if kind == "refused":
             error: RLVRAMBenchError = reply[1]
-            raise type(error)(f"{prefix}: {error}", **error.fields)
+            said = str(error).removeprefix(f"{self.owner}: ")  # a check that named the owner itself
+            raise type(error)(f"{prefix}: {said}", **error.fields)
         if kind == "timeout":
             fate = "it was stopped" if self.isolation == "process" else "it was asked to stop"
             self.close()

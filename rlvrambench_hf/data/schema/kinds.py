@@ -78,11 +78,13 @@ _INT64_MAX = str(2**63 - 1)
 
 
 def _beyond_int64(text: pa.Array) -> pa.Array:
-    """Integers written with more digits than int64 holds (compared as text: no overflow on the way)."""
+    """Integers written with more digits than int64 holds (compared as text: no overflow on the way; the scalars
+    are built from buffers, as pyarrow's Python converters would import pandas)."""
     digits = pc.utf8_ltrim(pc.utf8_ltrim(text, characters="-"), characters="0")
     length = pc.utf8_length(digits)
-    longest = len(_INT64_MAX)
-    return pc.or_(pc.greater(length, longest), pc.and_(pc.equal(length, longest), pc.greater(digits, _INT64_MAX)))
+    largest = string_array([_INT64_MAX])[0]
+    longest = pc.utf8_length(string_array([_INT64_MAX]))[0]
+    return pc.or_(pc.greater(length, longest), pc.and_(pc.equal(length, longest), pc.greater(digits, largest)))
 
 
 STRING = Kind("string", pa.string(), "sc:Text", "string")
