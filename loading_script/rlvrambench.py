@@ -28,14 +28,14 @@ def main(argv: list[str]) -> int:
     if not 1 <= len(argv) <= 3:
         print("usage: rlvrambench.py CONFIG [SOURCE [REVISION]]", file=sys.stderr)
         return 2
-    from rlvrambench_hf.errors import RLVRAMBenchError
+    from rlvrambench_hf.errors import RLVRAMBenchError, error_line
 
     try:
         builder = builder_for(*argv)
         builder.download_and_prepare()
     except RLVRAMBenchError as exc:
-        print(f"rlvrambench.py: error: {exc}", file=sys.stderr)
-        return 2
+        print(error_line(exc, "rlvrambench.py"), file=sys.stderr)
+        return exc.exit_status
     for split, dataset in builder.as_dataset().items():
         print(f"{builder.config.name} / {split}: {dataset.num_rows} rows")
         print(dataset.features)

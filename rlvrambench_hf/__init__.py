@@ -61,9 +61,17 @@ __all__ = [
 def metric_path() -> str:
     """The folder of the installed ``evaluate`` module, for ``evaluate.load(metric_path())`` (config "transfer",
     the default) or ``evaluate.load(metric_path(), "admission" | "estimation")`` — from any folder, without the
-    repository."""
+    repository. With evaluate imported, its two caches are checked first: ``evaluate.load`` copies the module into
+    ``HF_MODULES_CACHE`` and ``compute`` keeps its inputs in ``HF_METRICS_CACHE``; one that cannot be written is
+    a :class:`SourceError` naming it and the variables that move it."""
+    import sys
     from importlib import resources
 
+    if "evaluate" in sys.modules:
+        from .data.sources.caches import check_writable
+
+        for kind in ("modules", "metrics"):
+            check_writable(kind)
     return str(resources.files("rlvrambench_hf.metrics").joinpath("rlvrambench"))
 
 

@@ -1,18 +1,52 @@
-"""Exceptions raised by rlvrambench-hf.
+"""Exceptions raised by rlvrambench-hf, and the one formatter every error line goes through.
 
 Every error a user can cause derives from :class:`RLVRAMBenchError`; its message is one line that names the
 problem. The command line prints that line and exits with status 2. As huggingface_hub's errors do, an error also
 carries what it is about as fields, for code that handles it: ``path`` (the file, as the message names it),
 ``column``, ``config``, ``repo_id`` and ``revision``, each None where it does not apply.
+
+Messages are bounded and escaped in one place. At the sites that build them, :func:`quote` shows a value (repr-
+escaped, so that invisible and control characters read ``\\u200b``, ``\\x00``; cut with ``…``) and :func:`summary`
+a collection (its first few items and how many more). :func:`one_line`, applied to every message when an error is
+made and again by :func:`first_line` (the function the command line prints through), is the safety net: one line
+of at most :data:`MESSAGE_LIMIT` characters, non-printable characters escaped, and credentials redacted
+(:func:`redact`: the user-info of URLs, Hugging Face tokens, ``Authorization`` values).
 """
 
 from __future__ import annotations
 
+import os
+import re
+import sys
+from collections.abc import Iterable
 from typing import Any
+
+#: The longest message (characters); a longer one keeps its head and its tail around :data:`CUT`.
+MESSAGE_LIMIT = 300
+#: Characters of one quoted value before it is cut.
+VALUE_LIMIT = 60
+#: Items of a collection that a message names before "and N more".
+SHOWN_ITEMS = 3
+#: What marks a cut.
+CUT = "…"
+#: Exit status of an error, and of an interrupt.
+EXIT_ERROR, EXIT_INTERRUPTED = 2, 130
+
+_TOKEN_VARIABLES = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+_REDACTIONS = (
+    (re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#@\s]*@"), r"\1***@"),  # https://user:password@host
+    (re.compile(r"(?i)\b(authorization\s*[:=]\s*)(?:(?:bearer|basic|token)\s+)?[^\s,;]+"), r"\1***"),
+    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"), r"\1 ***"),
+    (re.compile(r"\b(hf_|api_org_)[A-Za-z0-9]{8,}"), r"\1***"),
+    (re.compile(r"(?i)([?&](?:token|access_token|api_key|password|signature)=)[^&#\s]+"), r"\1***"),
+)
 
 
 class RLVRAMBenchError(Exception):
     """Base class of every error the package raises on bad input or a bad release."""
+
+    #: The command line's exit status for this error.
+    exit_status: int = EXIT_ERROR
 
     def __init__(
         self,
@@ -24,9 +58,12 @@ class RLVRAMBenchError(Exception):
         repo_id: str | None = None,
         revision: str | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(one_line(str(message)))
         self.path, self.column, self.config = path, column, config
         self.repo_id, self.revision = repo_id, revision
+
+    def __reduce__(self) -> tuple[Any, ...]:  # the fields (and a subclass's own attributes) survive pickling
+        return _rebuild, (type(self), self.args[0] if self.args else "", dict(self.__dict__))
 
     @property
     def fields(self) -> dict[str, str]:
@@ -43,6 +80,13 @@ class RLVRAMBenchError(Exception):
         return self
 
 
+def _rebuild(cls: type[RLVRAMBenchError], message: str, state: dict[str, Any]) -> RLVRAMBenchError:
+    exc = cls.__new__(cls)
+    Exception.__init__(exc, message)
+    exc.__dict__.update(state)
+    return exc
+
+
 class UnknownConfigError(RLVRAMBenchError, KeyError):
     """A config, split, track, rule or other name that the registry does not know."""
 
@@ -51,7 +95,8 @@ class UnknownConfigError(RLVRAMBenchError, KeyError):
 
 
 class SourceError(RLVRAMBenchError):
-    """The source (Hub repository, revision or local folder) cannot be opened or reached."""
+    """The source (Hub repository, revision or local folder) cannot be opened or reached, or a cache folder cannot
+    be written."""
 
 
 class MissingFileError(SourceError):
@@ -68,6 +113,17 @@ class SchemaError(RLVRAMBenchError):
 
 class InputError(RLVRAMBenchError, ValueError):
     """A user-supplied file or argument (predictions, decisions, policy, options) is invalid."""
+
+
+class UserCodeError(InputError):
+    """A user's policy or estimator failed: it raised (``SystemExit`` and ``KeyboardInterrupt`` too), did not
+    return within its time limit, ended the process it ran in, or returned something unusable."""
+
+
+class UserCodeInterrupted(UserCodeError):
+    """A user's policy or estimator raised ``KeyboardInterrupt`` (the command line exits with 130)."""
+
+    exit_status = EXIT_INTERRUPTED
 
 
 class NumericalError(RLVRAMBenchError, ArithmeticError):
@@ -98,10 +154,163 @@ def import_extra(module: str, extra: str, purpose: str, alternative: str = "") -
         ) from None
 
 
-def first_line(exc: BaseException, *, typed: bool = False) -> str:
-    """The first line of a library exception's message (its type name when empty), for one-line errors;
-    ``typed`` prefixes the type name (``ValueError: ...``), for exceptions raised by a user's own code."""
-    lines = str(exc).strip().splitlines()
-    if not lines:
-        return type(exc).__name__
-    return f"{type(exc).__name__}: {lines[0]}" if typed else lines[0]
+# ---- the formatter ---------------------------------------------------------------------------------------------
+
+
+def quote(value: object, limit: int = VALUE_LIMIT) -> str:
+    """``value`` as a message shows it, without running any code of its class: text and bytes repr-escaped and
+    cut after ``limit`` characters (with their length), numbers as written (a huge integer by its digit count),
+    a small builtin collection item by item, a larger one or any other object by its type (and size)."""
+    kind = type(value)
+    if kind.__module__ == "numpy" and hasattr(value, "item") and getattr(value, "ndim", None) == 0:
+        value = value.item()
+        kind = type(value)
+    if value is None or kind is bool:
+        return repr(value)
+    if isinstance(value, str):
+        return _quoted_text(str.__str__(value), limit)
+    if isinstance(value, (bytes, bytearray)):
+        data = bytes(value)
+        pieces = _take([repr(data[i : i + 1])[2:-1] for i in range(min(len(data), limit))], limit)
+        shown = "b'" + "".join(pieces) + "'"
+        return shown if len(pieces) == len(data) else f"{shown}{CUT} ({len(data):,} bytes)"
+    if isinstance(value, int):
+        digits = int(int.bit_length(value) * 0.30103) + 1
+        return int.__repr__(value) if digits <= 40 else f"an integer of about {digits:,} digits"
+    if isinstance(value, float):
+        return float.__repr__(value)
+    if kind in (list, tuple, set, frozenset, dict):
+        return _quoted_collection(value, limit)
+    return f"an object of type {type_name(value)}"
+
+
+def type_name(value: object) -> str:
+    """The name of ``value``'s class, escaped and cut (read without running the class's own code)."""
+    name = type.__dict__["__name__"].__get__(type(value), type)
+    return _escaped(name, 40)
+
+
+def summary(items: Iterable[object], *, shown: int = SHOWN_ITEMS, quoted: bool = True, total: int | None = None) -> str:
+    """The first ``shown`` of ``items`` (each :func:`quote`-d, or escaped as plain names when not ``quoted``) and
+    how many more there are: ``'a', 'b', 'c' and 1,999,997 more``. With ``total`` (the number of items, when the
+    caller knows it) only the first ``shown`` items are taken from ``items``."""
+    head: list[object] = []
+    count = 0
+    for item in items:
+        if count < shown:
+            head.append(item)
+        count += 1
+        if total is not None and count >= shown:
+            count = max(total, count)
+            break
+    text = ", ".join(quote(i) if quoted else _escaped(str(i), VALUE_LIMIT) for i in head)
+    return text + (f" and {count - shown:,} more" if count > shown else "")
+
+
+def redact(text: str) -> str:
+    """``text`` without credentials: the user-info of every URL, Hugging Face tokens (and the token in use),
+    ``Authorization`` values and token query parameters become ``***``."""
+    for token in _tokens():
+        text = text.replace(token, "***")
+    for pattern, replacement in _REDACTIONS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _tokens() -> list[str]:
+    tokens = [os.environ.get(name, "") for name in _TOKEN_VARIABLES]
+    if "huggingface_hub" in sys.modules:  # the token huggingface_hub would send (its file too)
+        try:
+            tokens.append(sys.modules["huggingface_hub"].get_token() or "")
+        except Exception:  # an unreadable token file: nothing to redact from it
+            pass
+    return [t.strip() for t in tokens if len(t.strip()) >= 8]
+
+
+def one_line(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """``text`` as one line of at most ``limit`` characters: credentials redacted, line breaks and other
+    non-printable characters escaped, and the middle of a longer text replaced by `` … `` (head and tail kept)."""
+    window = 4 * limit
+    if len(text) > 2 * window:  # never escape megabytes: the cut below keeps far less than these two slices
+        text = f"{text[:window]} {CUT} {text[-window:]}"
+    pieces = [_visible(c) for c in redact(text).strip()]
+    if sum(map(len, pieces)) <= limit:
+        return "".join(pieces)
+    budget = limit - len(CUT) - 2
+    tail_budget = budget // 3
+    head, tail = _take(pieces, budget - tail_budget), _take(pieces[::-1], tail_budget)[::-1]
+    return f"{''.join(head).rstrip()} {CUT} {''.join(tail).lstrip()}".strip()
+
+
+def _take(pieces: list[str], budget: int) -> list[str]:
+    taken, used = [], 0
+    for piece in pieces:
+        if used + len(piece) > budget:
+            break
+        taken.append(piece)
+        used += len(piece)
+    return taken
+
+
+def first_line(exc: BaseException, *, typed: bool = False, limit: int = MESSAGE_LIMIT) -> str:
+    """The one line that describes ``exc``: the package's own message, or the first non-empty line of a library's
+    (its type name when empty), bounded by :func:`one_line`; ``typed`` prefixes the type name (``ValueError:
+    ...``), for exceptions raised by a user's own code. Every error line the package prints comes from here."""
+    name = type_name(exc)
+    try:
+        text = str(exc)
+    except Exception:  # an exception whose arguments cannot even be shown
+        text = ""
+    lines = [line for line in text[: 8 * limit].strip().splitlines() if line.strip()]
+    line = lines[0].strip() if lines else ""
+    if not line:
+        return one_line(name, limit)
+    return one_line(f"{name}: {line}" if typed else line, limit)
+
+
+def error_line(exc: BaseException, prog: str = "rlvrambench") -> str:
+    """What a command prints for ``exc`` on standard error: ``PROG: error: <first_line>``, or, for an exception
+    that is not the package's own (a bug), ``PROG: internal error: Type: ... (--debug shows the traceback)``."""
+    if isinstance(exc, RLVRAMBenchError):
+        return f"{prog}: error: {first_line(exc)}"
+    return f"{prog}: internal error: {first_line(exc, typed=True)} (a bug of rlvrambench-hf; --debug shows where)"
+
+
+def debug_text(exc: BaseException) -> str:
+    """The traceback of ``exc`` as ``--debug`` prints it: in full, but with credentials redacted."""
+    import traceback
+
+    return redact("".join(traceback.format_exception(exc)))
+
+
+def _quoted_text(text: str, limit: int) -> str:
+    pieces = _take([_visible(c, quoted=True) for c in text[:limit]], limit)
+    shown = "".join(pieces)
+    return f"'{shown}'" if len(pieces) == len(text) else f"'{shown}'{CUT} ({len(text):,} characters)"
+
+
+_SCALARS = (str, bytes, int, float, bool, type(None))
+
+
+def _quoted_collection(value: Any, limit: int) -> str:
+    size = len(value)  # an exact builtin collection: no user code runs
+    kind = type(value).__name__
+    if size <= SHOWN_ITEMS and kind in ("list", "tuple", "dict"):
+        pairs = list(value.items()) if kind == "dict" else [(item,) for item in value]
+        if all(type(x) in _SCALARS for pair in pairs for x in pair):
+            inner = ", ".join(": ".join(quote(x, limit // 2) for x in pair) for pair in pairs)
+            brackets = {"list": "[]", "tuple": "()", "dict": "{}"}[kind]
+            return f"{brackets[0]}{inner}{brackets[1]}"
+    return f"a {kind} of {size:,} item{'' if size == 1 else 's'}"
+
+
+def _visible(c: str, *, quoted: bool = False) -> str:
+    if quoted and c in "\\'":
+        return "\\" + c
+    return c if c.isprintable() else repr(c)[1:-1]
+
+
+def _escaped(text: str, limit: int) -> str:
+    """``text`` with non-printable characters escaped, cut after ``limit`` characters (a name, not a value)."""
+    pieces = _take([_visible(c) for c in text[:limit]], limit)
+    return "".join(pieces) + ("" if len(pieces) == len(text) else CUT)

@@ -232,17 +232,17 @@ def _bad_case(work: Path, snapshot: Path, case: str) -> tuple[list[str], dict, s
         "estimator raises": (
             [*compare, "estimators:Raises"],
             {},
-            "estimator Raises: fit raised RuntimeError: estimator exploded",
+            "estimator Raises, fold granite33: fit raised RuntimeError: estimator exploded",
         ),
         "estimator returns the wrong length": (
             [*compare, "estimators:Short"],
             {},
-            "estimator Short: predict returned 29 labels for 30 targets",
+            "estimator Short, fold granite33: predict returned 29 labels for 30 targets",
         ),
         "estimator returns an unknown label": (
             [*compare, "estimators:Unknown"],
             {},
-            "estimator Unknown: predict returned unknown label(s) 'fits'",
+            "estimator Unknown, fold granite33: predict returned unknown label(s) 'fits'",
         ),
     }
     return cases[case]

@@ -227,9 +227,9 @@ def _bad_cases(ids: list[str]) -> dict[str, tuple[str, str]]:
         "missing ids": (header + "".join(rows[:-2]), "2 missing configuration id(s), e.g."),
         "unknown id": (
             header + "".join(rows) + "est-nope,memory_failure\n",
-            "1 unknown configuration id(s), e.g. est-nope",
+            "1 unknown configuration id(s), e.g. 'est-nope'",
         ),
-        "duplicate": (header + "".join(rows) + rows[0], f"1 duplicate configuration id(s), e.g. {ids[0]}"),
+        "duplicate": (header + "".join(rows) + rows[0], f"1 duplicate configuration id(s), e.g. {ids[0]!r}"),
         "bad label": (header + "".join(rows[:-1]) + f"{ids[-1]},Within_Margin\n", "1 invalid predicted_state"),
         "unresolved label": (header + "".join(rows[:-1]) + f"{ids[-1]},unresolved\n", "1 invalid predicted_state"),
         "bad peak": (
@@ -237,7 +237,7 @@ def _bad_cases(ids: list[str]) -> dict[str, tuple[str, str]]:
             + "".join(f"{c},memory_failure,{'-5' if i == 0 else '1e3'}\n" for i, c in enumerate(ids)),
             "1 invalid predicted_peak_mib",
         ),
-        "short row": (header + "".join(rows[:-1]) + f"{ids[-1]}\n", "Expected 2 columns, got 1"),
+        "short row": (header + "".join(rows[:-1]) + f"{ids[-1]}\n", "has 1 cell where the header has 2"),
         "empty id": (header + "".join(rows) + ",memory_failure\n", "1 row(s) have an empty configuration_id"),
     }
 

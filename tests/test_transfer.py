@@ -313,17 +313,20 @@ BAD_CASES = {
         lambda rows: _csv([(q, f"{s},0.9") for q, s in rows], "query_id,predicted_state,p"),
         "exactly the columns",
     ),
-    "missing_rows": (lambda rows: _csv(rows[5:]), "5 missing query id(s) (e.g. query-"),
-    "duplicate_rows": (lambda rows: _csv(rows + rows[:2]), "2 duplicated query id(s) (e.g. query-"),
+    "missing_rows": (lambda rows: _csv(rows[5:]), "5 missing query id(s) (e.g. 'query-"),
+    "duplicate_rows": (lambda rows: _csv(rows + rows[:2]), "2 duplicated query id(s) (e.g. 'query-"),
     "unexpected_rows": (
         lambda rows: _csv(rows + [("query-zzz", "within_margin"), ("query-yyy", "above_margin")]),
-        "2 unexpected query id(s) not among the selected queries (e.g. query-zzz, query-yyy)",
+        "2 unexpected query id(s) not among the selected queries (e.g. 'query-zzz', 'query-yyy')",
     ),
     "bad_label": (lambda rows: _csv([(rows[0][0], "safe")] + rows[1:]), "1 value(s) outside"),
     "upper_case_label": (lambda rows: _csv([(q, s.upper()) for q, s in rows]), "400 value(s) outside"),
     "upper_case_id": (lambda rows: _csv([(rows[0][0].upper(), rows[0][1])] + rows[1:]), "1 unexpected"),
     "blank_id": (lambda rows: _csv([("", rows[0][1])] + rows), "empty query_id"),
-    "ragged": (lambda rows: _csv(rows[:1] + [(rows[1][0], rows[1][1] + ",x")] + rows[2:]), "not a valid UTF-8 CSV"),
+    "ragged": (
+        lambda rows: _csv(rows[:1] + [(rows[1][0], rows[1][1] + ",x")] + rows[2:]),
+        "data row 2 (line 3) has 3 cells where the header has 2",
+    ),
 }
 
 
@@ -342,7 +345,7 @@ def test_invalid_predictions(case, snapshot, good_rows, tmp_path):
 
 def test_missing_predictions_file(snapshot, tmp_path):
     r = run_cli("--source", str(snapshot), "evaluate", "--predictions", str(tmp_path / "nope.csv"))
-    assert r.returncode == 2 and "cannot read predictions file" in r.stderr
+    assert r.returncode == 2 and f"predictions file {tmp_path / 'nope.csv'} does not exist" in r.stderr
 
 
 def test_tolerated_bom_whitespace_and_order(snapshot, good_rows, scores, tmp_path):

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from ..data.schema.registry import get_spec
 from ..data.sources.resolve import SourceLike, open_source
-from ..errors import InputError
+from ..errors import InputError, quote
+from ..scoring.bounded import DEFAULT_TIMEOUT
 from ..scoring.intervals import IntervalsLike, interval_options
 from .attempts import ATTEMPTS_CONFIG, Attempt, attempts_from_records, slot_history, validate_attempts
 from .intervals import add_decision_intervals, add_replay_intervals
-from .policy import DECISIONS, builtin_rule, load_policy
+from .policy import DECISIONS, BoundPolicy, builtin_rule, load_policy
 from .protocol import PROTOCOL_PATH, SCREEN, Protocol, parse_protocol
 from .replay import replay_case
 from .report import build_report, check_budgets, inputs_for_rule
@@ -42,24 +43,37 @@ def load_attempts(
 
 
 def read_attempts_file(path: str | os.PathLike) -> tuple[Attempt, ...]:
-    """Attempts from a JSON list of records (like ``attempts.json``) or a CSV laid out like ``attempts.csv``."""
+    """Attempts from a JSON list of records (like ``attempts.json``) or a CSV laid out like ``attempts.csv``; a pipe
+    (``<(...)``, ``/dev/stdin``) is read once and recognised by its first character."""
+    from ..data.tables.userfile import parse_json, user_input
+
     file = Path(path)
-    if not file.is_file():
-        raise InputError(f"attempts file {file} does not exist")
+    label = f"attempts file {file}"
+    found = user_input(path, label, refused=lambda head: b"\x00" in head)
+    content = found if isinstance(found, bytes) else None
     suffix = file.suffix.lower()
+    if suffix not in (".json", ".csv") and (isinstance(found, bytes) or not suffix):  # a pipe: recognised
+        content = content if content is not None else _read_bytes(found, label)
+        suffix = ".json" if content.lstrip()[:1] in (b"[", b"{") else ".csv"
     if suffix == ".json":
-        try:
-            data = json.loads(file.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(f"{file}: not valid JSON ({exc})") from None
-        return attempts_from_records(data, str(file))
+        content = content if content is not None else _read_bytes(found, label)
+        return attempts_from_records(parse_json(content, label), str(file))
     if suffix == ".csv":
         from ..data.tables.reader import decode_labels, read_typed_file
 
         spec = get_spec(ATTEMPTS_CONFIG)
-        table = decode_labels(read_typed_file(file, spec, name=str(file)), spec)
+        table = decode_labels(read_typed_file(content if content is not None else found, spec, name=str(file)), spec)
         return attempts_from_records(table.to_pylist(), str(file))
     raise InputError(f"attempts file {file} must end in .json or .csv")
+
+
+def _read_bytes(path: str | bytes, label: str) -> bytes:
+    if isinstance(path, bytes):
+        return path
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {label}: {exc.strerror or type(exc).__name__}") from None
 
 
 def policy_inputs(source: SourceLike, rule: str, *, revision: str | None = None) -> dict:
@@ -68,27 +82,40 @@ def policy_inputs(source: SourceLike, rule: str, *, revision: str | None = None)
     return inputs_for_rule(load_protocol(source, revision), rule)
 
 
-def replay_report(
-    source: SourceLike = None,
-    revision: str | None = None,
-    *,
-    rules: Sequence[str] = DEFAULT_RULES,
-    policy: Any = None,
-    budgets: Sequence[int] = (0, 1, 2, 3),
-    attempts_path: str | os.PathLike | None = None,
-    intervals: IntervalsLike = None,
-) -> dict:
-    """The whole score file: every rule in ``rules``, then ``policy`` (an object or ``"module:attr"``), if given;
-    with ``intervals``, each row's range over cases (:mod:`.intervals`)."""
-    options = interval_options(intervals)
-    policies = [builtin_rule(r) for r in ([rules] if isinstance(rules, str) else rules)]
-    if policy is not None:
-        policies.append(load_policy(policy) if isinstance(policy, str) else policy)
+class ReplayOptions(TypedDict, total=False):
+    """How :func:`replay_report` replays (every key optional): ``rules`` (the published rules, default all three),
+    ``policy`` (an object or ``"module:attr"``, replayed after them), ``budgets`` (target attempts per case,
+    default 0-3), ``attempts_path`` (your own attempt records, ``.json`` or ``.csv``), ``intervals`` (each row's
+    range over cases, :mod:`.intervals`) and ``timeout`` (seconds each call into ``policy`` may take, default
+    300; None: no limit)."""
+
+    rules: Sequence[str]
+    policy: Any
+    budgets: Sequence[int]
+    attempts_path: str | os.PathLike | None
+    intervals: IntervalsLike
+    timeout: float | None
+
+
+def replay_report(source: SourceLike = None, revision: str | None = None, **options: Unpack[ReplayOptions]) -> dict:
+    """The whole score file: every rule of ``rules``, then ``policy``, at every budget (:class:`ReplayOptions`).
+
+    A policy named by ``"module:attr"`` runs in a child process that is stopped at the time limit, an object you
+    pass runs in a worker thread of your process (see :mod:`rlvrambench_hf.scoring.bounded`)."""
+    rules, policy = options.get("rules", DEFAULT_RULES), options.get("policy")
+    timeout = options.get("timeout", DEFAULT_TIMEOUT)
+    ranges = interval_options(options.get("intervals"))
+    policies: list[Any] = [builtin_rule(r) for r in ([rules] if isinstance(rules, str) else rules)]
+    user_policy = load_policy(policy, timeout=timeout) if isinstance(policy, str) else policy
     src = open_source(source, revision)
     protocol = load_protocol(src)
-    attempts = load_attempts(src, path=attempts_path)
-    report = build_report(protocol, attempts, policies, budgets, candidate_gpu_counts(src))
-    return report if options is None else add_replay_intervals(report, options)
+    attempts = load_attempts(src, path=options.get("attempts_path"))
+    with contextlib.ExitStack() as bound:
+        if user_policy is not None:
+            policies.append(bound.enter_context(BoundPolicy(user_policy, timeout=timeout)))
+        budgets = options.get("budgets", (0, 1, 2, 3))
+        report = build_report(protocol, attempts, policies, budgets, candidate_gpu_counts(src))
+    return report if ranges is None else add_replay_intervals(report, ranges)
 
 
 def candidate_gpu_counts(source: SourceLike = None, revision: str | None = None) -> dict[str, int]:
@@ -146,7 +173,7 @@ def score_decisions(
     case_of = protocol.case_of
     for cid in ids:
         if cid not in case_of:
-            raise InputError(f"unknown candidate id {cid!r}")
+            raise InputError(f"unknown candidate id {quote(cid)}")
     given = dict(zip(ids, chosen))
     per_case: list[dict] = []
     for case in protocol.cases:
@@ -197,10 +224,10 @@ def _checked_lists(candidate_ids: Any, decisions: Any) -> tuple[list[str], list[
     seen: set[str] = set()
     for cid, decision in zip(candidate_ids, decisions):
         if not isinstance(cid, str):
-            raise InputError(f"candidate id {cid!r} is not a string")
+            raise InputError(f"candidate id {quote(cid)} is not a string")
         if cid in seen:
-            raise InputError(f"duplicate candidate id {cid}")
+            raise InputError(f"duplicate candidate id {quote(cid)}")
         seen.add(cid)
-        if decision not in DECISIONS:
-            raise InputError(f"decision {decision!r} for {cid} is not one of {', '.join(DECISIONS)}")
+        if not isinstance(decision, str) or decision not in DECISIONS:
+            raise InputError(f"decision {quote(decision)} for {quote(cid)} is not one of {', '.join(DECISIONS)}")
     return candidate_ids, decisions

@@ -17,7 +17,7 @@ from typing import Any, get_args, get_type_hints
 
 from ..data.schema.pins import UNRESOLVED
 from ..data.schema.registry import get_spec
-from ..errors import InputError
+from ..errors import InputError, quote, summary
 from .protocol import REPAIR_REASONS, Protocol
 
 #: The config whose columns type the attempt records.
@@ -91,9 +91,16 @@ def _attempt(record: Any, index: int, name: str) -> Attempt:
             values[key] = None
             continue
         if not isinstance(value, types) or (isinstance(value, bool) and bool not in types) or value == "":
-            raise InputError(f"{label}: {key} must be {what}{' or null' if optional else ''}")
-        values[key] = float(value) if isinstance(value, int | float) and float in types else value
+            raise InputError(f"{label}: {key} must be {what}{' or null' if optional else ''}, not {quote(value)}")
+        values[key] = _number(value, label, key) if isinstance(value, int | float) and float in types else value
     return Attempt(**values)
+
+
+def _number(value: float, label: str, key: str) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # an integer beyond any float
+        raise InputError(f"{label}: {key} {quote(value)} is beyond the range of a number") from None
 
 
 def validate_attempts(protocol: Protocol, attempts: Sequence[Attempt]) -> None:
@@ -115,7 +122,7 @@ def _check_slot(a: Attempt, protocol: Protocol) -> None:
         raise InputError(f"{where}: unknown slot {a.slot_id}")
     role, candidate = protocol.slot_roles[a.slot_id]
     if a.role != role:
-        raise InputError(f"{where}: role {a.role!r} but slot {a.slot_id} is a {role} slot")
+        raise InputError(f"{where}: role {quote(a.role)} but slot {a.slot_id} is a {role} slot")
     if a.candidate_id is not None and a.candidate_id != candidate:
         raise InputError(f"{where}: candidate {a.candidate_id} but slot {a.slot_id} belongs to {candidate}")
     case = protocol.case_of[candidate]
@@ -131,7 +138,9 @@ def _check_histories(protocol: Protocol, attempts: Sequence[Attempt]) -> None:
         indices = [a.attempt_index for a in slot_attempts]
         last = slot_attempts[-1].attempt_id
         if indices != list(range(1, len(indices) + 1)):
-            raise InputError(f"attempt {last}: attempt indices of slot {slot} are {indices}, expected 1, 2, ...")
+            raise InputError(
+                f"attempt {last}: attempt indices of slot {slot} are {summary(indices, shown=5)}, expected 1, 2, ..."
+            )
         if len(slot_attempts) > MAX_ATTEMPTS_PER_SLOT:
             raise InputError(
                 f"attempt {last}: slot {slot} has {len(slot_attempts)} attempts, at most {MAX_ATTEMPTS_PER_SLOT} "
@@ -149,7 +158,7 @@ def _check_histories(protocol: Protocol, attempts: Sequence[Attempt]) -> None:
 def _check_outcome(a: Attempt, limit: int) -> None:
     where = f"attempt {a.attempt_id}"
     if a.state not in STATES:
-        raise InputError(f"{where}: state {a.state!r} is not one of {', '.join(STATES)}")
+        raise InputError(f"{where}: state {quote(a.state)} is not one of {', '.join(STATES)}")
     if a.peak_mib is not None and not math.isfinite(a.peak_mib):
         raise InputError(f"{where}: peak_mib {a.peak_mib} is not finite")
     if a.state not in COMPLETED_STATES:
@@ -174,7 +183,7 @@ def _check_replacement(previous: Attempt, replacement: Attempt) -> None:
     if previous.repair_reason not in REPAIR_REASONS:
         raise InputError(
             f"{where}: replaces attempt {previous.attempt_id} whose repair_reason "
-            f"{previous.repair_reason!r} is not one of {', '.join(REPAIR_REASONS)}"
+            f"{quote(previous.repair_reason)} is not one of {', '.join(REPAIR_REASONS)}"
         )
 
 

@@ -12,6 +12,10 @@ and two optional attributes: ``name`` (how the report names it; default: the cla
 The replay engine (:mod:`.replay`) asks ``next_action`` only while budget remains and enforces charging,
 designated slots and replacements; a revealed screen replaces the candidate's decision by the protocol's rule.
 Policies see a :class:`Task` and the revealed screens, never evaluation records.
+
+A policy that is not one of the published rules is user code: :class:`BoundPolicy` runs each call under a time
+limit (in a child process when the package loaded it from ``module:attr``; see :mod:`~rlvrambench_hf.scoring.bounded`)
+and checks what it returns before anything is made of it.
 """
 
 from __future__ import annotations
@@ -19,10 +23,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
-from ..errors import InputError
-from ..scoring.user import load_object
+from ..errors import InputError, quote, summary, type_name
+from ..scoring.bounded import DEFAULT_TIMEOUT, UserObject
+from ..scoring.user import isolation_for, load_object
 from .protocol import Donor
 
 STOP = "stop"
@@ -59,6 +65,15 @@ class Task:
     @property
     def candidate_ids(self) -> tuple[str, ...]:
         return tuple(c.candidate_id for c in self.candidates)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # sent to a policy's child process (a mapping proxy does not pickle)
+        values = [getattr(self, name) for name in self.__dataclass_fields__]
+        return _task, tuple(dict(v) if isinstance(v, MappingProxyType) else v for v in values)
+
+
+def _task(*values: Any) -> Task:
+    rebuilt: list[Any] = [MappingProxyType(v) if isinstance(v, dict) else v for v in values]
+    return Task(*rebuilt)
 
 
 @dataclass(frozen=True)
@@ -159,7 +174,7 @@ def builtin_rule(name: str) -> AdmissionPolicy:
     try:
         return RULES[name]()
     except KeyError:
-        raise InputError(f"unknown rule {name!r}; known rules: {', '.join(RULES)}") from None
+        raise InputError(f"unknown rule {quote(name)}; known rules: {', '.join(RULES)}") from None
 
 
 def policy_name(policy: Any) -> str:
@@ -170,6 +185,91 @@ def policy_uses_donors(policy: Any) -> bool:
     return bool(getattr(policy, "uses_donors", True))
 
 
-def load_policy(spec: str) -> Any:
-    """The policy named by ``"module:attr"`` (or ``"path/to/file.py:attr"``); a class is instantiated."""
-    return load_object(spec, "policy", ("initial_decisions", "next_action"))
+def load_policy(spec: str, *, timeout: float | None = DEFAULT_TIMEOUT) -> Any:
+    """The policy named by ``"module:attr"`` (or ``"path/to/file.py:attr"``); a class is instantiated (importing
+    and instantiating within ``timeout`` seconds)."""
+    return load_object(spec, "policy", ("initial_decisions", "next_action"), timeout=timeout)
+
+
+#: The longest policy name (it appears in the score file and the report).
+NAME_LIMIT = 100
+
+
+class BoundPolicy:
+    """A policy as the replay engine calls it: its ``name`` and ``uses_donors`` read once and checked, and every
+    call under ``timeout`` seconds (a published rule is called directly). A context manager: closing it ends the
+    child process of a policy that has one."""
+
+    def __init__(self, policy: Any, *, timeout: float | None = DEFAULT_TIMEOUT) -> None:
+        builtin = type(policy) in RULES.values()
+        isolation = "inline" if builtin else isolation_for(policy)
+        self.user = UserObject(policy, f"policy {type_name(policy)}", timeout=timeout, isolation=isolation)
+        try:
+            self.name: str = self.user.get("name", "", _checked_name) or type_name(policy)
+            self.user.owner = f"policy {self.name}"
+            self.uses_donors: bool = self.user.get("uses_donors", True, _checked_flag)
+        except BaseException:
+            self.user.close()
+            raise
+
+    def ask(self, method: str, *args: Any, where: str, accept: Any) -> Any:
+        return self.user.call(method, *args, where=where, accept=accept)
+
+    def close(self) -> None:
+        self.user.close()
+
+    def __enter__(self) -> BoundPolicy:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _checked_name(value: object) -> str:
+    if not isinstance(value, str) or len(value) > NAME_LIMIT or not value.isprintable():
+        raise InputError(f"name {quote(value)} must be printable text of at most {NAME_LIMIT} characters")
+    return str.__str__(value)
+
+
+def _checked_flag(value: object) -> bool:
+    if type(value) is bool or (type(value) is int and value in (0, 1)):
+        return bool(value)
+    raise InputError(f"uses_donors {quote(value)} must be True or False")
+
+
+def canonical(value: object, choices: tuple[str, ...]) -> str | None:
+    """The member of ``choices`` that ``value`` (a user's text) equals, compared without running its class's
+    code; None when it is none of them."""
+    if not isinstance(value, str):
+        return None
+    return next((c for c in choices if str.__eq__(value, c) is True), None)
+
+
+def checked_decisions(value: object, task: Task) -> dict[str, str]:
+    """What ``initial_decisions`` returned, as a plain mapping of every candidate to one of :data:`DECISIONS`."""
+    if not isinstance(value, Mapping):
+        raise InputError(f"initial_decisions returned {quote(value)}, not a mapping")
+    ids = task.candidate_ids
+    missing = [c for c in ids if c not in value]
+    if missing:
+        raise InputError(f"initial_decisions has no decision for {', '.join(missing)}")
+    if len(value) != len(ids):  # every candidate is there: the others are unknown
+        extra = (k for k in value if canonical(k, ids) is None)
+        raise InputError(f"initial_decisions has unknown candidate(s) {summary(extra, total=len(value) - len(ids))}")
+    out = {}
+    for cid in ids:
+        decision = canonical(value[cid], DECISIONS)
+        if decision is None:
+            raise InputError(
+                f"initial_decisions gives {quote(value[cid])} for {cid}; expected one of {', '.join(DECISIONS)}"
+            )
+        out[cid] = decision
+    return out
+
+
+def checked_action(value: object, task: Task) -> str:
+    """What ``next_action`` returned: :data:`STOP` or a candidate id of the task (as the package's own text)."""
+    action = canonical(value, (STOP, *task.candidate_ids))
+    if action is None:
+        raise InputError(f"next_action returned {quote(value)}, neither {STOP!r} nor a candidate of the case")
+    return action

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, quote
 
 PROTOCOL_VERSION = "decision-1.0"
 PROTOCOL_PATH = "benchmark/decision/protocol.json"
@@ -132,7 +132,7 @@ def parse_protocol(data: Any) -> Protocol:
     budgets = data.get("budgets_per_case")
     _expect(
         isinstance(budgets, list) and budgets and all(_is_int(b) and b >= 0 for b in budgets),
-        f"budgets_per_case must be non-negative integers, got {budgets!r}",
+        f"budgets_per_case must be non-negative integers, got {quote(budgets)}",
     )
     resource_cap = data.get("resource_cap") or {}
     _expect(isinstance(resource_cap, dict), "resource_cap must be an object")
@@ -207,7 +207,7 @@ def _parse_donor(data: Any, where: str) -> Donor:
         try:
             value = float(peak)
         except (TypeError, ValueError):
-            raise InputError(f"protocol: {where}: max_completed_run_peak_mib {peak!r} is not a number") from None
+            raise InputError(f"protocol: {where}: max_completed_run_peak_mib {quote(peak)} is not a number") from None
         _expect(math.isfinite(value) and value > 0, f"{where}: max_completed_run_peak_mib must be finite, positive")
     return Donor(str(data.get("configuration_id", "")), state, value, tuple(ids))
 
@@ -239,7 +239,7 @@ def _str_list(value: Any) -> bool:
 
 def _integer(data: dict, key: str) -> int:
     value = data.get(key)
-    _expect(_is_int(value), f"{key} must be an integer, got {value!r}")
+    _expect(_is_int(value), f"{key} must be an integer, got {quote(value)}")
     return int(value)  # type: ignore[arg-type]
 
 

@@ -4,32 +4,33 @@ The engine, not the policy, walks the designated screen slot of the candidate a 
 invocation is charged before its outcome is revealed; a permitted replacement of the same slot is read only if
 budget remains; a slot that never started makes the candidate unavailable (abstain, no charge) and ends
 acquisition. A revealed outcome replaces the decision: within_margin → approve, above_margin or
-memory_failure → reject, unresolved → abstain.
+memory_failure → reject, unresolved → abstain. A user's policy is called through
+:class:`~.policy.BoundPolicy` (under a time limit, its answers checked).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from types import MappingProxyType
 from typing import Any
 
 from ..data.schema.pins import UNRESOLVED
 from ..errors import InputError
-from ..scoring.user import call_user
 from .attempts import Attempt
 from .policy import (
     ABSTAIN,
     APPROVE,
-    DECISIONS,
     REJECT,
     STOP,
     UNAVAILABLE,
+    BoundPolicy,
     CandidateView,
     Screen,
     Task,
-    policy_name,
-    policy_uses_donors,
+    checked_action,
+    checked_decisions,
 )
 from .protocol import Case, Protocol
 
@@ -84,28 +85,35 @@ def replay_case(
     """Replay ``policy`` on ``case`` with ``budget`` target attempts.
 
     ``screens`` maps a candidate id to the attempts of its designated screen slot, in attempt-index order
-    (the engine never receives evaluation records).
+    (the engine never receives evaluation records). ``policy`` is a :class:`~.policy.BoundPolicy`, or any policy
+    object (bound here for this case, with the default time limit).
     """
-    name = policy_name(policy)
-    uses_donors = policy_uses_donors(policy)
+    if isinstance(policy, BoundPolicy):
+        return _replay(policy, protocol, case, budget, screens)
+    with BoundPolicy(policy) as bound:
+        return _replay(bound, protocol, case, budget, screens)
+
+
+def _replay(
+    policy: BoundPolicy, protocol: Protocol, case: Case, budget: int, screens: Mapping[str, Sequence[Attempt]]
+) -> CaseReplay:
+    name, uses_donors = policy.name, policy.uses_donors
     task = make_task(protocol, case, budget, with_donors=uses_donors)
-    context = f"policy {name}, case {case.case_id}, budget {budget}"
-    initial = call_user(policy.initial_decisions, context, "initial_decisions", task)
-    decisions = _checked_decisions(initial, task, context)
+    where = f"case {case.case_id}, budget {budget}"
+    decisions = policy.ask("initial_decisions", task, where=where, accept=partial(checked_decisions, task=task))
     transcript: list[Screen] = []
     screened: set[str] = set()
     spent = 0
     while spent < budget:
-        action = call_user(policy.next_action, context, "next_action", task, tuple(transcript))
-        if isinstance(action, str) and action == STOP:
+        action = policy.ask(
+            "next_action", task, tuple(transcript), where=where, accept=partial(checked_action, task=task)
+        )
+        if action == STOP:
             break
-        if not isinstance(action, str) or action not in task.candidate_ids:
-            raise InputError(
-                f"{context}: next_action returned {action!r}, neither {STOP!r} nor a candidate of the case"
-            )
         if action in screened:
             raise InputError(
-                f"{context}: next_action requested {action} again; each designated screen can be requested once"
+                f"policy {name}, {where}: next_action requested {action} again; each designated screen can be "
+                "requested once"
             )
         screened.add(action)
         attempts = screens.get(action, ())
@@ -133,20 +141,3 @@ def replay_case(
     return CaseReplay(
         case.case_id, name, budget, decisions, tuple(transcript), spent, donor_attempts(case) if uses_donors else 0
     )
-
-
-def _checked_decisions(value: Any, task: Task, context: str) -> dict[str, str]:
-    if not isinstance(value, Mapping):
-        raise InputError(f"{context}: initial_decisions returned {type(value).__name__}, not a mapping")
-    ids = task.candidate_ids
-    missing = [c for c in ids if c not in value]
-    extra = [str(c) for c in value if c not in ids]
-    if missing or extra:
-        what = f"no decision for {', '.join(missing)}" if missing else f"unknown candidate(s) {', '.join(extra)}"
-        raise InputError(f"{context}: initial_decisions has {what}")
-    for cid in ids:
-        if value[cid] not in DECISIONS:
-            raise InputError(
-                f"{context}: initial_decisions gives {value[cid]!r} for {cid}; expected one of {', '.join(DECISIONS)}"
-            )
-    return {cid: value[cid] for cid in ids}

@@ -7,7 +7,7 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, quote
 from .attempts import Attempt, slot_history, validate_attempts
 from .ledgers import cold_start_totals, ledgers
 from .policy import builtin_rule, policy_name, policy_uses_donors
@@ -38,7 +38,7 @@ def check_budgets(budgets: Sequence[Any]) -> tuple[int, ...]:
         raise InputError("no budget given")
     for b in out:
         if not isinstance(b, int) or isinstance(b, bool) or b < 0:
-            raise InputError(f"budget {b!r} is not a non-negative integer")
+            raise InputError(f"budget {quote(b)} is not a non-negative integer")
     if len(set(out)) != len(out):
         raise InputError(f"budgets {list(out)} repeat a value")
     return out

@@ -1,8 +1,10 @@
 """The ``rlvrambench`` command line: argument parsing and printing only; the work is done by the cores.
 
 Each module of this package that defines ``register(subparsers)`` contributes its commands. A handler takes
-the parsed arguments and returns the exit status. Errors of the package print one line and exit with 2;
-``--debug`` shows the traceback instead.
+the parsed arguments and returns the exit status. Every error prints one line through
+:func:`~rlvrambench_hf.errors.error_line` and exits with 2 (130 for an interrupt, also one raised by a user's
+policy or estimator); an exception that is not the package's own is a bug: one line too, exit 1. ``--debug``
+prints the traceback first, credentials redacted.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import sys
 from typing import NoReturn
 
 from .. import __version__
-from ..errors import RLVRAMBenchError
+from ..errors import EXIT_INTERRUPTED, RLVRAMBenchError, debug_text, error_line, one_line
 from ._common import EXIT_ERROR, needs_subcommand
 
 EPILOG = (
@@ -27,7 +29,7 @@ EPILOG = (
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse's own convention too)
-        self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_ERROR, f"{one_line(self.prog, 60)}: error: {one_line(message)}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,15 +64,25 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.handler(args) or 0)
     except RLVRAMBenchError as exc:
-        if args.debug:
-            raise
-        print(f"rlvrambench: error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return _failed(exc, args.debug, exc.exit_status)
     except KeyboardInterrupt:
         print("rlvrambench: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # a bug of the package: still one line, never a bare traceback
+        return _failed(exc, args.debug, EXIT_BUG)
+
+
+#: Exit status of an exception that is not the package's own (a bug, not the user's input).
+EXIT_BUG = 1
+
+
+def _failed(exc: BaseException, debug: bool, status: int) -> int:
+    if debug:
+        print(debug_text(exc), file=sys.stderr, end="")
+    print(error_line(exc), file=sys.stderr)
+    return status
 
 
 def run() -> None:

@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..data.sources.base import Source
 from ..data.sources.resolve import open_source
+from ..errors import EXIT_ERROR, quote, redact
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..release.push import PushResult
 
 #: How option help names the accepted predictions formats.
 PREDICTIONS_FORMATS = "CSV, JSON Lines or Parquet, optionally .gz/.bz2/.zst-compressed; - reads standard input"
-#: Exit status of every error.
-EXIT_ERROR = 2
+__all__ = ["EXIT_ERROR"]  # the exit status of every error (rlvrambench_hf.errors)
 
 
 def needs_subcommand(parser: argparse.ArgumentParser) -> None:
@@ -62,6 +62,32 @@ def checked_source(
     source = source_of(args)
     check_outputs(outputs, inputs=inputs, source=source)
     return source
+
+
+def add_timeout(parser: argparse.ArgumentParser, what: str) -> None:
+    """The ``--timeout SECONDS`` option of a command that runs user code (``what``: "policy", "estimator")."""
+    from ..scoring.bounded import DEFAULT_TIMEOUT
+
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"time limit of each call into your {what} (default {DEFAULT_TIMEOUT:g}); a call that takes longer is "
+        "stopped and the command fails with one line",
+    )
+
+
+def _seconds(text: str) -> float:
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {quote(text)}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {quote(text)}")
+    return value
 
 
 def format_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
@@ -119,7 +145,7 @@ def print_push(result: PushResult, *, repo_id: str, revision: str, dry_run: bool
     if dry_run:
         print("dry run: nothing was changed")
     elif result.commit_url:
-        print(f"committed: {result.commit_url}")
+        print(f"committed: {redact(result.commit_url)}")
     else:
         print(f"nothing to commit: {repo_id}@{revision} already holds this folder")
     if result.tag and not dry_run:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import argparse
 
 from ..admission.policy import RULES
-from ..errors import InputError
-from ._common import checked_source, choices_text, format_table
+from ..errors import InputError, quote
+from ._common import add_timeout, checked_source, choices_text, format_table
 from ._intervals import add_interval_options, interval_options_of, units_cell, with_interval
 
 RULE_NAMES: tuple[str, ...] = tuple(RULES)
@@ -43,14 +43,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--output", required=True, metavar="FILE.json", help="score JSON file to write")
     p.add_argument("--summary", metavar="CSV", help="also write the summary rows as CSV")
     add_interval_options(p)
+    add_timeout(p, "policy")
     p.set_defaults(handler=run_replay)
 
 
 def parse_budgets(text: str) -> tuple[int, ...]:
     """``"0,1,2,3"`` → ``(0, 1, 2, 3)``."""
     parts = [p.strip() for p in text.split(",")]
-    if not all(p.isdigit() for p in parts):
-        raise InputError(f"--budgets {text!r} must be comma-separated non-negative integers")
+    if not all(p.isascii() and p.isdigit() for p in parts):  # "²".isdigit() holds, but int("²") fails
+        raise InputError(f"--budgets {quote(text)} must be comma-separated non-negative integers")
+    if any(len(p) > 18 for p in parts):
+        raise InputError(f"--budgets {quote(text)}: a budget of more than 18 digits is beyond any case")
     return tuple(int(p) for p in parts)
 
 
@@ -64,11 +67,17 @@ def run_replay(args: argparse.Namespace) -> int:
     options = interval_options_of(args)
     if args.policy:
         rules: tuple[str, ...] = ()
-        policy = admission.load_policy(args.policy)
+        policy = admission.load_policy(args.policy, timeout=args.timeout)
     else:
         rules, policy = tuple(dict.fromkeys(args.rule or RULE_NAMES)), None
     report = admission.replay_report(
-        source, rules=rules, policy=policy, budgets=budgets, attempts_path=args.attempts, intervals=options
+        source,
+        rules=rules,
+        policy=policy,
+        budgets=budgets,
+        attempts_path=args.attempts,
+        intervals=options,
+        timeout=args.timeout,
     )
     text = json_text(report)
     with atomic_output(args.output) as scores:  # both files appear together, or neither

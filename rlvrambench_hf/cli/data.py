@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ..data.schema.registry import REGISTRY, card_configs, get_spec
 from ..data.schema.spec import ConfigSpec
 from ..data.tables.export import FORMATS
 from ..data.tables.reader import config_file, decode_labels, read_typed_file
-from ..errors import MissingFileError, RLVRAMBenchError, UnknownConfigError
+from ..errors import (
+    IntegrityError,
+    MissingFileError,
+    RLVRAMBenchError,
+    SchemaError,
+    UnknownConfigError,
+    first_line,
+    quote,
+)
 from ._common import checked_source, choices_text, format_table, source_of
 
 
@@ -60,7 +67,7 @@ def _positive(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not an integer: {quote(text)}") from None
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
     return value
@@ -79,20 +86,19 @@ def cmd_configs(args: argparse.Namespace) -> int:
             count, available = None, "no"
         except RLVRAMBenchError as exc:
             count, available = None, "error"
-            failed.append(f"{spec.name}: {exc}")
+            failed.append(f"{spec.name}: {first_line(exc)}")
         rows.append([spec.name, spec.split, count, len(spec.columns), available, spec.description])
     print(f"source: {source.label}")
     print(format_table(["config", "split", "rows", "columns", "available", "description"], rows))
     if failed:
-        print(f"rlvrambench: error: {len(failed)} config(s) could not be read; first: {failed[0]}", file=sys.stderr)
-        return 2
+        raise SchemaError(f"{len(failed)} config(s) could not be read; first: {failed[0]}")
     return 0
 
 
 def _spec_of(args: argparse.Namespace) -> ConfigSpec:
     spec = get_spec(args.config)
     if args.split is not None and args.split != spec.split:
-        raise UnknownConfigError(f"config {spec.name} has no split {args.split!r}; its split is {spec.split!r}")
+        raise UnknownConfigError(f"config {spec.name} has no split {quote(args.split)}; its split is {spec.split!r}")
     return spec
 
 
@@ -145,8 +151,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     absent = len(checks) - passed - len(failed)
     print(f"{passed} passed, {len(failed)} failed, {absent} absent")
     if failed:
-        first = failed[0]
+        first = failed[0]  # a relation's detail names its tables; its long description would crowd the line out
+        where = "" if len(first.subject) > 48 and first.detail else f"{first.subject}: "
         more = f" (and {len(failed) - 1} more failed check(s))" if len(failed) > 1 else ""
-        print(f"rlvrambench: error: verification failed: {first.subject}: {first.detail}{more}", file=sys.stderr)
-        return 2
+        raise IntegrityError(f"verification failed: {where}{first.detail}{more}")
     return 0

@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._common import add_group, checked_source, format_table
+from ..errors import one_line, summary
+from ._common import add_group, add_timeout, checked_source, format_table
 from ._intervals import add_interval_options, interval_legend, interval_options_of, with_interval
 
 
@@ -70,6 +71,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     _output(p, "the folds with your estimators' scores and prediction rows")
     add_interval_options(p)
+    add_timeout(p, "estimator")
     p.set_defaults(handler=run_compare)
 
     from .advise import register as register_advise
@@ -154,7 +156,8 @@ def run_prospective(args: argparse.Namespace) -> int:
             f"peaks within {check['max_peak_difference_mib']:.1e} MiB"
         )
         return 0
-    print(f"rlvrambench: differs from the release's predictions.json: {check['differences'][:3]}", file=sys.stderr)
+    differences = summary(check["differences"], quoted=False)
+    print(one_line(f"rlvrambench: differs from the release's predictions.json: {differences}"), file=sys.stderr)
     return 1
 
 
@@ -171,7 +174,9 @@ def run_compare(args: argparse.Namespace) -> int:
 
     files = {f"estimator {name}": object_file(spec) for name, spec in estimators.items()}
     options = interval_options_of(args)
-    report = run_retrospective(checked_source(args, [args.output], files), estimators=estimators, intervals=options)
+    report = run_retrospective(
+        checked_source(args, [args.output], files), estimators=estimators, intervals=options, timeout=args.timeout
+    )
     _write(args.output, report)
     print(render_folds(report))
     if options is not None:

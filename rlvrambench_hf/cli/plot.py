@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ._common import add_group
+from ._common import add_group, add_timeout
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -60,6 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="x axis: the per-case budget (default) or the attempts spent, target plus donor",
     )
     _output(admission, "admission.png")
+    add_timeout(admission, "policy")
     admission.set_defaults(handler=run_admission)
 
     estimation = kinds.add_parser(
@@ -95,7 +96,9 @@ def run_admission(args: argparse.Namespace) -> int:
     from ..reporting.plots import plot_admission, require_matplotlib
 
     require_matplotlib()
-    return _save(plot_admission(_source(args), policy=args.policy, against=args.against), args.output)
+    return _save(
+        plot_admission(_source(args), policy=args.policy, against=args.against, timeout=args.timeout), args.output
+    )
 
 
 def run_estimation(args: argparse.Namespace) -> int:

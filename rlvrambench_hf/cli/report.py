@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import InputError
+from ..errors import InputError, quote
 from ..followup.core import STUDIES
-from ._common import PREDICTIONS_FORMATS, choices_text
+from ._common import PREDICTIONS_FORMATS, add_timeout, choices_text
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -40,6 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="F.yaml|F.json|F.csv",
         help="planned runs (as estimate advise --planned takes them): a section with the verdict of each",
     )
+    add_timeout(parser, "policy")
     parser.set_defaults(handler=run_report)
 
 
@@ -49,9 +50,9 @@ def followup_files(pairs: list[str]) -> dict[str, str]:
     for pair in pairs:
         study, sep, path = pair.partition("=")
         if not sep or not path:
-            raise InputError(f"--followup-predictions {pair!r} must be STUDY=FILE")
+            raise InputError(f"--followup-predictions {quote(pair)} must be STUDY=FILE")
         if study not in STUDIES:
-            raise InputError(f"--followup-predictions: unknown study {study!r}; studies: {', '.join(STUDIES)}")
+            raise InputError(f"--followup-predictions: unknown study {quote(study)}; studies: {', '.join(STUDIES)}")
         if study in files:
             raise InputError(f"--followup-predictions: study {study} is given twice")
         files[study] = path
@@ -72,6 +73,7 @@ def run_report(args: argparse.Namespace) -> int:
         predictions=args.predictions,
         followup_predictions=followup,
         planned=args.planned,
+        timeout=args.timeout,
     )
     print(f"wrote {index}")
     return 0

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from ..errors import quote
 from .schema.registry import REGISTRY
 from .schema.spec import ConfigSpec, Copy, ForeignKey
 
@@ -91,7 +92,9 @@ def check_copy(spec: ConfigSpec, copy: Copy, here: pa.Table, there: pa.Table) ->
         for name, name_there in copy.columns.items():
             mine, theirs = values_here[name][row], values_there[name_there][at]
             if mine != theirs:
-                problems.append((row, f"has {name} {mine!r}, but {_where(origin)} has {name_there} {theirs!r}"))
+                problems.append(
+                    (row, f"has {name} {quote(mine)}, but {_where(origin)} has {name_there} {quote(theirs)}")
+                )
                 break
     return _finding(copy_name(spec, copy), spec, here, problems)
 
@@ -116,7 +119,7 @@ def _selection(table: pa.Table, column: str | None) -> list[bool] | None:
 
 
 def _show(names: Sequence[str], values: Key) -> str:
-    return ", ".join(f"{n}={v!r}" for n, v in zip(names, values))
+    return ", ".join(f"{n}={quote(v)}" for n, v in zip(names, values))
 
 
 def _where(spec: ConfigSpec) -> str:

@@ -7,14 +7,17 @@ and the release's protocol with its amendment applied; the cores in :mod:`.folds
 
 from __future__ import annotations
 
+import contextlib
 import platform
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from ..data.sources.base import Source
 from ..data.sources.resolve import SourceLike, open_source
-from ..errors import InputError
+from ..errors import InputError, quote
+from ..scoring.bounded import DEFAULT_TIMEOUT
 from ..scoring.intervals import IntervalsLike, interval_options
 from .features import FEATURE_NAMES, apply_amendment, feature_matrix
 from .folds import final_fit, fitting_pool, parameters_of, prospective, retrospective, score_rows
@@ -100,17 +103,26 @@ def run_retrospective(
     *,
     estimators: Mapping | None = None,
     intervals: IntervalsLike = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> dict:
     """The three leave-one-family-out folds (``retrospective.json``'s structure); ``estimators`` maps names to
-    users' estimators (objects or ``module:attr`` specs) scored beside the references. With ``intervals``, every
-    method's fold scores get their interval block and each estimator is compared with each reference
-    (:mod:`.intervals`)."""
-    from .user import estimator_run
+    users' estimators (objects or ``module:attr`` specs) scored beside the references, each call into one within
+    ``timeout`` seconds (None: no limit; a ``module:attr`` estimator runs in a child process stopped at the limit,
+    an object you pass in a worker thread of your process). With ``intervals``, every method's fold scores get
+    their interval block and each estimator is compared with each reference (:mod:`.intervals`)."""
+    from .user import bind_estimator, estimator_run
 
     options = interval_options(intervals)
     inputs = load_inputs(source, revision)
-    runs = {name: estimator_run(load_estimator(e, name), name) for name, e in (estimators or {}).items()}
-    report = {**retrospective(inputs.pool, inputs.parameters, runs), "numerical_environment": numerical_environment()}
+    with contextlib.ExitStack() as bound:
+        runs = {}
+        for name, given in (estimators or {}).items():
+            user = bound.enter_context(
+                bind_estimator(load_estimator(given, name, timeout=timeout), name, timeout=timeout)
+            )
+            runs[name] = estimator_run(user, name)
+        folds = retrospective(inputs.pool, inputs.parameters, runs)
+    report = {**folds, "numerical_environment": numerical_environment()}
     if options is None:
         return report
     from .intervals import add_retrospective_intervals
@@ -161,12 +173,13 @@ def check_against_published(rows: Sequence[Mapping], published: object) -> dict:
     }
 
 
-def load_estimator(estimator: object, name: str) -> Estimator:
-    """An estimator object, or the one a ``module:attr`` spec names (a class is instantiated)."""
+def load_estimator(estimator: object, name: str, *, timeout: float | None = DEFAULT_TIMEOUT) -> Estimator:
+    """An estimator object, or the one a ``module:attr`` spec names (a class is instantiated, within ``timeout``
+    seconds)."""
     from ..scoring.user import load_object
 
     if isinstance(estimator, str):
-        return cast("Estimator", load_object(estimator, "estimator", ("fit", "predict")))
+        return cast("Estimator", load_object(estimator, "estimator", ("fit", "predict"), timeout=timeout))
     if not all(callable(getattr(estimator, m, None)) for m in ("fit", "predict")):
         raise InputError(f"estimator {name} has no fit and predict methods")
     return cast("Estimator", estimator)
@@ -194,7 +207,7 @@ def score_fold_predictions(
     inputs = load_inputs(source, revision)
     families = fold_names(inputs.pool)
     if fold != ALL_FOLDS and fold not in families:
-        raise InputError(f"unknown fold {fold!r}; choose {ALL_FOLDS} or one of: {', '.join(families)}")
+        raise InputError(f"unknown fold {quote(fold)}; choose {ALL_FOLDS} or one of: {', '.join(families)}")
     ids = [str(i).strip() for i in configuration_ids]
     if isinstance(predicted_peaks_mib, Mapping):
         peaks = [predicted_peaks_mib.get(i) for i in ids]
@@ -205,13 +218,13 @@ def score_fold_predictions(
     )
     family_of = {r["configuration_id"]: r["model_family_coarse"] for r in inputs.pool.rows}
     expected = {i for i, f in family_of.items() if fold in (ALL_FOLDS, f)}
-    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    duplicates = sorted(i for i, n in Counter(ids).items() if n > 1)  # (ids.count per id would be quadratic)
     missing, unknown = sorted(expected - set(ids)), sorted(set(ids) - expected)
     if duplicates or missing or unknown:
         raise InputError(
             f"predictions must cover the {len(expected)} configurations of fold {fold} exactly once: "
             f"{len(missing)} missing, {len(unknown)} unexpected, {len(duplicates)} duplicated "
-            f"(e.g. {(missing + unknown + duplicates)[0]})"
+            f"(e.g. {quote((missing + unknown + duplicates)[0])})"
         )
     options = interval_options(intervals)
     truth = {r["configuration_id"]: r for r in inputs.pool.rows}

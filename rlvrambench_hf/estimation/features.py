@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, summary
 
 GIB = 2**30
 MIB = 2**20
@@ -118,7 +118,7 @@ def feature_vector(settings: Mapping, metadata: Mapping) -> list[float]:
         0.0 if settings["parameter_offload"] else actor,
     ]
     if not all(math.isfinite(v) and v >= 0 for v in values):
-        raise InputError(f"{what}: a feature is negative or not finite: {values}")
+        raise InputError(f"{what}: a feature is negative or not finite: {summary(values, shown=8)}")
     return values
 
 
@@ -126,7 +126,7 @@ def feature_matrix(rows: Sequence[Mapping], metadata: Mapping[str, Mapping]) -> 
     """Features of ``rows`` (n × 8, float64); ``metadata`` maps each ``model_id`` to its counts."""
     missing = sorted({r["model_id"] for r in rows} - set(metadata))
     if missing:
-        raise InputError(f"no model metadata for {', '.join(missing)}")
+        raise InputError(f"no model metadata for {summary(missing)}")
     return np.array([feature_vector(r, metadata[r["model_id"]]) for r in rows], dtype=np.float64).reshape(
         len(rows), len(FEATURE_NAMES)
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from ..data.schema.pins import OUTCOME_LABELS
-from ..errors import InputError
+from ..errors import InputError, quote
 from ..scoring.estimators import estimator_scores
 from .features import coarse_family, feature_matrix
 from .references import METHODS, Examples, FittedReferences, evidence_cost, fit_references
@@ -43,7 +43,7 @@ def fitting_pool(
         if (row["eligible_processes"], row["distinct_seeds"]) != (REPEATS, REPEATS):
             raise InputError(f"pool configuration {row['configuration_id']} lacks three eligible distinct seeds")
         if row["observed_state"] not in OUTCOME_LABELS:
-            raise InputError(f"pool configuration {row['configuration_id']} has label {row['observed_state']!r}")
+            raise InputError(f"pool configuration {row['configuration_id']} has label {quote(row['observed_state'])}")
         row["completed"] = row["completed_eligible_processes"] == REPEATS
         if row["completed"] == (row["observed_state"] == "memory_failure"):
             raise InputError(f"pool configuration {row['configuration_id']}: completion disagrees with its label")

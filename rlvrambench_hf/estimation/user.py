@@ -4,18 +4,22 @@ An estimator is any object with ``fit(training)`` and ``predict(targets)``. ``fi
 a ``pandas.DataFrame`` (settings, the eight features, the coarse family and the outcomes); ``predict`` receives the
 held-out targets' settings, features and family — no outcome, peak or label column — and returns either one label
 per target (a sequence) or a mapping / DataFrame with ``predicted_state`` and optionally ``predicted_peak_mib``
-(MiB; None or NaN for no peak). Errors inside it are one-line errors naming it.
+(MiB; None or NaN for no peak). Each call runs under a time limit (:mod:`rlvrambench_hf.scoring.bounded`: in a
+child process for an estimator named by ``module:attr``), and what ``predict`` returns is checked there, before
+anything is made of it; a failure is one line naming the estimator, the call and the fold.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..data.schema.pins import OUTCOME_LABELS
-from ..errors import InputError
-from ..scoring.user import call_user
+from ..errors import InputError, quote, summary
+from ..scoring.bounded import DEFAULT_TIMEOUT, UserObject
+from ..scoring.user import isolation_for
 from .features import FEATURE_NAMES
 from .references import Examples
 
@@ -61,51 +65,87 @@ def target_view(examples: Examples) -> pd.DataFrame:
     return _frame(examples, keep_outcomes=False)
 
 
-def estimator_run(estimator: Estimator, name: str) -> Callable[[Examples, Examples], dict[str, list]]:
+def bind_estimator(estimator: Estimator, name: str, *, timeout: float | None = DEFAULT_TIMEOUT) -> UserObject:
+    """``estimator`` behind its time limit (a context manager: closing it ends its child process, if any)."""
+    return UserObject(estimator, f"estimator {name}", timeout=timeout, isolation=isolation_for(estimator))
+
+
+def estimator_run(estimator: UserObject, name: str) -> Callable[[Examples, Examples], dict[str, list]]:
     """A fold runner for :func:`~.folds.retrospective`: fit on the training view, predict the target view,
-    check the result."""
+    check the result (``estimator`` from :func:`bind_estimator`)."""
 
     def run(training: Examples, test: Examples) -> dict[str, list]:
-        call_user(estimator.fit, f"estimator {name}", "fit", training_view(training))
-        result = call_user(estimator.predict, f"estimator {name}", "predict", target_view(test))
-        return checked_predictions(result, len(test.rows), name)
+        families = sorted({str(r.get(FAMILY_COLUMN)) for r in test.rows})
+        where = f"fold {', '.join(families)}"
+        estimator.call("fit", training_view(training), where=where)
+        check = partial(checked_predictions, expected=len(test.rows), name=name)
+        result: dict[str, list] = estimator.call("predict", target_view(test), where=where, accept=check)
+        return result
 
     return run
 
 
+#: The largest peak (MiB) a prediction may give: far beyond any device, not beyond reason.
+PEAK_LIMIT_MIB = 1e9
+
+
 def checked_predictions(result: Any, expected: int, name: str) -> dict[str, list]:
-    """``{"predicted_state": [...], "predicted_peak_mib": [...]}`` from what ``predict`` returned, or a one-line
-    error naming the estimator (wrong length, a label outside the three, a negative or infinite peak)."""
+    """``{"predicted_state": [...], "predicted_peak_mib": [...]}`` from what ``predict`` returned (plain text and
+    floats), or a one-line error naming the estimator (wrong length, a label outside the three, a peak that is not
+    a finite number of MiB from 0 to :data:`PEAK_LIMIT_MIB`)."""
     if isinstance(result, Mapping) or hasattr(result, "columns"):
         if STATE not in result:
             raise InputError(f"estimator {name}: predict returned a table without a {STATE} column")
-        states = list(result[STATE])
-        peaks = list(result[PEAK]) if PEAK in result else [None] * len(states)
+        states = _column(result, STATE, name)
+        peaks = _column(result, PEAK, name) if PEAK in result else [None] * len(states)
     elif isinstance(result, (str, bytes)) or not isinstance(result, Sequence) and not hasattr(result, "__len__"):
-        raise InputError(f"estimator {name}: predict must return a sequence of labels, got {type(result).__name__}")
+        raise InputError(f"estimator {name}: predict must return a sequence of labels, got {quote(result)}")
     else:
-        states, peaks = list(result), [None] * len(result)
+        states = list(result)
+        peaks = [None] * len(states)
     if len(states) != expected or len(peaks) != expected:
         raise InputError(f"estimator {name}: predict returned {len(states)} labels for {expected} targets")
-    unknown = sorted({repr(s) for s in states if s not in OUTCOME_LABELS})
+    labels = [_label(s) for s in states]
+    unknown = [s for s, label in zip(states, labels) if label is None]
     if unknown:
         raise InputError(
-            f"estimator {name}: predict returned unknown label(s) {', '.join(unknown[:3])}; "
+            f"estimator {name}: predict returned unknown label(s) {summary(unknown)}; "
             f"allowed: {', '.join(OUTCOME_LABELS)}"
         )
-    clean: list[float | None] = []
-    for peak in peaks:
-        if peak is None or (isinstance(peak, float) and math.isnan(peak)):
-            clean.append(None)
-            continue
-        try:
-            value = float(peak)
-        except (TypeError, ValueError):
-            raise InputError(f"estimator {name}: predicted peak {peak!r} is not a number") from None
-        if not math.isfinite(value) or value < 0:
-            raise InputError(f"estimator {name}: predicted peak {peak!r} is not a finite non-negative MiB value")
-        clean.append(value)
-    return {STATE: [str(s) for s in states], PEAK: clean}
+    return {STATE: labels, PEAK: [_peak(p, name) for p in peaks]}
+
+
+def _column(result: Any, key: str, name: str) -> list:
+    values = result[key]
+    if isinstance(values, (str, bytes, Mapping)) or not hasattr(values, "__iter__"):
+        raise InputError(f"estimator {name}: predict's {key} is {quote(values)}, not a sequence of values")
+    return list(values)
+
+
+def _label(value: object) -> str | None:
+    """The package's own label text that ``value`` equals (compared without running its class's code)."""
+    if not isinstance(value, str):
+        return None
+    return next((label for label in OUTCOME_LABELS if str.__eq__(value, label) is True), None)
+
+
+def _peak(peak: object, name: str) -> float | None:
+    if peak is None or (isinstance(peak, float) and math.isnan(peak)):
+        return None
+    if isinstance(peak, bool) or not isinstance(peak, (int, float, str)) and not hasattr(peak, "__float__"):
+        raise InputError(f"estimator {name}: predicted peak {quote(peak)} is not a number")
+    try:
+        value = float(peak)
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(f"estimator {name}: predicted peak {quote(peak)} is not a number") from None
+    if math.isnan(value):
+        return None
+    if not math.isfinite(value) or not 0 <= value <= PEAK_LIMIT_MIB:
+        raise InputError(
+            f"estimator {name}: predicted peak {quote(peak)} is not a finite non-negative MiB value "
+            f"(at most {PEAK_LIMIT_MIB:g})"
+        )
+    return value
 
 
 def _frame(examples: Examples, *, keep_outcomes: bool) -> pd.DataFrame:

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..data.schema.pins import DEVICE_CAPACITY_MIB, MARGIN_LIMIT_MIB, OUTCOME_LABELS, UNRESOLVED
-from ..errors import InputError
+from ..errors import InputError, quote, summary
 from ..scoring.estimators import estimator_scores, peak_error_statistics, state_from_peak
 
 #: Study name (command-line spelling) → config holding it.
@@ -60,7 +60,7 @@ def study_config(study: str) -> str:
         return STUDIES[study]
     if study in STUDIES.values():
         return study
-    raise InputError(f"unknown study {study!r}; choose one of: {', '.join(STUDIES)}")
+    raise InputError(f"unknown study {quote(study)}; choose one of: {', '.join(STUDIES)}")
 
 
 def frozen_predictions(rows: Sequence[Mapping]) -> dict[str, MethodPredictions]:
@@ -165,12 +165,12 @@ def validate_predictions(
             continue
         states[cid] = row["predicted_state"]
         if states[cid] not in OUTCOME_LABELS:
-            bad_labels.append(f"{cid}={states[cid]!r}")
+            bad_labels.append(f"{quote(cid)}={quote(states[cid])}")
         if PEAK_COLUMN in row:
             try:
                 peaks[cid] = _peak(row[PEAK_COLUMN])
             except ValueError:
-                bad_peaks.append(f"{cid}={row[PEAK_COLUMN]!r}")
+                bad_peaks.append(f"{quote(cid)}={quote(row[PEAK_COLUMN])}")
     if duplicates:
         raise InputError(
             f"predictions {name}: {len(duplicates)} duplicate configuration id(s), "
@@ -180,12 +180,12 @@ def validate_predictions(
     if bad_labels:
         raise InputError(
             f"predictions {name}: {len(bad_labels)} invalid predicted_state value(s), e.g. "
-            f"{_examples(bad_labels)}; allowed: {', '.join(OUTCOME_LABELS)}"
+            f"{_examples(bad_labels, quoted=False)}; allowed: {', '.join(OUTCOME_LABELS)}"
         )
     if bad_peaks:
         raise InputError(
             f"predictions {name}: {len(bad_peaks)} invalid {PEAK_COLUMN} value(s), e.g. "
-            f"{_examples(bad_peaks)}; expected a finite non-negative number of MiB or a blank"
+            f"{_examples(bad_peaks, quoted=False)}; expected a finite non-negative number of MiB or a blank"
         )
     return MethodPredictions(states=states, peaks_mib=peaks)
 
@@ -219,6 +219,6 @@ def _ids(rows: Sequence[Mapping]) -> list[str]:
     return sorted(r["configuration_id"] for r in rows)
 
 
-def _examples(items: Sequence[object], limit: int = 3) -> str:
-    shown = ", ".join(str(i) for i in items[:limit])
-    return shown + (", ..." if len(items) > limit else "")
+def _examples(items: Sequence[object], *, quoted: bool = True) -> str:
+    """The first few items (quoted ids, or phrases already quoted) and how many more."""
+    return summary(items, quoted=quoted)

@@ -19,7 +19,7 @@ from ..data.schema.spec import ConfigSpec
 from ..data.sources.base import Source
 from ..data.sources.resolve import open_source, request
 from ..data.tables.reader import load_table
-from ..errors import InputError, MissingFileError
+from ..errors import InputError, MissingFileError, quote
 from .impact import Impact, analyse
 
 Key = tuple
@@ -193,11 +193,11 @@ def resolve_side(text: str, base_source: str | None = None) -> Source:
     if "@" in text:
         repo_id, _, revision = text.rpartition("@")
         if not repo_id or not revision:
-            raise InputError(f"{text!r}: expected REPO_ID@REVISION")
+            raise InputError(f"{quote(text)}: expected REPO_ID@REVISION")
         return open_source(repo_id, revision)
     base = request(base_source)
     if base.local:
         raise InputError(
-            f"{text!r} is neither a folder nor REPO_ID@REVISION (and --source {base.location} is a folder)"
+            f"{quote(text)} is neither a folder nor REPO_ID@REVISION (and --source {base.location} is a folder)"
         )
     return open_source(base.location, text)

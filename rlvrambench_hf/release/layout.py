@@ -10,7 +10,7 @@ from pathlib import Path
 from ..data.schema.pins import CARD_PATH
 from ..data.schema.spec import ConfigSpec
 from ..data.sources.base import file_hash, sha256_file
-from ..errors import InputError
+from ..errors import InputError, quote
 
 RECORD_PATH = "release.json"
 CROISSANT_PATH = "croissant.json"
@@ -39,7 +39,7 @@ def check_version(version: str) -> str:
     """``version`` if it is ``X.Y.Z`` (a leading ``v`` is dropped), else a one-line :class:`InputError`."""
     bare = version[1:] if version.startswith("v") else version
     if not _VERSION.match(bare):
-        raise InputError(f"version {version!r} is not of the form X.Y.Z (e.g. 1.1.0)")
+        raise InputError(f"version {quote(version)} is not of the form X.Y.Z (e.g. 1.1.0)")
     return bare
 
 

@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InputError, SourceError
+from ..errors import InputError, SourceError, quote
 from .verify import check_release, read_record
 
 
@@ -76,7 +76,7 @@ def publish_mirror(
     version = read_record(folder).get("version")
     for kind, name in (("tags", tag), ("heads", branch)):
         if subprocess.run(["git", "check-ref-format", f"refs/{kind}/{name}"], capture_output=True).returncode:
-            raise InputError(f"{name!r} is not a valid git {kind[:-1] if kind == 'tags' else 'branch'} name")
+            raise InputError(f"{quote(name)} is not a valid git {kind[:-1] if kind == 'tags' else 'branch'} name")
     repo = _open_mirror(mirror, branch)
     if _git(repo, "rev-parse", "-q", "--verify", f"refs/tags/{tag}", check=False):
         raise InputError(f"tag {tag} already exists in the mirror {repo}")

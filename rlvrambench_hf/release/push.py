@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from ..data.sources.huberrors import endpoint, hub_error, hub_errors, is_network_error
-from ..errors import InputError, SourceError
+from ..errors import InputError, SourceError, quote
 from .layout import folder_files, git_blob_sha1
 from .verify import check_release, read_record
 
@@ -183,7 +183,7 @@ def push_release(folder: str | os.PathLike, repo_id: str, **options: Unpack[Push
 
 def _check_tag(tag: str | None) -> None:
     if tag is not None and not _TAG.match(tag):
-        raise InputError(f"tag {tag!r} is not a valid tag name (letters, digits, '.', '_', '-')")
+        raise InputError(f"tag {quote(tag)} is not a valid tag name (letters, digits, '.', '_', '-')")
 
 
 def push_folder(

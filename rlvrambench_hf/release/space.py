@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Unpack
 
-from ..errors import InputError, IntegrityError
+from ..errors import InputError, IntegrityError, quote
 
 if TYPE_CHECKING:  # pragma: no cover
     from .push import PushOptions, PushResult
@@ -35,7 +35,7 @@ _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$"
 
 def _module_name(repo_id: str) -> str:
     if not _REPO_ID.match(repo_id):
-        raise InputError(f"Space id {repo_id!r} must be OWNER/NAME (letters, digits, '.', '_', '-')")
+        raise InputError(f"Space id {quote(repo_id)} must be OWNER/NAME (letters, digits, '.', '_', '-')")
     return repo_id.split("/")[1]
 
 

@@ -7,7 +7,6 @@ sound); :func:`check_release` raises a one-line :class:`IntegrityError` when the
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,7 +19,8 @@ from ..data.schema.pins import CARD_PATH, DEFAULT_REPO_ID
 from ..data.schema.registry import card_configs
 from ..data.schema.spec import ConfigSpec
 from ..data.tables.reader import load_table
-from ..errors import InputError, IntegrityError, RLVRAMBenchError, SchemaError, first_line
+from ..data.tables.userfile import parse_json
+from ..errors import InputError, IntegrityError, RLVRAMBenchError, SchemaError, first_line, quote
 from .card import card_metadata, config_entries
 from .croissant import render_croissant, validate_croissant
 from .layout import (
@@ -48,11 +48,12 @@ def read_record(folder: Path) -> dict:
     """The release's ``release.json`` (one-line error when it is missing or not written by a build)."""
     path = folder / RECORD_PATH
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        content = path.read_bytes()
     except FileNotFoundError:
         raise IntegrityError(f"{folder} has no {RECORD_PATH}; it is not a built release") from None
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise IntegrityError(f"{path} is not valid JSON") from None
+    except OSError as exc:
+        raise IntegrityError(f"{path} cannot be read ({exc.strerror or type(exc).__name__})") from None
+    record = parse_json(content, str(path), IntegrityError)
     if not isinstance(record, dict) or record.get("format") != RECORD_FORMAT:
         raise IntegrityError(f"{path} was not written by `rlvrambench release build` (format {RECORD_FORMAT})")
     if not isinstance(record.get("files"), dict):
@@ -143,7 +144,7 @@ def _check_parquet(folder: Path, record: dict, report: VerifyReport) -> list[Bui
             built.append(config)
     for name in sorted(set(recorded) - {b.spec.name for b in built}):
         if name not in {s.name for s in card_configs()}:
-            report.problems.append(f"{RECORD_PATH} names config {name!r}, which the registry does not know")
+            report.problems.append(f"{RECORD_PATH} names config {quote(name)}, which the registry does not know")
     return built
 
 
@@ -185,7 +186,7 @@ def _check_card(folder: Path, built: list[BuiltConfig], report: VerifyReport) ->
     found_configs = {c.get("config_name"): c for c in meta.get("configs") or [] if isinstance(c, dict)}
     expected_configs = {c["config_name"]: c for c in config_entries(built)}
     for name in sorted(set(found_configs) - set(expected_configs), key=str):
-        report.problems.append(f"card: config {name!r} has no Parquet file in this release")
+        report.problems.append(f"card: config {quote(name)} has no Parquet file in this release")
     for name, entry in expected_configs.items():
         if name not in found_configs:
             report.problems.append(f"card: config {name} is missing from 'configs'")
@@ -230,12 +231,12 @@ def _check_croissant(
 ) -> None:
     path = folder / CROISSANT_PATH
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = parse_json(path.read_bytes(), CROISSANT_PATH, IntegrityError)
     except FileNotFoundError:
         report.problems.append(f"{CROISSANT_PATH}: missing")
         return
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        report.problems.append(f"{CROISSANT_PATH}: not valid JSON")
+    except (OSError, IntegrityError) as exc:
+        report.problems.append(f"{CROISSANT_PATH}: not valid JSON ({first_line(exc)})")
         return
     expected = render_croissant(
         built,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InputError
+from ..errors import InputError, quote
 
 MIB_PER_GIB = 1024
 BOUNDARY_STUDY = "boundary"
@@ -126,14 +126,14 @@ def stage_table(
     table = table.add_column(1, "study", study_column)
     if configuration_id is not None:
         if configuration_id not in studies:
-            raise InputError(f"unknown configuration id {configuration_id!r}")
+            raise InputError(f"unknown configuration id {quote(configuration_id)}")
         table = table.filter(pc.equal(table.column("configuration_id"), configuration_id))
         if table.num_rows == 0:
             raise InputError(f"configuration {configuration_id} has no stage measurements")
     if study is not None:
         known = sorted({s for s in studies.values() if s})
         if study not in known:
-            raise InputError(f"unknown study {study!r}; studies: {', '.join(known)}")
+            raise InputError(f"unknown study {quote(study)}; studies: {', '.join(known)}")
         table = table.filter(pc.equal(table.column("study"), study))
     order = {stage: i for i, stage in enumerate(STAGES)}
     rank = pa.array([order.get(s, len(STAGES)) for s in table.column("stage").to_pylist()], pa.int64())

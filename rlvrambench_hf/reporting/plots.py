@@ -16,7 +16,8 @@ import pyarrow as pa
 
 from ..data.schema.pins import MARGIN_LIMIT_MIB
 from ..data.sources.resolve import SourceLike
-from ..errors import InputError
+from ..errors import InputError, quote
+from ..scoring.bounded import DEFAULT_TIMEOUT
 from .canvas import PLOTS_EXTRA, RULE_STYLES, figure_png, new_figure, require_matplotlib, save_png
 from .curves import admission_figure, attempts_figure
 from .figuredata import MIB_PER_GIB, FeasibilityMatrix, admission_curve, feasibility_matrix, stage_table
@@ -218,23 +219,29 @@ def plot_stages(
 
 
 def plot_admission(
-    source: SourceLike = None, revision: str | None = None, *, policy: str | None = None, against: str = "budget"
+    source: SourceLike = None,
+    revision: str | None = None,
+    *,
+    policy: str | None = None,
+    against: str = "budget",
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> Figure:
-    """The admission curves of the published rules (and a ``module:attr`` policy, if given): recall against the
-    per-case budget (``against="budget"``) or against the attempts spent, target plus donor (``"attempts"``)."""
+    """The admission curves of the published rules (and a ``module:attr`` policy, if given, each of its calls
+    within ``timeout`` seconds): recall against the per-case budget (``against="budget"``) or against the attempts
+    spent, target plus donor (``"attempts"``)."""
     if against not in ("budget", "attempts"):
-        raise InputError(f"admission curves are drawn against 'budget' or 'attempts', not {against!r}")
+        raise InputError(f"admission curves are drawn against 'budget' or 'attempts', not {quote(against)}")
     require_matplotlib()
-    points = admission_curve(_replay(source, revision, policy))
+    points = admission_curve(_replay(source, revision, policy, timeout))
     return admission_figure(points) if against == "budget" else attempts_figure(points)
 
 
-def _replay(source: SourceLike, revision: str | None, policy: str | None) -> dict:
+def _replay(source: SourceLike, revision: str | None, policy: str | None, timeout: float | None) -> dict:
     from .. import admission
 
     if policy is None:
         return admission.replay_report(source, revision)
-    return admission.replay_report(source, revision, policy=admission.load_policy(policy))
+    return admission.replay_report(source, revision, policy=policy, timeout=timeout)
 
 
 def _peak_text(state: str | None, peak_mib: float | None) -> str:

@@ -21,12 +21,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 from ..data.schema.pins import MARGIN_LIMIT_MIB
 from ..data.schema.registry import card_configs
 from ..data.sources.base import Source
 from ..data.sources.resolve import SourceLike
 from ..errors import MissingFileError
+from ..scoring.bounded import DEFAULT_TIMEOUT
 from . import sections as s
 
 TITLE = "RLVRAMBench report"
@@ -81,20 +83,28 @@ class Report:
     images: Mapping[str, bytes]
 
 
+class ReportInputs(TypedDict, total=False):
+    """What a user adds to the report (every key optional): ``predictions`` (a transfer predictions file) and
+    ``followup_predictions`` (study → predictions file), scored beside the reference rules and frozen methods; a
+    ``module:attr`` ``policy`` that joins the admission replay, each of its calls within ``timeout`` seconds
+    (default 300; None: no limit); ``planned`` (a plan file), which gets a section of verdicts."""
+
+    policy: str | None
+    predictions: str | os.PathLike | None
+    followup_predictions: Mapping[str, str | os.PathLike] | None
+    planned: str | os.PathLike | None
+    timeout: float | None
+
+
 def build_report(
     source: SourceLike = None,
     revision: str | None = None,
     *,
-    policy: str | None = None,
-    predictions: str | os.PathLike | None = None,
-    followup_predictions: Mapping[str, str | os.PathLike] | None = None,
-    planned: str | os.PathLike | None = None,
     now: dt.datetime | None = None,
+    **given: Unpack[ReportInputs],
 ) -> Report:
-    """Compute every section of the report for ``source``. ``predictions`` (a transfer predictions file) and
-    ``followup_predictions`` (study → predictions file) are scored beside the reference rules and frozen methods;
-    a ``module:attr`` ``policy`` joins the admission replay; ``planned`` (a plan file) gets a section of verdicts.
-    Your files are read and checked first."""
+    """Compute every section of the report for ``source``, with the user's inputs (:class:`ReportInputs`); your
+    files are read and checked first."""
     from .. import __version__, admission, transfer
     from ..data.sources.resolve import open_source
     from ..data.tables.reader import load_table
@@ -107,7 +117,8 @@ def build_report(
     from .plots import feasibility_figure, stages_figure
 
     require_matplotlib()
-    followup_files = dict(followup_predictions or {})
+    policy, predictions, planned = given.get("policy"), given.get("predictions"), given.get("planned")
+    followup_files = dict(given.get("followup_predictions") or {})
     for study in followup_files:
         study_config(study)  # an unknown study fails before any work
     plans = None
@@ -124,7 +135,7 @@ def build_report(
         origin = f"predictions file {predictions}"
         methods[USER_METHOD] = transfer.score_predictions(key, ids, states, origin=origin, intervals=True)
     followups = {study: score_study(study, src, predictions=followup_files.get(study)) for study in STUDIES}
-    replay = admission.replay_report(src, policy=None if policy is None else admission.load_policy(policy))
+    replay = admission.replay_report(src, policy=policy, timeout=given.get("timeout", DEFAULT_TIMEOUT))
     configurations = load_table("all_configurations", src, decode=True)
     points = admission_curve(replay)
     retrospective = run_retrospective(src)
@@ -196,13 +207,9 @@ def write_report(
     output_dir: str | os.PathLike,
     source: SourceLike = None,
     revision: str | None = None,
-    *,
-    policy: str | None = None,
-    predictions: str | os.PathLike | None = None,
-    followup_predictions: Mapping[str, str | os.PathLike] | None = None,
-    planned: str | os.PathLike | None = None,
+    **given: Unpack[ReportInputs],
 ) -> Path:
-    """Build the report (the options as :func:`build_report`) and write ``index.html`` and its PNGs into
+    """Build the report (the inputs as :func:`build_report`) and write ``index.html`` and its PNGs into
     ``output_dir`` (created if needed), all of them or none."""
     from ..data.sources.resolve import open_source
     from ..data.tables.output import check_outputs, check_target, object_file, write_all_atomic
@@ -210,16 +217,19 @@ def write_report(
     target = Path(output_dir)
     check_target(target, folder=True)
     src = open_source(source, revision)
-    inputs = {"--policy": object_file(policy), "--predictions": predictions, "--planned": planned}
-    inputs.update({f"--followup-predictions {study}": path for study, path in (followup_predictions or {}).items()})
+    inputs = {
+        "--policy": object_file(given.get("policy")),
+        "--predictions": given.get("predictions"),
+        "--planned": given.get("planned"),
+    }
+    followup = given.get("followup_predictions") or {}
+    inputs.update({f"--followup-predictions {study}": path for study, path in followup.items()})
     names = ["index.html", *FIGURES]
     if target.is_dir():  # an existing folder: only the report's own files are written
         check_outputs([target / name for name in names], inputs=inputs, source=src)
     else:
         check_outputs(folders=[target], inputs=inputs, source=src)
-    report = build_report(
-        src, policy=policy, predictions=predictions, followup_predictions=followup_predictions, planned=planned
-    )
+    report = build_report(src, **given)
     created = not target.is_dir()
     target.mkdir(exist_ok=True)
     try:

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from ..data.schema.pins import OUTCOME_LABELS
 from ..data.tables.arrow import arrow_strings, numpy_ints
-from ..errors import InputError
+from ..errors import InputError, summary
 
 WITHIN_MARGIN, ABOVE_MARGIN, MEMORY_FAILURE = OUTCOME_LABELS
 #: The label whose prediction approves a target.
@@ -129,7 +129,7 @@ def encode_labels(values: Sequence[str] | pa.Array, what: str, codes: pa.Array |
         codes = pc.index_in(array, value_set=label_array())
     if codes.null_count:
         bad = pc.filter(array, pc.is_null(codes))
-        examples = ", ".join(repr(v) for v in bad.slice(0, 3).to_pylist())
+        examples = summary(bad.slice(0, 3).to_pylist())
         raise InputError(
             f"{what}: {len(bad)} value(s) outside {', '.join(OUTCOME_LABELS)} (e.g. {examples}); labels are lower case"
         )

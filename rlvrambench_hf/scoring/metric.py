@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InputError, UnknownConfigError
+from ..errors import InputError, UnknownConfigError, quote
 
 #: How ``evaluate.load(path)`` names the default config.
 DEFAULT_NAMES = (None, "default")
@@ -56,7 +56,9 @@ class MetricConfig:
         unknown = [name for name in inputs if name not in known]
         if unknown:
             takes = ", ".join(a.name for a in self.arguments)
-            raise InputError(f"metric config {self.name!r} takes no argument {unknown[0]!r}; it takes {takes}")
+            raise InputError(
+                f"metric config {quote(self.name)} takes no argument {quote(unknown[0])}; it takes {takes}"
+            )
         rows = [[] if inputs.get(name) is None else list(inputs[name]) for name in self.features]
         options = {name: inputs.get(name, default) for name, default in self.options.items()}
         return self.score(*rows, **options)
@@ -173,7 +175,7 @@ def metric_config(name: str | None) -> MetricConfig:
     key = DEFAULT_METRIC_CONFIG if name in DEFAULT_NAMES else name
     if key not in METRIC_CONFIGS:
         raise UnknownConfigError(
-            f"unknown RLVRAMBench metric config {name!r}; known configs: {', '.join(METRIC_CONFIGS)}"
+            f"unknown RLVRAMBench metric config {quote(name)}; known configs: {', '.join(METRIC_CONFIGS)}"
         )
     return METRIC_CONFIGS[key]
 

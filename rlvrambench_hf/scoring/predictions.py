@@ -15,14 +15,15 @@ pyarrow reads every format. The columns must be exactly the required ones (any o
 optional ones. Anything else — UTF-16 text, a spreadsheet, a ``;``-separated file, other binary data, unknown or
 repeated columns, a missing column or value, an empty file, a header without rows — is a one-line
 :class:`~rlvrambench_hf.errors.InputError` that names what was seen (never raw bytes). Only the first 64 KiB are
-read before the format and header are checked, so a huge wrong file fails at once.
+read before the format and header are checked, so a huge wrong file fails at once. A file pyarrow cannot parse is
+diagnosed by the package (:mod:`~rlvrambench_hf.data.tables.diagnose`: the line that is not UTF-8, a line too long,
+the row with the wrong number of cells, ...). A pipe or device (``/dev/stdin``, ``<(...)``) is read once, fully.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..data.tables.arrow import one_chunk
-from ..errors import InputError, first_line
+from ..data.tables.diagnose import csv_problem, first_non_utf8, json_lines_problem
+from ..data.tables.userfile import standard_input, user_input
+from ..errors import InputError, first_line, quote, summary
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow.parquet as pq
@@ -43,6 +46,8 @@ WHITESPACE = " \t"
 ACCEPTED = "CSV (UTF-8), JSON Lines or Parquet, optionally gzip/bzip2/zstd-compressed, or - for standard input"
 STDIN = "-"
 _HEAD = 1 << 16
+#: The longest line (bytes) the CSV and JSON Lines readers accept.
+BLOCK_SIZE = 1 << 24
 _COMPRESSION_MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bz2", b"\x28\xb5\x2f\xfd": "zstd"}
 _SEEN_MAGIC = {  # formats recognised only to be named in the refusal
     b"\xfd7zXZ\x00": "xz-compressed data",
@@ -73,12 +78,13 @@ def describe(path: str | os.PathLike) -> str:
 
 @dataclass(frozen=True)
 class _Input:
-    """Where the bytes come from (a file, or standard input held in memory) and how they are compressed."""
+    """Where the bytes come from (a file, or a stream held in memory) and how they are compressed."""
 
     label: str  # "predictions file p.csv" or "predictions from standard input"
     path: str | None
     data: pa.Buffer | None
     compression: str | None = None
+    name: str | None = None  # the name a stream was given (its suffixes are a hint of its format)
 
     def open(self) -> pa.NativeFile:
         raw: pa.NativeFile = pa.OSFile(self.path) if self.path is not None else pa.BufferReader(self.data)
@@ -86,7 +92,8 @@ class _Input:
 
     @property
     def suffixes(self) -> list[str]:
-        return [s.lower() for s in Path(self.path).suffixes] if self.path else []
+        named = self.path or self.name
+        return [s.lower() for s in Path(named).suffixes] if named else []
 
 
 def read_prediction_file(
@@ -128,11 +135,15 @@ def _stripped(names: Sequence[str]) -> list[str]:
 def _open_input(path: str) -> tuple[_Input, bytes]:
     """The input and its first 64 KiB (decompressed), after refusing what is not readable at all."""
     if path == STDIN:
-        source = _Input("predictions from standard input", None, pa.py_buffer(sys.stdin.buffer.read()))
+        label = "predictions from standard input"
+        source = _Input(label, None, pa.py_buffer(standard_input(label, refused=_refused_at_once)))
     else:
-        if Path(path).is_dir():
-            raise InputError(f"predictions file {path} is a directory, not a file")
-        source = _Input(f"predictions file {path}", path, None)
+        label = f"predictions file {path}"
+        found = user_input(path, label, refused=_refused_at_once)
+        if isinstance(found, str):
+            source = _Input(label, found, None)
+        else:  # a pipe or device, read once
+            source = _Input(label, None, pa.py_buffer(found), name=path)
     try:
         with source.open() as stream:
             head = stream.read(_HEAD)
@@ -141,12 +152,19 @@ def _open_input(path: str) -> tuple[_Input, bytes]:
     codec = next((c for magic, c in _COMPRESSION_MAGIC.items() if head.startswith(magic)), None)
     if codec is None:
         return source, head
-    source = _Input(source.label, source.path, source.data, codec)
+    source = _Input(source.label, source.path, source.data, codec, source.name)
     try:
         with source.open() as stream:
             return source, stream.read(_HEAD)
     except (OSError, pa.ArrowException) as exc:
-        raise InputError(f"{source.label} is not valid {codec} data ({_clean(first_line(exc))})") from None
+        raise InputError(f"{source.label} is not valid {codec} data ({first_line(exc, limit=160)})") from None
+
+
+def _refused_at_once(head: bytes) -> bool:
+    """Whether the first bytes of a stream are refused whatever follows (binary data that is not compressed)."""
+    if head.startswith(b"PAR1") or any(head.startswith(m) for m in _COMPRESSION_MAGIC):
+        return False
+    return _binary_kind(_Input("", None, None), head) is not None
 
 
 def _kind(source: _Input, head: bytes) -> str:
@@ -158,7 +176,7 @@ def _kind(source: _Input, head: bytes) -> str:
     if seen is None:
         text = _utf8_head(head)
         if text is None:
-            seen = "text that is not UTF-8 (e.g. Latin-1 or Windows-1252; save it as UTF-8)"
+            seen = f"text that is not UTF-8 at {first_non_utf8(head)} (e.g. Latin-1; save it as UTF-8)"
         elif not text.strip():
             return "empty"
         else:
@@ -216,15 +234,20 @@ def _check_names(
     missing = [c for c in required if c not in names]
     extra = [n for n in names if n not in required and n not in optional]
     if missing or extra or len(names) != len(set(names)):
-        found = ",".join(names)
+        found = quote(",".join(names[:8])) if len(names) <= 8 else f"{len(names):,} columns: {summary(names)}"
         raise InputError(
             f"{source.label} must have exactly the columns {expected} "
-            f"(found {found!r}" + (f"; missing {', '.join(missing)}" if missing else "") + ")"
+            f"(found {found}" + (f"; missing {', '.join(missing)}" if missing else "") + ")"
         )
 
 
 def _csv_header(source: _Input, head: bytes, expected: str) -> list[str]:
     """The header names of a CSV file (as written); a header separated by another delimiter is named as such."""
+    if len(head) == _HEAD and b"\n" not in head and b"\r" not in head:
+        raise InputError(
+            f"{source.label}: its first line is longer than {_HEAD >> 10} KiB, so it is no header; the file must "
+            f"start with the header {expected}"
+        )
     lines = (_utf8_head(head) or "").splitlines()
     first = lines[0] if lines else ""
     names = _header_names(first)
@@ -245,7 +268,7 @@ def _read_csv(source: _Input, names: list[str]) -> pa.Table:
         with source.open() as stream:
             return pacsv.read_csv(
                 stream,
-                read_options=pacsv.ReadOptions(column_names=names, skip_rows=1, block_size=1 << 24),
+                read_options=pacsv.ReadOptions(column_names=names, skip_rows=1, block_size=BLOCK_SIZE),
                 convert_options=pacsv.ConvertOptions(
                     column_types={n: pa.string() for n in names},
                     null_values=[],
@@ -254,7 +277,10 @@ def _read_csv(source: _Input, names: list[str]) -> pa.Table:
                 ),
             )
     except (pa.ArrowInvalid, UnicodeDecodeError, OSError) as exc:
-        raise InputError(f"{source.label} is not a valid UTF-8 CSV: {_clean(first_line(exc))}") from None
+        problem = csv_problem(source.open, block_size=BLOCK_SIZE, header_cells=len(names))
+        if problem is not None:
+            raise InputError(f"{source.label}: {problem}") from None
+        raise InputError(f"{source.label} cannot be read as CSV ({first_line(exc, limit=160)})") from None
 
 
 def _header_names(first_line_text: str) -> list[str]:
@@ -274,9 +300,12 @@ def _read_json_lines(source: _Input) -> pa.Table:
 
     try:
         with source.open() as stream:
-            return pajson.read_json(stream, read_options=pajson.ReadOptions(block_size=1 << 24))
+            return pajson.read_json(stream, read_options=pajson.ReadOptions(block_size=BLOCK_SIZE))
     except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"{source.label} is not valid JSON Lines: {_clean(first_line(exc))}") from None
+        problem = json_lines_problem(source.open, block_size=BLOCK_SIZE)
+        if problem is not None:
+            raise InputError(f"{source.label}: {problem}") from None
+        raise InputError(f"{source.label} is not valid JSON Lines ({first_line(exc, limit=160)})") from None
 
 
 def _parquet_file(source: _Input) -> pq.ParquetFile:
@@ -288,14 +317,14 @@ def _parquet_file(source: _Input) -> pq.ParquetFile:
                 return pq.ParquetFile(pa.BufferReader(stream.read()))
         return pq.ParquetFile(source.path)
     except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"{source.label} is not a readable Parquet file: {_clean(first_line(exc))}") from None
+        raise InputError(f"{source.label} is not a readable Parquet file: {first_line(exc, limit=160)}") from None
 
 
 def _read_parquet(source: _Input, parquet: pq.ParquetFile) -> pa.Table:
     try:
         table = parquet.read()
     except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"{source.label} is not a readable Parquet file: {_clean(first_line(exc))}") from None
+        raise InputError(f"{source.label} is not a readable Parquet file: {first_line(exc, limit=160)}") from None
     return _decode_class_labels(table)
 
 
@@ -326,9 +355,3 @@ def _as_strings(source: _Input, name: str, values: pa.ChunkedArray) -> pa.Array:
     if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_null(kind):
         return one_chunk(values.cast(pa.string()))
     raise InputError(f"{source.label}: column {name} holds {kind} values, not text or numbers")
-
-
-def _clean(message: str, limit: int = 160) -> str:
-    """A library message fit for one line: non-printable characters escaped, cut at ``limit`` characters."""
-    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
-    return text if len(text) <= limit else text[: limit - 3] + "..."

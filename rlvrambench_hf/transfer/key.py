@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..data.tables.arrow import arrow_strings, compact_codes, numpy_ints, one_chunk
-from ..errors import SchemaError, UnknownConfigError
+from ..errors import SchemaError, UnknownConfigError, quote, summary
 from ..scoring.idmatch import FixedWidthIndex
 from ..scoring.labels import encode_labels, label_array
 
@@ -34,7 +34,7 @@ def check_track(track: str | None) -> str:
     if track is None or track == ALL_TRACKS:
         return ALL_TRACKS
     if track not in TRACKS:
-        raise UnknownConfigError(f"unknown track {track!r}; tracks: {', '.join(TRACKS)} (or {ALL_TRACKS})")
+        raise UnknownConfigError(f"unknown track {quote(track)}; tracks: {', '.join(TRACKS)} (or {ALL_TRACKS})")
     return track
 
 
@@ -165,7 +165,7 @@ def scoring_key(queries: pa.Table, outcomes: pa.Table, track: str | None = None)
     unlabelled = pc.invert(pc.is_in(target_state, value_set=label_array()))
     if pc.any(unlabelled).as_py():
         bad = pc.filter(target_ids, unlabelled).slice(0, 3).to_pylist()
-        raise SchemaError(f"target configurations without a three-state label (e.g. {', '.join(bad)})")
+        raise SchemaError(f"target configurations without a three-state label (e.g. {summary(bad)})")
     observed_per_target = encode_labels(target_state, "target labels")
     return ScoringKey(
         query_ids=query_ids,
@@ -193,5 +193,5 @@ def lookup(keys: pa.Array, table: pa.Table, column: str, what: str) -> pa.Array:
     position = pc.index_in(keys, value_set=table.column("configuration_id"))
     if position.null_count:
         missing = pc.filter(keys, pc.is_null(position)).slice(0, 3).to_pylist()
-        raise SchemaError(f"{position.null_count} {what} have no row in outcomes (e.g. {', '.join(missing)})")
+        raise SchemaError(f"{position.null_count} {what} have no row in outcomes (e.g. {summary(missing)})")
     return pc.take(table.column(column), position).combine_chunks()

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..data.tables.arrow import arrow_ints, arrow_strings, numpy_ints, one_chunk
-from ..errors import InputError
+from ..errors import InputError, quote
 from ..scoring.intervals import IntervalsLike, interval_options
 from ..scoring.labels import encode_labels, label_array, metrics_from_confusion
 from ..scoring.predictions import WHITESPACE, read_prediction_file
@@ -40,8 +40,9 @@ EVALUATION_WARNING = (
 
 
 def _examples(values: pa.Array | list, limit: int = 3) -> str:
+    """The first ``limit`` values, quoted (invisible characters shown as escapes)."""
     items = values.slice(0, limit).to_pylist() if isinstance(values, (pa.Array, pa.ChunkedArray)) else values[:limit]
-    return ", ".join(map(str, items))
+    return ", ".join(map(quote, items))
 
 
 def _ids_at(key: ScoringKey, positions: np.ndarray) -> str:

@@ -6,7 +6,7 @@ import pyarrow as pa
 
 from ..data.schema.pins import OUTCOME_LABELS
 from ..data.tables.arrow import arrow_strings, one_chunk
-from ..errors import SchemaError, UnknownConfigError
+from ..errors import SchemaError, UnknownConfigError, quote
 from ..scoring.labels import APPROVAL_LABEL, MEMORY_FAILURE, encode_labels
 from .key import PREDICTION_COLUMNS, PROTOCOL_VERSION, check_track, lookup, select_track
 
@@ -19,7 +19,7 @@ _PROCESS_COLUMNS = {"training_seed", "run_id", "attempt_id", "experiment_id", "j
 def check_rule(rule: str) -> str:
     """``rule`` if it is a reference rule; an unknown name is a one-line error."""
     if rule not in RULES:
-        raise UnknownConfigError(f"unknown rule {rule!r}; rules: {', '.join(RULES)}")
+        raise UnknownConfigError(f"unknown rule {quote(rule)}; rules: {', '.join(RULES)}")
     return rule
 
 

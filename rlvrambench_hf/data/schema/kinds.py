@@ -58,7 +58,8 @@ class Kind:
             return pc.and_(pc.is_valid(text), pc.invert(pc.is_in(text, value_set=string_array(labels))))
         if self.pattern is None:
             return None
-        return pc.invert(pc.match_substring_regex(text, self.pattern))
+        unfit = pc.invert(pc.match_substring_regex(text, self.pattern))
+        return pc.or_(unfit, _beyond_int64(text)) if self.arrow_type == pa.int64() else unfit
 
     def parse(self, text: pa.Array, labels: tuple[str, ...] = ()) -> pa.Array:
         """The typed values of ``text`` (cells already checked with :meth:`unfit`)."""
@@ -82,6 +83,19 @@ class Kind:
         if self is BOOL:
             return pc.if_else(values, "True", "False")
         return values
+
+
+_INT64_MAX = str(2**63 - 1)
+
+
+def _beyond_int64(text: pa.Array) -> pa.Array:
+    """Integers written with more digits than int64 holds (compared as text: no overflow on the way; the scalars
+    are built from buffers, as pyarrow's Python converters would import pandas)."""
+    digits = pc.utf8_ltrim(pc.utf8_ltrim(text, characters="-"), characters="0")
+    length = pc.utf8_length(digits)
+    largest = string_array([_INT64_MAX])[0]
+    longest = pc.utf8_length(string_array([_INT64_MAX]))[0]
+    return pc.or_(pc.greater(length, longest), pc.and_(pc.equal(length, longest), pc.greater(digits, largest)))
 
 
 STRING = Kind("string", pa.string(), "sc:Text", "string")

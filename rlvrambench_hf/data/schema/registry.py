@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ...errors import UnknownConfigError
+from ...errors import UnknownConfigError, quote
 from .panel_entries import PANEL_SPECS
 from .pins import UNRESOLVED
 from .spec import JSON_MAPPING, ConfigSpec, Copy, ForeignKey, MeasuredRecords, MeasuredRuns, columns, same_names
@@ -343,8 +343,11 @@ def get_spec(name: str) -> ConfigSpec:
     try:
         return REGISTRY[name]
     except KeyError:
+        card = [spec.name for spec in card_configs()]
         raise UnknownConfigError(
-            f"unknown config {name!r}; known configs: {', '.join(REGISTRY)}", config=name
+            f"unknown config {quote(name)}; known configs: {', '.join(card)} "
+            f"(and {len(REGISTRY) - len(card)} supporting tables: rlvrambench configs --all)",
+            config=name,
         ) from None
 
 

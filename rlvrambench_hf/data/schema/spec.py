@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from ...errors import UnknownConfigError
+from ...errors import UnknownConfigError, quote
 from .columns import LABEL_DESCRIPTIONS, VOCABULARY
 from .kinds import KINDS, LABEL, Kind
 from .pins import OUTCOME_LABELS
@@ -44,7 +44,7 @@ class Column:
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
-            raise ValueError(f"column {self.name}: unknown kind {self.kind!r}")
+            raise ValueError(f"column {self.name}: unknown kind {quote(self.kind)}")
         if (KINDS[self.kind] is LABEL) != bool(self.labels):
             raise ValueError(f"column {self.name}: labels are given exactly for label columns")
 
@@ -172,7 +172,7 @@ class ConfigSpec:
         for c in self.columns:
             if c.name == name:
                 return c
-        raise UnknownConfigError(f"config {self.name} has no column {name!r}", config=self.name, column=name)
+        raise UnknownConfigError(f"config {self.name} has no column {quote(name)}", config=self.name, column=name)
 
     @property
     def label_columns(self) -> list[Column]:

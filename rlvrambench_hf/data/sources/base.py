@@ -8,14 +8,13 @@ refused (a user's folder is never changed); a Hub copy that fails is fetched aga
 
 from __future__ import annotations
 
-import json
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
-from ...errors import IntegrityError, MissingFileError, RLVRAMBenchError, SourceError
+from ...errors import IntegrityError, MissingFileError, RLVRAMBenchError, SourceError, quote
 from ..schema.card import read_front_matter
 from ..schema.pins import CARD_PATH, MANIFESTS
 from .hashing import FileHash, UnreadableFile, hash_file
@@ -40,7 +39,7 @@ def safe_relpath(path: str, context: str) -> str:
     """``path`` as a POSIX path inside the repository; absolute paths and ``..`` are refused."""
     pure = PurePosixPath(path.replace("\\", "/"))
     if pure.is_absolute() or re.match(r"^[A-Za-z]:", path) or ".." in pure.parts or not pure.parts:
-        raise IntegrityError(f"{context}: unsafe path {path!r} (absolute or containing '..')")
+        raise IntegrityError(f"{context}: unsafe path {quote(path)} (absolute or containing '..')")
     return pure.as_posix()
 
 
@@ -67,7 +66,7 @@ def parse_manifest(data: object, manifest_path: str) -> dict[str, Digest]:
             size = entry.get("size_bytes")
             out[rel] = Digest(entry["sha256"].lower(), size if isinstance(size, int) else None, manifest_path)
         else:
-            raise IntegrityError(f"manifest {manifest_path}: entry {name!r} has no sha256 digest")
+            raise IntegrityError(f"manifest {manifest_path}: entry {quote(name)} has no sha256 digest")
     return out
 
 
@@ -104,8 +103,14 @@ class Source(ABC):
     @cached_property
     def card_metadata(self) -> dict:
         """The YAML front matter of the dataset card (``README.md``)."""
-        text = self._fetch(CARD_PATH).read_text(encoding="utf-8")
-        return read_front_matter(text, f"{self.label}: {CARD_PATH}", SourceError)
+        where = f"{self.label}: {CARD_PATH}"
+        try:
+            text = self._fetch(CARD_PATH).read_bytes().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SourceError(f"{where} is not UTF-8 text (byte {exc.start:,} cannot be decoded)") from None
+        except OSError as exc:
+            raise SourceError(f"{where} cannot be read ({exc.strerror or type(exc).__name__})") from None
+        return read_front_matter(text, where, SourceError)
 
     def check_card(self) -> None:
         """Fail with one line unless the release carries a readable dataset card (an unreachable source fails
@@ -133,23 +138,21 @@ class Source(ABC):
         return True
 
     def read_json(self, relpath: str) -> object:
-        path = self.path(relpath)
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise SourceError(f"{self.label}: {relpath} is not valid JSON ({exc})") from None
+        from ..tables.userfile import parse_json
+
+        return parse_json(self.path(relpath).read_bytes(), f"{self.label}: {relpath}", SourceError)
 
     @cached_property
     def published_digests(self) -> dict[str, Digest]:
         """Digests of every file listed by the release's manifests (absent manifests list nothing)."""
         digests: dict[str, Digest] = {}
         for manifest, folder in MANIFESTS:
+            from ..tables.userfile import parse_json
+
             try:
-                data = json.loads(self._fetch(manifest).read_text(encoding="utf-8"))
+                data = parse_json(self._fetch(manifest).read_bytes(), f"manifest {manifest}", IntegrityError)
             except MissingFileError:
                 continue
-            except (UnicodeDecodeError, json.JSONDecodeError):
-                raise IntegrityError(f"manifest {manifest} is not valid JSON") from None
             for name, digest in parse_manifest(data, manifest).items():
                 digests[f"{folder}/{name}"] = digest
         return digests

@@ -11,19 +11,21 @@ way huggingface_hub does.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
-from ...errors import IntegrityError, MissingFileError, SourceError, first_line
+from ...errors import IntegrityError, MissingFileError, SourceError, first_line, quote
 from ..schema.pins import CARD_PATH
 from .base import Digest, Source
 from .hubcache import (
     COMMIT_ID,
     BadReference,
     CorruptCopy,
+    StuckCopy,
     cached_commit,
     check_copy,
     forget_entry,
@@ -60,7 +62,7 @@ class HubSource(Source):
             raise hub_error(exc, self.repo_id, self.revision) or exc from None
         if not _REVISION.fullmatch(self.revision) or ".." in self.revision or "//" in self.revision:
             raise SourceError(
-                f"revision {self.revision!r} is not a valid branch, tag or commit name", **self.error_fields
+                f"revision {quote(self.revision)} is not a valid branch, tag or commit name", **self.error_fields
             )
 
     @property
@@ -116,7 +118,13 @@ class HubSource(Source):
 
     def _heal(self, relpath: str, pointer: Path, bad: CorruptCopy) -> Path:
         """Remove the bad copy and, online, download it again once."""
-        removed = remove_bad(bad, self._storage)
+        try:
+            removed = remove_bad(bad, self._storage)
+        except StuckCopy as stuck:  # fetching again would only find the same copy: the server is not to blame
+            raise IntegrityError(
+                f"the cached copy of {relpath} ({self.label}) is corrupted and cannot be removed ({stuck}): "
+                f"delete {bad.entry}, or set HF_HUB_CACHE (or HF_HOME) to a writable folder"
+            ) from None
         if removed and bad.entry != pointer:
             forget_entry(pointer)  # no dangling entry: offline, the next run says "not cached"
         if self._offline():
@@ -129,8 +137,9 @@ class HubSource(Source):
         try:
             check_copy(pointer, self._storage)
         except CorruptCopy as again:
-            if remove_bad(again, self._storage) and again.entry != pointer:
-                forget_entry(pointer)
+            with contextlib.suppress(StuckCopy):
+                if remove_bad(again, self._storage) and again.entry != pointer:
+                    forget_entry(pointer)
             raise IntegrityError(
                 f"{relpath} of {self.label} is corrupted as served by {endpoint()}: it {again.reason}, also when "
                 "downloaded again; refused"
@@ -161,7 +170,7 @@ class HubSource(Source):
             if self._offline():
                 raise IntegrityError(
                     f"the cached reference {bad} of {self.repo_id} is corrupted (not a commit id); it was removed, and "
-                    f"resolving {self.revision!r} again needs a connection to the Hub ({self._why_offline()})"
+                    f"resolving {quote(self.revision)} again needs a connection to the Hub ({self._why_offline()})"
                 ) from None
             cached = None
         if self._commit is not None:

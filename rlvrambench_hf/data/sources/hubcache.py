@@ -110,12 +110,19 @@ def _links_expected(storage: Path) -> bool:
         return os.name != "nt"
 
 
+class StuckCopy(Exception):
+    """A bad cache entry that cannot be removed (a read-only cache); the message says why."""
+
+
 def remove_bad(bad: CorruptCopy, storage: Path) -> bool:
-    """Remove the cache entry found bad, unless another process has replaced it in the meantime; whether it did
-    (a read-only cache keeps it)."""
+    """Remove the cache entry found bad, unless another process has replaced or removed it in the meantime;
+    whether it did. An entry that cannot be removed (a read-only cache) raises :class:`StuckCopy`."""
     try:
         with _lock(storage, bad.object_id or "pointer-" + bad.entry.name):
-            now = os.lstat(bad.entry)
+            try:
+                now = os.lstat(bad.entry)
+            except FileNotFoundError:
+                return False
             if bad.identity is not None and (now.st_dev, now.st_ino) != bad.identity:
                 return False
             if stat.S_ISDIR(now.st_mode):
@@ -123,8 +130,8 @@ def remove_bad(bad: CorruptCopy, storage: Path) -> bool:
             else:
                 bad.entry.unlink()
             return True
-    except OSError:
-        return False
+    except OSError as exc:
+        raise StuckCopy(exc.strerror or type(exc).__name__) from None
 
 
 class BadReference(Exception):

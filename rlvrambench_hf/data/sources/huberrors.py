@@ -5,14 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ...errors import MissingFileError, RLVRAMBenchError, SourceError, first_line
+from ...errors import MissingFileError, RLVRAMBenchError, SourceError, first_line, redact
+from .caches import cache_error
 
 
 def endpoint() -> str:
-    """The Hub server in use (``HF_ENDPOINT``, else huggingface.co)."""
+    """The Hub server in use (``HF_ENDPOINT``, else huggingface.co), as messages name it (credentials redacted)."""
     from huggingface_hub import constants
 
-    return constants.ENDPOINT
+    return redact(constants.ENDPOINT)
 
 
 def missing_revision(repo_id: str, revision: str, *, repo_type: str = "dataset") -> SourceError:
@@ -22,8 +23,8 @@ def missing_revision(repo_id: str, revision: str, *, repo_type: str = "dataset")
     if revision == DEFAULT_REVISION:
         return SourceError(
             f"revision {revision!r} does not exist in {repo_id} on {endpoint()}: it is the release pinned by this "
-            "version of rlvrambench-hf (rlvrambench_hf.DEFAULT_REVISION), which this server (a mirror?) does not "
-            "have; choose another revision with --revision REV or RLVRAMBENCH_REVISION=REV (e.g. main)"
+            "version of rlvrambench-hf, which this server (a mirror?) lacks; choose another with --revision REV or "
+            "RLVRAMBENCH_REVISION=REV (e.g. main)"
         )
     return SourceError(f"revision {revision!r} does not exist in {repo_type} repository {repo_id} on {endpoint()}")
 
@@ -51,6 +52,9 @@ def hub_error(
         return MissingFileError(f"{what} is not in this revision ({where})")
     if isinstance(exc, hf_errors.HfHubHTTPError):
         return SourceError(f"{where}: {what + ': ' if what else ''}{first_line(exc)}")
+    unwritable = cache_error(exc, ("hub",))
+    if unwritable is not None:
+        return unwritable.with_fields(repo_id=repo_id, revision=revision)
     if isinstance(exc, OSError) and exc.filename:  # the local cache, not the network
         return SourceError(f"{where}: cannot {'fetch ' + what if what else 'proceed'}: {exc.strerror}: {exc.filename}")
     if is_network_error(exc):

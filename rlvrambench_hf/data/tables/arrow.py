@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ...errors import InputError
+from ...errors import InputError, quote
 
 
 def string_array(values: Iterable[str]) -> pa.Array:
@@ -28,11 +28,11 @@ def arrow_strings(values: Sequence[str]) -> pa.Array:
     """A string array of ``values`` (each a ``str``), built without pyarrow's Python converters."""
     bad = next((v for v in values if not isinstance(v, str)), None)
     if bad is not None:
-        raise InputError(f"expected strings, got {type(bad).__name__} value {bad!r}")
+        raise InputError(f"expected strings, got {type(bad).__name__} value {quote(bad)}")
     try:
         return string_array(values)
     except UnicodeEncodeError as exc:
-        raise InputError(f"a string is not valid Unicode: {exc.object!r}") from None
+        raise InputError(f"a string is not valid Unicode: {quote(exc.object)}") from None
 
 
 def arrow_ints(values: np.ndarray) -> pa.Array:

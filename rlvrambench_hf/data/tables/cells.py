@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...errors import SchemaError
+from ...errors import SchemaError, quote, summary
 from ..schema.kinds import LIST_SEPARATOR
 from ..schema.spec import Column, ConfigSpec
 from .arrow import string_array
@@ -53,9 +53,9 @@ def check_header(found: Sequence[str], spec: ConfigSpec, name: str, *, ordered: 
     if missing or extra:
         parts = []
         if missing:
-            parts.append(f"missing column(s) {', '.join(missing)}")
+            parts.append(f"missing column(s) {summary(missing, shown=6, quoted=False)}")
         if extra:
-            parts.append(f"unexpected column(s) {', '.join(extra)}")
+            parts.append(f"unexpected column(s) {summary(extra, shown=6, quoted=False)}")
         raise SchemaError(
             f"{name}: schema drift for config {spec.name}: {'; '.join(parts)}", path=name, config=spec.name
         )
@@ -84,7 +84,8 @@ def _fail_where(bad: pa.Array, text: pa.Array, column: Column, name: str, what: 
         count = pc.sum(bad).as_py()
         more = f" ({count} such values)" if count > 1 else ""
         raise SchemaError(
-            f"{name}: column {column.name!r}, data row {row + 1}: value {text[row].as_py()!r} is {what}{more}",
+            f"{name}: column {quote(column.name)}, data row {row + 1}: value {quote(text[row].as_py())} is "
+            f"{what}{more}",
             path=name,
             column=column.name,
         )

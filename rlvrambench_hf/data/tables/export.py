@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from ...errors import InputError
+from ...errors import InputError, quote
 from ..schema.spec import ConfigSpec
 from .output import atomic_output
 from .reader import decode_labels
@@ -45,5 +45,5 @@ def export_table(spec: ConfigSpec, table: pa.Table, fmt: str, output: str | os.P
             for row in decode_labels(table, spec).to_pylist():
                 handle.write(json.dumps(row, ensure_ascii=False) + "\n")
     else:
-        raise InputError(f"unknown export format {fmt!r}; use {', '.join(FORMATS)}")
+        raise InputError(f"unknown export format {quote(fmt)}; use {', '.join(FORMATS)}")
     return table.num_rows

@@ -9,7 +9,6 @@ a record are checked as a set: JSON objects have no order.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,18 +16,24 @@ from typing import NoReturn
 
 import pyarrow as pa
 
-from ...errors import SchemaError, first_line
+from ...errors import SchemaError, first_line, quote
 from ..schema.registry import REGISTRY
 from ..schema.spec import JSON_MAPPING, JSON_OBJECT, JSON_RECORDS, NESTED, ConfigSpec
 from .cells import check_header, typed_records
 
 
-def read_json_table(path: str | os.PathLike, spec: ConfigSpec, name: str) -> pa.Table:
-    """The typed table of ``spec`` from the JSON file at ``path`` (``name``: how errors refer to it)."""
+def read_json_table(path: str | os.PathLike | bytes, spec: ConfigSpec, name: str) -> pa.Table:
+    """The typed table of ``spec`` from the JSON file at ``path`` (or its bytes; ``name``: how errors refer to it)."""
+    from .userfile import parse_json
+
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SchemaError(f"{name}: cannot be read as JSON: {first_line(exc)}", path=name, config=spec.name) from None
+        content = path if isinstance(path, bytes) else Path(path).read_bytes()
+    except OSError as exc:
+        raise SchemaError(f"{name}: cannot be read: {first_line(exc)}", path=name, config=spec.name) from None
+    try:
+        data = parse_json(content, name, SchemaError)
+    except SchemaError as exc:
+        raise exc.with_fields(path=name, config=spec.name) from None
     rows = []
     for label, record in json_records(data, spec, name):
         row = flatten(record, spec)
@@ -83,8 +88,8 @@ def _mapping_records(data: object, spec: ConfigSpec, name: str) -> list[tuple[st
         _refuse(name, spec, f"a JSON object mapping each {key} to a record")
     for mapped, record in data.items():
         if key in record and record[key] != mapped:
-            raise SchemaError(f"{name}: record {mapped!r} has {key} {record[key]!r}", path=name, column=key)
-    return [(f"record {mapped!r}", record) for mapped, record in data.items()]
+            raise SchemaError(f"{name}: record {quote(mapped)} has {key} {quote(record[key])}", path=name, column=key)
+    return [(f"record {quote(mapped)}", record) for mapped, record in data.items()]
 
 
 def _refuse(name: str, spec: ConfigSpec, expected: str) -> NoReturn:

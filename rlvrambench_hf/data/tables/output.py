@@ -127,8 +127,11 @@ def object_file(spec: str | None) -> str | None:
         return None
     module = spec.rpartition(":")[0]
     for candidate in (module, module.replace(".", "/") + ".py"):
-        if candidate and Path(candidate).is_file():
-            return candidate
+        try:
+            if candidate and Path(candidate).is_file():
+                return candidate
+        except OSError:  # a name too long to be a file
+            continue
     return None
 
 

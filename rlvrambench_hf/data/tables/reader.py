@@ -13,7 +13,9 @@ the same function (:mod:`.jsonfile`): each value becomes the text the release's 
 
 from __future__ import annotations
 
+import io
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -30,6 +32,9 @@ from .arrow import string_array
 from .cells import NULL_TOKENS, cast_column, check_header, text_cell, typed_records
 from .jsonfile import read_json_table
 
+#: The longest line (bytes) a release or user CSV file may have.
+CSV_BLOCK_SIZE = 1 << 24
+
 __all__ = [
     "NULL_TOKENS",
     "cast_column",
@@ -43,9 +48,10 @@ __all__ = [
 ]
 
 
-def read_typed_file(path: str | os.PathLike, spec: ConfigSpec, *, name: str | None = None) -> pa.Table:
-    """Read ``path`` as the table ``spec`` describes (a CSV file, or JSON when the spec's layout says so); ``name``
-    is how errors refer to the file."""
+def read_typed_file(path: str | os.PathLike | bytes, spec: ConfigSpec, *, name: str | None = None) -> pa.Table:
+    """Read ``path`` (or the bytes of a file) as the table ``spec`` describes (a CSV file, or JSON when the spec's
+    layout says so); ``name`` is how errors refer to the file. A CSV file pyarrow refuses is diagnosed by
+    :func:`~.diagnose.csv_problem` (the line that is not UTF-8, the row with the wrong number of cells, ...)."""
     name = name or spec.path
     if spec.layout in JSON_LAYOUTS:
         return read_json_table(path, spec, name)
@@ -55,15 +61,33 @@ def read_typed_file(path: str | os.PathLike, spec: ConfigSpec, *, name: str | No
         quoted_strings_can_be_null=False,
         null_values=[],
     )
+    opener = (lambda: pa.BufferReader(path)) if isinstance(path, bytes) else (lambda: pa.OSFile(os.fspath(path)))
     try:
-        raw = pacsv.read_csv(path, convert_options=convert)
-    except pa.ArrowInvalid as exc:
-        raise SchemaError(f"{name}: cannot be read as CSV: {first_line(exc)}", path=name, config=spec.name) from None
+        with opener() as stream:
+            read = pacsv.ReadOptions(block_size=CSV_BLOCK_SIZE)
+            raw = pacsv.read_csv(stream, read_options=read, convert_options=convert)
+            found = raw.column_names  # names that are not UTF-8 fail here
+    except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
+        from .diagnose import csv_problem
+
+        problem = csv_problem(opener, block_size=CSV_BLOCK_SIZE, header_cells=_header_cells(opener))
+        detail = problem or first_line(exc)
+        raise SchemaError(f"{name}: cannot be read as CSV: {detail}", path=name, config=spec.name) from None
     except OSError as exc:
-        raise SchemaError(f"{name}: cannot be read: {exc}", path=name, config=spec.name) from None
-    check_header(raw.column_names, spec, name)
+        raise SchemaError(f"{name}: cannot be read: {first_line(exc)}", path=name, config=spec.name) from None
+    check_header(found, spec, name)
     columns = [cast_column(raw.column(c.name), c, name) for c in spec.columns]
     return pa.Table.from_arrays(columns, schema=spec.arrow_schema)
+
+
+def _header_cells(opener: Callable[[], pa.NativeFile]) -> int:
+    """The number of cells of a CSV file's first line (as pyarrow reads it: quotes respected)."""
+    with opener() as stream:
+        first = io.BufferedReader(stream).readline(CSV_BLOCK_SIZE)
+    try:
+        return len(pacsv.read_csv(pa.py_buffer(first)).column_names) if first.strip() else 0
+    except (pa.ArrowInvalid, UnicodeDecodeError):
+        return 0
 
 
 def decode_labels(table: pa.Table, spec: ConfigSpec) -> pa.Table:

@@ -1,0 +1,99 @@
+"""A file a user names (predictions, attempts): a regular file is read where it lies; anything else that can be
+read — a pipe, a character device, standard input given as ``/dev/stdin`` or ``/dev/fd/N`` — is read once, fully,
+into memory (up to :data:`STREAM_LIMIT`), since the readers need to seek. A missing file, a folder or one that
+cannot be opened is one line saying which, never a library's text."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import sys
+from collections.abc import Callable
+from typing import IO
+
+from ...errors import InputError, RLVRAMBenchError, first_line
+
+#: The most that is read from a pipe or device (a regular file has no limit).
+STREAM_LIMIT = 512 << 20
+#: How much is read first from a stream, so that data refused on its first bytes is not read to the end.
+HEAD_BYTES = 1 << 16
+
+
+def user_input(path: str | os.PathLike, label: str, *, refused: Callable[[bytes], bool] | None = None) -> str | bytes:
+    """``path`` as a string when it is a regular file, else the bytes it streams; ``label`` names it in errors
+    ("predictions file p.csv"). ``refused(head)`` says that the first bytes are enough to refuse the input, so
+    that nothing more is read (e.g. binary data from ``/dev/zero``)."""
+    name = os.fspath(path)
+    try:
+        mode = os.stat(name).st_mode
+    except FileNotFoundError:
+        broken = os.path.islink(name)
+        raise InputError(f"{label} {'is a symbolic link to nothing' if broken else 'does not exist'}") from None
+    except OSError as exc:
+        raise InputError(f"cannot read {label}: {reason(exc)}") from None
+    if stat.S_ISDIR(mode):
+        raise InputError(f"{label} is a directory, not a file")
+    if stat.S_ISREG(mode):
+        return name
+    if stat.S_ISSOCK(mode):
+        raise InputError(f"{label} is a socket, which cannot be read as a file; save the data to a file")
+    try:
+        with open(name, "rb") as handle:
+            return read_stream(handle, label, refused=refused)
+    except OSError as exc:
+        raise InputError(f"cannot read {label}: {reason(exc)}") from None
+
+
+def read_stream(handle: IO[bytes], label: str, *, refused: Callable[[bytes], bool] | None = None) -> bytes:
+    """Everything ``handle`` streams, up to :data:`STREAM_LIMIT` (more is a one-line error)."""
+    head = handle.read(HEAD_BYTES)
+    if refused is not None and refused(head):
+        return head
+    rest = handle.read(STREAM_LIMIT + 1 - len(head))
+    if len(head) + len(rest) > STREAM_LIMIT:
+        raise InputError(f"{label} streams more than {STREAM_LIMIT >> 20} MiB; save it to a file and name the file")
+    return head + rest
+
+
+def standard_input(label: str, *, refused: Callable[[bytes], bool] | None = None) -> bytes:
+    """The bytes of standard input (refused when it is a terminal: nothing was piped in)."""
+    stdin = sys.stdin
+    if stdin is None or stdin.closed:
+        raise InputError(f"{label}: standard input is closed")
+    if stdin.isatty():
+        raise InputError(f"{label}: standard input is a terminal; pipe the data in (… | rlvrambench …) or name a file")
+    try:
+        return read_stream(stdin.buffer, label, refused=refused)
+    except OSError as exc:
+        raise InputError(f"cannot read {label}: {reason(exc)}") from None
+
+
+def reason(exc: OSError) -> str:
+    """Why a file could not be opened or read, in a few words."""
+    if exc.errno == errno.ENOENT:
+        return "it does not exist"
+    if exc.errno == errno.ELOOP:
+        return "it is a loop of symbolic links"
+    if exc.errno in (errno.ENXIO, errno.ENODEV):
+        return "it is a special file that cannot be opened for reading"
+    return exc.strerror or type(exc).__name__
+
+
+def parse_json(content: bytes | str, label: str, error: type[RLVRAMBenchError] = InputError) -> object:
+    """``content`` (the bytes or text of ``label``) as a JSON value, or one line of ``error`` saying why not: not
+    UTF-8 (where), not JSON (what, where), nested too deeply, or a number with too many digits."""
+    import json
+
+    try:
+        text = content.decode("utf-8-sig") if isinstance(content, bytes) else content
+    except UnicodeDecodeError as exc:
+        raise error(f"{label} is not UTF-8 (byte {exc.start:,} cannot be decoded); save it as UTF-8") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(f"{label} is not valid JSON ({exc.msg} at line {exc.lineno:,}, column {exc.colno:,})") from None
+    except RecursionError:
+        raise error(f"{label} is JSON nested too deeply to be read") from None
+    except ValueError as exc:  # an integer of thousands of digits
+        raise error(f"{label} holds a number that cannot be read ({first_line(exc)[:80]})") from None
