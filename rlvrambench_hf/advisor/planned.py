@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from ..data.schema.spec import ConfigSpec
-from ..errors import InputError, first_line
+from ..errors import InputError, first_line, quote
 from .checks import Where, typed_from_text
 from .plans import RowLabels
 from .userfile import MAX_CSV_BYTES, check_text_file, checked_file, parse_structured, read_text
@@ -50,6 +50,7 @@ def _from_records(records: object, name: str, spec: ConfigSpec) -> tuple[pa.Tabl
         raise InputError(f"{name}: plan {bad + 1} is not a mapping of settings")
     _refuse_unknown({str(k) for r in records for k in r}, name, spec)
     origins = [name] if len(records) == 1 else [f"{name} plan {i + 1}" for i in range(len(records))]
+    _refuse_collections(records, origins, spec)
     where = Where(origins.__getitem__, {})
     from ..data.tables.arrow import string_array
     from ..data.tables.reader import text_cell
@@ -57,6 +58,15 @@ def _from_records(records: object, name: str, spec: ConfigSpec) -> tuple[pa.Tabl
     present = [c for c in spec.column_names if any(c in r for r in records)]
     raw = pa.table({c: string_array([text_cell(r.get(c)) for r in records]) for c in present})
     return typed_from_text(raw, spec.columns, where), origins, {}
+
+
+def _refuse_collections(records: Sequence[Mapping], origins: Sequence[str], spec: ConfigSpec) -> None:
+    """A list or mapping where a setting takes one value (``gpu_count: [2]``) is refused, not read as its items."""
+    single = {c.name for c in spec.columns if c.kind != "string_list"}
+    for origin, record in zip(origins, records):
+        for key, value in record.items():
+            if key in single and isinstance(value, (Mapping, list, tuple, set)):
+                raise InputError(f"{origin}: {key}: {quote(value)} is a {type(value).__name__}, not one value")
 
 
 def _refuse_unknown(names: set[str], name: str, spec: ConfigSpec) -> None:

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from ..data.schema.registry import get_spec
 from ..data.sources.resolve import SourceLike
-from ..errors import InputError
+from ..errors import InputError, quote
 from .checks import Where, check_ranges, known_true, typed_from_values
 from .launch import Launch, read_launches, unresolved
 from .mapping import VERL_MAPPING, VERL_SCOPE, mapped_keys
@@ -71,6 +71,7 @@ def read_plans(
     table = _filled(table, workload, settings, measured, where)
     required = REQUIRED + (("workload_id",) if kind == "planned" else ())
     _check_required(table, required, where, kind)
+    _check_models(table, measured, where)
     check_ranges(table, where)
     table = table.set_column(
         table.schema.get_field_index("configuration_level"), "configuration_level", measured.infer_levels(table)
@@ -78,6 +79,25 @@ def read_plans(
     common = measured.scope_flags(table)
     per_row = [tuple(f) + c for f, c in zip(flags, common)] if flags else common
     return Plans(table, origins, written, per_row)
+
+
+def _check_models(table: pa.Table, measured: Measured, where: Where) -> None:
+    """Every model is one the release measured or a Hub repository name (its metadata can then be read); anything
+    else (a local folder that names no measured model, invisible characters) is refused, naming the row."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    models = table.column("model_id").to_pylist()
+    for model in dict.fromkeys(models):
+        if model in measured.models:
+            continue
+        try:
+            validate_repo_id(model)
+        except HFValidationError:
+            raise InputError(
+                f"{where('model_id', models.index(model))}: {quote(model)} is neither a model the release measured "
+                f"({', '.join(measured.models)}) nor a Hub model repository name"
+            ) from None
 
 
 def detect_kind(plans: object) -> Kind:

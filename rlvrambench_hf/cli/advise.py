@@ -120,7 +120,7 @@ def detail(c: dict) -> list[str]:
     """The readable answer to one plan."""
     v = c["verdict"]
     lines = [f"== {c['configuration_id']}: {c['model_id']} ({c['model_family'] or 'family not measured'})"]
-    lines.append(f"verdict: {v['state']} (basis {v['basis']}): {v['sentence']}")
+    lines.append(f"verdict: {v['state'] or 'unknown'} (basis {v['basis']}): {v['sentence']}")
     for r in c["measured"] or []:
         peak = r["max_completed_peak_mib"]
         lines.append(
