@@ -25,7 +25,7 @@ LEDGER_SOURCES = {
     "task_provisioned_time": ("processes", "task_gpu_seconds"),
     "whole_allocation_time": ("costs", "whole_allocation_gpu_seconds"),
 }
-assert set(LEDGER_SOURCES) == set(COST_LEDGERS)
+assert set(LEDGER_SOURCES) == set(COST_LEDGERS), "every cost ledger of the registry is totalled here"
 MEMORY_FAILURE_PEAK_MIB = 40950.0  # what the sampler saw when a process ran out of memory
 
 
