@@ -1,14 +1,17 @@
-"""A tiny release written from the registry: a few rows per table, a card, manifests and protocols — the data of
-the fast unit layer.
+"""A tiny release written from the registry: a few rows per table, a card, manifests, protocols and seals — the data
+of the fast unit layer.
 
 :func:`write_mini_release` lays out a folder like the Hub repository. Every registry table gets rows whose values
-follow the column's kind (with blanks, the literal ``nan``, negative integers, lists and every label present),
-overridden where the cores read them by the world of :mod:`miniworld`: transfer configurations and queries, an
-estimation pool and its targets, an admission panel and two follow-up panels. The tables agree with each other as
-the real release does — every relation the registry declares holds, the counts of ``summary.json`` match, every
-file a manifest covers has its digest, and the estimation protocol seals its inputs (the amendment seals the
-protocol). The typed rows and JSON documents written are returned beside the files, so tests compare what the
-package reads with what was written.
+follow the column's kind (with blanks, the literal ``nan``, negative integers, lists of strings and of integers and
+every label present), overridden where the cores read them by the world of :mod:`miniworld`: transfer
+configurations and queries, an estimation pool and its targets, an admission panel and two follow-up panels with
+their result records (:mod:`unit.miniadmission`, :mod:`unit.minipanels`). Each table is written in its layout: CSV,
+a JSON mapping, a JSON list of records (a member of the file's object) or one JSON record, nested objects for
+``outer.inner`` columns, several entries sharing one file. The tables agree with each other as the real release
+does — every relation the registry declares holds, the counts of ``summary.json`` and of the panels' summaries
+match, every file a manifest covers has its digest, and every seal the package declares records the digests of the
+files it names (:mod:`unit.miniseals`). The typed rows and JSON documents written are returned beside the files, so
+tests compare what the package reads with what was written.
 """
 
 from __future__ import annotations
@@ -19,27 +22,23 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rlvrambench_hf.admission.protocol import PROTOCOL_PATH as ADMISSION_PROTOCOL
+from unit import miniadmission, minipanels, miniseals
+
 from rlvrambench_hf.data.schema.pins import MANIFESTS, OUTCOME_LABELS
 from rlvrambench_hf.data.schema.registry import REGISTRY, card_configs
-from rlvrambench_hf.data.schema.spec import JSON_MAPPING, Column, ConfigSpec
-from rlvrambench_hf.estimation.api import AMENDMENT, PROTOCOL, SEALED_INPUTS
-from rlvrambench_hf.estimation.features import FEATURE_NAMES
-from rlvrambench_hf.estimation.logistic import CLASSIFIER_SETTINGS
+from rlvrambench_hf.data.schema.seals import SEALS
+from rlvrambench_hf.data.schema.spec import JSON_MAPPING, JSON_OBJECT, JSON_RECORDS, NESTED, Column, ConfigSpec
 
 import miniworld as world
 
-# The names earlier tests use for the transfer part of the world.
-CONFIGURATIONS, CASE_OF, STATE_OF, QUERIES = world.TRANSFER, world.CASE_OF, world.STATE_OF, world.QUERIES
 SUMMARY = "benchmark/summary.json"
-#: The feature the original estimation protocol names last, before its amendment.
-ORIGINAL_LAST_FEATURE = "actor_parameter_offload"
 
 
 @dataclass
 class MiniRelease:
     """The folder and, per config, the typed rows written into it (labels by name, blanks as None); ``documents``
-    holds the JSON files by repository path (protocols, amendment, summary)."""
+    holds the other JSON files by repository path (the summary, and the seals but the collection summary, which is
+    a table)."""
 
     root: Path
     rows: dict[str, list[dict]] = field(default_factory=dict)
@@ -64,6 +63,8 @@ def value(column: Column, row: int) -> object:
         return row % 2 == 0
     if column.kind == "string_list":
         return ["first", "second"] if row == 0 else ["only"]
+    if column.kind == "int64_list":
+        return [1, 2, 3] if row == 0 else [-1] if row == 1 else [row]
     return f"{column.name}-{row}"
 
 
@@ -73,6 +74,8 @@ def text(column: Column, typed: object, row: int) -> str:
         return "nan" if row % 2 else ""
     if column.kind == "string_list":
         return ";".join(typed)  # type: ignore[arg-type]
+    if column.kind == "int64_list":
+        return ",".join(map(str, typed))  # type: ignore[call-overload]
     if column.kind == "bool":
         return "True" if typed else "False"
     return str(typed)
@@ -167,7 +170,9 @@ def _world() -> dict[str, list[dict]]:
     recorded = {c: sum(a["configuration_id"] == c for a in attempts) for c in states}
     outcome = [_outcome(c, s, peaks[c], recorded[c], int(c == "cfg-a")) for c, s in states.items()]
     settings = transfer + pool
-    joined = [{**s, **o, "used_in_transfer_tasks": s["configuration_id"] in CASE_OF} for s, o in zip(settings, outcome)]
+    joined = [
+        {**s, **o, "used_in_transfer_tasks": s["configuration_id"] in world.CASE_OF} for s, o in zip(settings, outcome)
+    ]
     queries = [
         dict(
             zip(("query_id", "task_id", "track", "source_configuration_id", "target_configuration_id"), q),
@@ -187,10 +192,8 @@ def _world() -> dict[str, list[dict]]:
         "transfer_queries": queries,
         "estimation_targets": world.target_settings(),
         "model_metadata": world.model_metadata(),
-        "admission_candidates": world.admission_candidates(),
-        "admission_attempts": world.admission_attempts(),
-        "larger_model_configurations": world.panel_rows(world.LARGER_MODEL),
-        "expanded_host_configurations": world.panel_rows(world.EXPANDED_HOST),
+        **miniadmission.admission_panel(),
+        **minipanels.followup_panels(),
     }
 
 
@@ -199,62 +202,44 @@ def write_mini_release(root: Path) -> MiniRelease:
     release = MiniRelease(Path(root))
     fixed = _world()
     for spec in REGISTRY.values():
-        overrides = fixed.get(spec.name) or [{k: f"{k}-{i}" for k in spec.keys} for i in range(3)]
+        generated = [{k: f"{k}-{i}" for k in spec.keys} for i in range(3 if spec.keys else 1)]
+        overrides = fixed.get(spec.name) or generated
         release.rows[spec.name] = table_rows(spec, len(overrides), overrides)
     _apply_copies(release.rows)
     for spec in REGISTRY.values():
-        _write_table(release.root / spec.path, spec, release.rows[spec.name])
+        _write_table(release, spec)
     release.documents[SUMMARY] = _summary(release)
-    attempt_ids: dict[str, list[str]] = {}
-    for attempt in release.rows["recorded_attempts"]:
-        attempt_ids.setdefault(attempt["configuration_id"], []).append(attempt["attempt_id"])
-    release.documents[ADMISSION_PROTOCOL] = world.admission_protocol(attempt_ids)
-    release.documents[PROTOCOL] = _estimation_protocol(release)
-    release.documents[AMENDMENT] = {
-        "amended_at_utc": "2026-01-01T00:00:00+00:00",
-        "reason": "The offload indicator becomes the resident actor shards.",
-        "updates": {"features": list(FEATURE_NAMES)},
-    }
+    release.documents.update(miniseals.documents(release.rows))
+    for relpath, text in miniseals.support_files(release.rows).items():
+        _write_text(release.root / relpath, text)
     _write_card(release.root)
     seal(release)
     return release
 
 
 def rewrite_table(release: MiniRelease, config: str) -> None:
-    """Write ``release.rows[config]`` (as edited by a test) to its file again, with the manifests and the seals of
-    the estimation protocol updated."""
-    spec = REGISTRY[config]
-    _write_table(release.root / spec.path, spec, release.rows[config])
+    """Write ``release.rows[config]`` (as edited by a test) to its file again, with the seals and the manifests
+    updated."""
+    _write_table(release, REGISTRY[config])
     seal(release)
 
 
 def seal(release: MiniRelease) -> None:
-    """Write the JSON documents, the estimation protocol's digests of its inputs (and the amendment's of the
-    protocol) as they are now, and the manifests."""
-    protocol = release.documents[PROTOCOL]
-    protocol["input_sha256"] = {rel: _sha256(release.root / rel) for rel in SEALED_INPUTS}
+    """Write the JSON documents, each seal with the digests of the files it records as they are now (a seal after
+    the seals it records; the collection summary's into its table), and the manifests."""
     for relpath, document in release.documents.items():
-        if relpath != AMENDMENT:
+        if relpath not in SEALS:
             _write_json(release.root / relpath, document)
-    release.documents[AMENDMENT]["base_protocol_sha256"] = _sha256(release.root / PROTOCOL)
-    _write_json(release.root / AMENDMENT, release.documents[AMENDMENT])
+    for relpath in miniseals.sealing_order():
+        if relpath in release.documents:
+            miniseals.fill(relpath, release.documents[relpath], release.root)
+            _write_json(release.root / relpath, release.documents[relpath])
+            continue
+        (record,) = [s for s in REGISTRY.values() if s.path == relpath and s.layout == JSON_OBJECT]
+        miniseals.fill(relpath, release.rows[record.name][0], release.root)
+        _write_table(release, record)
     for manifest, folder in MANIFESTS:
         _write_manifest(release.root, manifest, folder)
-
-
-def _estimation_protocol(release: MiniRelease) -> dict:
-    pool = [r["configuration_id"] for r in release.rows["configurations"] if r["study"] in world.GPU_STUDY.values()]
-    return {
-        "protocol_version": "estimation-1.0",
-        "status": "specified_before_fitting",
-        "features": [*FEATURE_NAMES[:-1], ORIGINAL_LAST_FEATURE],
-        "classifier": {**CLASSIFIER_SETTINGS, "penalty": "l2", "implementation": "sklearn"},
-        "source_studies": sorted(world.GPU_STUDY.values()),
-        "source_configuration_ids": sorted(pool),
-        "target_configuration_ids": [r["configuration_id"] for r in release.rows["estimation_targets"]],
-        "device_capacity_mib": world.DEVICE_CAPACITY_MIB,
-        "memory_margin_limit_mib": world.MARGIN_LIMIT_MIB,
-    }
 
 
 def _apply_copies(rows: dict[str, list[dict]]) -> None:
@@ -274,16 +259,48 @@ def _apply_copies(rows: dict[str, list[dict]]) -> None:
         pending = [s for s in pending if s not in (ready or pending)]
 
 
-def _write_table(path: Path, spec: ConfigSpec, rows: list[dict]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _write_table(release: MiniRelease, spec: ConfigSpec) -> None:
+    """Write the file of ``spec`` in its layout; a JSON file that several entries share holds all of them."""
+    path, rows = release.root / spec.path, release.rows[spec.name]
     if spec.layout == JSON_MAPPING:  # {key: record}, values as JSON values
-        path.write_text(json.dumps({row[spec.keys[0]]: row for row in rows}, indent=2) + "\n", encoding="utf-8")
+        _write_json(path, {row[spec.keys[0]]: row for row in rows})
         return
+    if spec.layout in (JSON_RECORDS, JSON_OBJECT):
+        _write_json(path, _json_file(release, spec.path))
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(spec.column_names)
         for i, row in enumerate(rows):
             writer.writerow([text(c, row[c.name], i) for c in spec.columns])
+
+
+def _json_file(release: MiniRelease, relpath: str) -> dict | list:
+    """The JSON file at ``relpath``: the members of its one-record entry, and each list of records under its member
+    (or the list itself when an entry's records are the whole file); ``outer.inner`` columns as nested objects."""
+    data: dict | list = {}
+    for spec in (s for s in REGISTRY.values() if s.path == relpath):
+        records = [_nested(row) for row in release.rows[spec.name]]
+        if spec.layout == JSON_OBJECT:
+            data.update(records[0])  # type: ignore[union-attr]
+        elif spec.member is None:
+            data = records
+        else:
+            data[spec.member] = records  # type: ignore[index]
+    return data
+
+
+def _nested(row: dict) -> dict:
+    """A row with its ``outer.inner`` columns as members of nested objects."""
+    out: dict = {}
+    for name, typed in row.items():
+        *outer, inner = name.split(NESTED)
+        place = out
+        for part in outer:
+            place = place.setdefault(part, {})
+        place[inner] = typed
+    return out
 
 
 def _summary(release: MiniRelease) -> dict:
@@ -299,13 +316,13 @@ def _summary(release: MiniRelease) -> dict:
     }
 
 
-def _write_json(path: Path, document: dict) -> None:
+def _write_json(path: Path, document: dict | list) -> None:
+    _write_text(path, json.dumps(document, indent=2) + "\n")
+
+
+def _write_text(path: Path, content: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    path.write_text(content, encoding="utf-8")
 
 
 def _write_manifest(root: Path, manifest: str, folder: str) -> None:

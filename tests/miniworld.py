@@ -7,12 +7,13 @@ Four parts, each small enough to check by hand:
 - **estimation**: a pool of 30 configurations (three model families × the same grid of two workloads, four levels
   at two GPUs and two levels at four GPUs), every family with all three labels, and four Qwen2.5-7B targets;
 - **admission**: two cases of two candidates with donors, one screen and three evaluation slots each, two
-  permitted replacements and one screen slot that never started;
+  permitted replacements and one screen slot that never started; every attempt's job and elapsed time;
 - **follow-up**: the four targets as a resolved-and-unresolved panel with frozen predictions, and a three-row
-  expanded-host panel.
+  expanded-host panel; each planned seed slot's process (state, peak, failure kind and stage, launched or not).
 
 Every configuration has three eligible runs (one attempt and one stage record each); ``cfg-a`` also has one excluded
-attempt. :mod:`minirelease` fills every other column from the column's kind and writes the files.
+attempt. :mod:`unit.minipanels` turns the panels into their result records, :mod:`unit.miniseals` writes the seals,
+and :mod:`minirelease` fills every other column from the column's kind and writes the files.
 """
 
 from __future__ import annotations
@@ -206,25 +207,28 @@ CANDIDATES = {
 }
 ADMISSION_CASES = {"case-a": ("qwen25_3b", "gsm8k"), "case-b": ("phi4_mini", "math")}
 QUERY_ORDER = {"case-a": ("case-a-c2", "case-a-c1"), "case-b": ("case-b-c1", "case-b-c2")}
-#: (candidate, seed) → the attempts of that slot: (state, peak, known memory failure, repair reason)
-SLOT_ATTEMPTS: dict[tuple[str, int], tuple[tuple[str, float | None, bool, str | None], ...]] = {
-    ("case-a-c1", 141): ((W, 31000.0, False, None),),
-    ("case-a-c1", 142): ((W, 32000.0, False, None),),
-    ("case-a-c1", 143): ((W, 32500.0, False, None),),
-    ("case-a-c1", 144): ((W, 31800.0, False, None),),
-    ("case-a-c2", 141): ((U, None, False, "port_binding_collision"), (A, 39500.0, False, None)),
-    ("case-a-c2", 142): ((W, 38000.0, False, None),),
-    ("case-a-c2", 143): ((A, 39200.0, False, None),),
-    ("case-a-c2", 144): ((W, 38700.0, False, None),),
-    ("case-b-c1", 141): ((W, 34000.0, False, None),),
-    ("case-b-c1", 142): ((W, 34500.0, False, None),),
-    ("case-b-c1", 143): ((W, 35000.0, False, None),),
-    ("case-b-c1", 144): ((U, None, False, "missing_dependency_or_data"), (W, 34800.0, False, None)),
+#: (candidate, seed) → the attempts of that slot: (state, peak, known memory failure, repair reason, elapsed seconds;
+#: None: the invocation never ran, so its time is not recorded)
+SLOT_ATTEMPTS: dict[tuple[str, int], tuple[tuple[str, float | None, bool, str | None, float | None], ...]] = {
+    ("case-a-c1", 141): ((W, 31000.0, False, None, 500.0),),
+    ("case-a-c1", 142): ((W, 32000.0, False, None, 500.0),),
+    ("case-a-c1", 143): ((W, 32500.0, False, None, 500.0),),
+    ("case-a-c1", 144): ((W, 31800.0, False, None, 500.0),),
+    ("case-a-c2", 141): ((U, None, False, "port_binding_collision", None), (A, 39500.0, False, None, 520.0)),
+    ("case-a-c2", 142): ((W, 38000.0, False, None, 500.0),),
+    ("case-a-c2", 143): ((A, 39200.0, False, None, 520.0),),
+    ("case-a-c2", 144): ((W, 38700.0, False, None, 500.0),),
+    ("case-b-c1", 141): ((W, 34000.0, False, None, 500.0),),
+    ("case-b-c1", 142): ((W, 34500.0, False, None, 500.0),),
+    ("case-b-c1", 143): ((W, 35000.0, False, None, 500.0),),
+    ("case-b-c1", 144): ((U, None, False, "missing_dependency_or_data", 40.0), (W, 34800.0, False, None, 500.0)),
     # case-b-c2's screen slot never started: no attempt
-    ("case-b-c2", 142): ((F, None, True, None),),
-    ("case-b-c2", 143): ((F, None, True, None),),
-    ("case-b-c2", 144): ((F, None, True, None),),
+    ("case-b-c2", 142): ((F, None, True, None, 125.0),),
+    ("case-b-c2", 143): ((F, None, True, None, 125.0),),
+    ("case-b-c2", 144): ((F, None, True, None, 125.0),),
 }
+#: The scheduler job of the first attempt (the others follow in SLOT_ATTEMPTS order) and the source they ran.
+FIRST_ADMISSION_JOB, ADMISSION_SOURCE_HEAD = 5100, "0123456789abcdef0123456789abcdef01234567"
 #: The evaluation truth the slots give.
 TRUTH = {"case-a-c1": W, "case-a-c2": A, "case-b-c1": W, "case-b-c2": F}
 
@@ -285,103 +289,59 @@ def admission_protocol(attempt_ids_of: dict[str, list[str]]) -> dict:
     }
 
 
-def admission_attempts() -> list[dict]:
-    rows = []
-    for (candidate, seed), attempts in SLOT_ATTEMPTS.items():
-        for index, (state, peak, known_failure, repair) in enumerate(attempts, start=1):
-            rows.append(
-                {
-                    "attempt_id": f"att-{candidate}-s{seed}-{index}",
-                    "attempt_index": index,
-                    "slot_id": slot_id(candidate, seed),
-                    "candidate_id": candidate,
-                    "case_id": CANDIDATES[candidate][0],
-                    "role": "screen" if seed == SCREEN_SEED else "evaluation",
-                    "training_seed": seed,
-                    "state": state,
-                    "known_memory_failure": known_failure,
-                    "peak_mib": peak,
-                    "completed_final_operations": state in (W, A),
-                    "wrapper_exit_code": 0 if state in (W, A) else 1,
-                    "validation_error": None,
-                    "repair_reason": repair,
-                    "last_completed_step": 5 if state in (W, A) else 0,
-                }
-            )
-    return rows
-
-
-def admission_candidates() -> list[dict]:
-    rows = []
-    for candidate, (case, level, micro, reservation, donor, _) in CANDIDATES.items():
-        screens = SLOT_ATTEMPTS.get((candidate, SCREEN_SEED), ())
-        evaluations = [a for s in EVALUATION_SEEDS for a in SLOT_ATTEMPTS[(candidate, s)]]
-        peaks = [a[1] for a in evaluations if a[1] is not None]
-        family, dataset = ADMISSION_CASES[case]
-        rows.append(
-            {
-                "candidate_id": candidate,
-                "case_id": case,
-                "model_family": family,
-                "dataset": dataset,
-                "configuration_level": level,
-                "actor_micro_batch": micro,
-                "reservation": reservation,
-                "evaluation_state": TRUTH[candidate],
-                "screen_state": screens[-1][0] if screens else None,
-                "screen_peak_mib": screens[-1][1] if screens else None,
-                "source_state": STATE_OF[donor],
-                "evaluation_known_memory_failure": any(a[0] == F or a[2] for a in evaluations),
-                "evaluation_known_above_margin": any(a[0] == A for a in evaluations),
-                "evaluation_max_completed_peak_mib": max(peaks) if peaks else None,
-                "recorded_screen_attempts": len(screens),
-                "recorded_evaluation_attempts": len(evaluations),
-                "gpu_count": 2,
-            }
-        )
-    return rows
+def slots() -> list[tuple[str, int]]:
+    """Every planned (candidate, seed) slot of the panel, candidates in order, the screen first."""
+    return [(c, seed) for c in CANDIDATES for seed in (SCREEN_SEED, *EVALUATION_SEEDS)]
 
 
 # --- follow-up ------------------------------------------------------------------------------------------------------
-#: target → (observed, completed peak, known failure, known exceedance, (state, peak) of donor copy, regression,
-#: logistic); the regression's label of the third target comes from its startup guard (its peak implies above).
+#: A planned seed slot's process: (state, completed peak, failure kind, failure stage, launched).
+Slot = tuple[str, float | None, str | None, str | None, bool]
+ROLLOUT_OOM: Slot = (F, None, "rollout_init_memory", "training", True)
+ACTOR_OOM: Slot = (F, None, "actor_update_memory", "training", True)
+EXECUTOR_FAILURE: Slot = (U, None, "vllm_executor_failure", "training", True)
+CONFIGURATION_FAILURE: Slot = (U, None, "configuration", "training", True)
+PREFLIGHT_FAILURE: Slot = (U, None, None, "device_preflight", True)
+NOT_LAUNCHED: Slot = (U, None, None, "not_started", False)
+
+
+def completed(*peaks: float) -> tuple[Slot, ...]:
+    """Slots whose processes completed with these peaks (within or above the margin)."""
+    return tuple((state_of_peak(p), p, None, None, True) for p in peaks)
+
+
+#: target → (its three slots, then the (state, peak) of donor copy, regression, logistic); a configuration is
+#: resolved when all three slots are eligible, a memory failure if one failed, above the margin if one exceeded it.
+#: The regression's label of the third target comes from its startup guard (its peak implies above).
 LARGER_MODEL = {
-    target_id("gsm8k", "c1", 2): (W, 35000.0, False, False, (W, 33900.0), (W, 34500.0), (W, None)),
-    target_id("gsm8k", "c2", 4): (A, 39600.0, False, True, (W, 32400.0), (A, 39000.0), (W, None)),
-    target_id("math", "c1", 2): (F, None, True, False, (W, 36100.0), (F, 39000.0), (F, None)),
-    target_id("math", "c3", 2): (U, None, False, True, (F, None), (W, 37000.0), (W, None)),
+    target_id("gsm8k", "c1", 2): (completed(35000.0, 34600.0, 34800.0), (W, 33900.0), (W, 34500.0), (W, None)),
+    target_id("gsm8k", "c2", 4): (completed(39600.0, 38600.0, 38800.0), (W, 32400.0), (A, 39000.0), (W, None)),
+    target_id("math", "c1", 2): ((ROLLOUT_OOM, ROLLOUT_OOM, ACTOR_OOM), (W, 36100.0), (F, 39000.0), (F, None)),
+    target_id("math", "c3", 2): (
+        (*completed(39700.0), EXECUTOR_FAILURE, NOT_LAUNCHED),
+        (F, None),
+        (W, 37000.0),
+        (W, None),
+    ),
 }
 EXPANDED_HOST = {
-    "host-1": (W, 36000.0, False, False, (W, 35000.0), (W, 36500.0), (W, None)),
-    "host-2": (A, 39800.0, False, True, (A, 39600.0), (W, 38000.0), (A, None)),
-    "host-3": (U, None, True, False, (W, 34000.0), (F, 41500.0), (F, None)),
+    "host-1": (completed(36000.0, 35800.0, 35900.0), (W, 35000.0), (W, 36500.0), (W, None)),
+    "host-2": (completed(39800.0, 38700.0, 39500.0), (A, 39600.0), (W, 38000.0), (A, None)),
+    "host-3": ((ROLLOUT_OOM, CONFIGURATION_FAILURE, PREFLIGHT_FAILURE), (W, 34000.0), (F, 41500.0), (F, None)),
+}
+#: The expanded-host settings (workload, level, GPUs): host-1 and host-2 are the two GPU counts of the same pairs (one
+#: per seed); no other configuration of either panel has its other GPU count planned, so its pairs hold one process.
+HOST_SETTINGS = {"host-1": ("gsm8k", "c2", 2), "host-2": ("gsm8k", "c2", 4), "host-3": ("math", "c3", 2)}
+#: Per study: its configurations, seeds and the prefix of its pair ids.
+PANELS = {
+    "larger_model": (LARGER_MODEL, (151, 152, 153), "est"),
+    "expanded_host": (EXPANDED_HOST, (161, 162, 163), "host"),
 }
 FROZEN_METHODS = ("donor_copy", "component_regression", "logistic")
-
-
-def panel_rows(panel: dict) -> list[dict]:
-    """The rows of a follow-up panel (frozen predictions, outcome and evidence)."""
-    rows = []
-    for configuration_id, (state, peak, failure, exceedance, *predictions) in panel.items():
-        completed = 0 if peak is None else 3
-        row = {
-            "configuration_id": configuration_id,
-            "observed_state": state,
-            "unresolved": state == U,
-            "completed_peak_mib": peak,
-            "maximum_known_completed_peak_mib": peak,
-            "completed_processes": completed,
-            "known_memory_failure": failure,
-            "known_margin_exceedance": exceedance,
-            "required_seeds": 3,
-            "eligible_seed_count": 2 if state == U else 3,
-            "eligible_seeds": ["151", "152"] if state == U else ["151", "152", "153"],
-            "unresolved_seeds": ["153"] if state == U else None,
-            "all_three_seeds_eligible": state != U,
-        }
-        for method, (predicted, predicted_peak) in zip(FROZEN_METHODS, predictions):
-            row[f"{method}_predicted_state"] = predicted
-            row[f"{method}_predicted_peak_mib"] = predicted_peak
-            row[f"{method}_unscored_approval"] = state == U and predicted == W
-        rows.append(row)
-    return rows
+#: One allocation per pair (both GPU counts share a four-GPU allocation) holding a launched process, lasting this
+#: many seconds; the scheduler kept no outer record of UNACCOUNTED_PAIR's allocation, so its time is unknown.
+ALLOCATION_GPUS, ALLOCATION_SECONDS = 4, {"larger_model": 900.0, "expanded_host": 1200.0}
+UNACCOUNTED_PAIR = "est-math-c3-s152"
+FIRST_FOLLOWUP_JOB = {"larger_model": 5200, "expanded_host": 5300}
+#: Invocation seconds of a slot: completed, memory failure, other failure; a slot never launched took none.
+INVOCATION_SECONDS = {W: 600.0, A: 600.0, F: 150.0, U: 60.0}

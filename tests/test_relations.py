@@ -96,3 +96,53 @@ def test_a_renamed_copy_names_both_columns(mini):
 
 def test_relations_only_of_tables_at_hand():
     assert relation_findings({}) == []
+
+
+def test_a_cost_record_in_a_json_list_that_points_nowhere(mini):
+    mini.rows["larger_model_costs"][0]["pair_id"] = "nowhere"
+    rewrite_table(mini, "larger_model_costs")
+    assert failures(mini) == {
+        "larger_model_costs.pair_id → larger_model_pairs.pair_id": (
+            "larger_model_costs (benchmark/estimation/results/costs.json), row job_id='5200': points at "
+            "pair_id='nowhere', but larger_model_pairs (benchmark/estimation/results/pairs.csv) has no row with it"
+        )
+    }
+
+
+def test_a_process_whose_allocation_is_not_recorded(mini):
+    costs = mini.rows["expanded_host_costs"]
+    job = costs.pop(0)["job_id"]  # the allocation of host-1's and host-2's first pair
+    rewrite_table(mini, "expanded_host_costs")
+    detail = failures(mini)["expanded_host_processes.job_id → expanded_host_costs.job_id"]
+    assert detail == (
+        "expanded_host_processes (benchmark/host_capacity/results/processes.csv), row experiment_id='host-1-s161': "
+        f"points at job_id={job!r}, but expanded_host_costs (benchmark/host_capacity/results/costs.json) has no row "
+        "with it (and 1 more row(s))"
+    )
+
+
+def test_an_allocation_must_name_exactly_one_attempt_of_its_slot(mini):
+    attempts = {a["attempt_id"]: a for a in mini.rows["admission_attempts"]}
+    first, replacement = attempts["att-case-a-c2-s141-1"], attempts["att-case-a-c2-s141-2"]
+    first["job_id"] = replacement["job_id"]  # both attempts of the replaced slot now claim one job
+    rewrite_table(mini, "admission_attempts")
+    found = failures(mini)
+    assert set(found) == {
+        "admission_allocations.slot_id+job_id → admission_attempts.slot_id+job_id",
+        "admission_validated_runs.experiment_id+job_id → admission_attempts.slot_id+job_id",
+    }
+    assert found["admission_allocations.slot_id+job_id → admission_attempts.slot_id+job_id"].endswith(
+        f"points at slot_id='slot-case-a-c2-s141', job_id={replacement['job_id']!r}, but admission_attempts "
+        "(benchmark/decision/results/attempts.csv) has 2 rows with it"
+    )
+
+
+def test_every_attempt_and_allocation_names_a_slot_of_the_inventory(mini):
+    inventory = mini.rows["admission_slot_inventory"]
+    inventory[:] = [s for s in inventory if s["slot_id"] != "slot-case-a-c1-s141"]
+    rewrite_table(mini, "admission_slot_inventory")
+    assert set(failures(mini)) == {
+        "admission_attempts.slot_id → admission_slot_inventory.slot_id",
+        "admission_allocations.slot_id → admission_slot_inventory.slot_id",
+        "admission_validated_runs.experiment_id → admission_slot_inventory.slot_id",
+    }

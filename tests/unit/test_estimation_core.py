@@ -3,6 +3,7 @@ folds, final fit and prospective predictions on the mini release's 30-configurat
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import numpy as np
@@ -40,6 +41,7 @@ from minirelease import seal
 pytestmark = pytest.mark.unit
 
 W, A, F = world.W, world.A, world.F
+TARGETS = "benchmark/estimation/targets.csv"
 #: P + R = 2^30 elements, so that every feature of the worked example is a short binary fraction.
 METADATA = {
     "floating_checkpoint_elements": 2**30 - 2**27,
@@ -290,17 +292,29 @@ def test_the_published_check_compares_labels_exactly_and_peaks_within_tolerance(
 
 
 def test_sealed_inputs_are_checked_against_the_protocol(mini):
-    targets = mini.path("estimation_targets")  # in no manifest: only the protocol's seal guards it
+    targets = mini.path("estimation_targets")  # in no manifest: only the seals guard it
+    sealed = mini.documents[PROTOCOL]["input_sha256"][TARGETS]
     targets.write_text(targets.read_text().replace("GRPO", "PPO", 1))
-    with pytest.raises(IntegrityError, match="targets.csv does not match the SHA-256 sealed in .*protocol.json"):
+    with pytest.raises(IntegrityError) as caught:
         load_inputs(mini.root)
+    found = hashlib.sha256(targets.read_bytes()).hexdigest()
+    message = str(caught.value)  # the amendment and the prediction freeze record the same file
+    assert message.startswith(
+        f"seal {PROTOCOL}: {TARGETS} has SHA-256 {found}, the seal records {sealed} (and 2 more sealed file(s)) ("
+    )
+    assert message.endswith("); refused") and "\n" not in message and caught.value.path == TARGETS
 
 
 def test_the_protocol_is_checked_against_the_amendment(mini):
     protocol = mini.root / PROTOCOL
+    sealed = mini.documents[AMENDMENT]["base_protocol_sha256"]
     protocol.write_text(protocol.read_text().replace("estimation-1.0", "estimation-1.1"))
-    with pytest.raises(IntegrityError, match="protocol.json does not match the SHA-256 sealed in .*amendment-01.json"):
+    with pytest.raises(IntegrityError) as caught:
         load_inputs(mini.root)
+    found = hashlib.sha256(protocol.read_bytes()).hexdigest()  # the prediction freeze records it too
+    assert str(caught.value).startswith(
+        f"seal {AMENDMENT}: {PROTOCOL} has SHA-256 {found}, the seal records {sealed} (and 1 more sealed file(s)) ("
+    )
 
 
 @pytest.mark.parametrize(

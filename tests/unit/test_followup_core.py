@@ -1,12 +1,13 @@
 """The follow-up panels of the mini release: approvals over the full panel, label and peak metrics over the
-resolved subset, the frozen regression's startup-guard changes, and users' predictions (figures by hand from
-:mod:`miniworld`)."""
+resolved subset, the frozen regression's startup-guard changes, users' predictions, the always-failure reference,
+and the panels' slot facts and costs beside their own summary and totals (figures by hand from :mod:`miniworld`)."""
 
 from __future__ import annotations
 
 import pytest
 
 from rlvrambench_hf.errors import InputError
+from rlvrambench_hf.followup import ALWAYS_FAILURE
 from rlvrambench_hf.followup.api import read_predictions, score_study, study_rows
 from rlvrambench_hf.followup.core import (
     MethodPredictions,
@@ -16,8 +17,11 @@ from rlvrambench_hf.followup.core import (
     study_config,
     validate_predictions,
 )
+from rlvrambench_hf.reporting.sections import followup_block
+from rlvrambench_hf.reporting.tables import followup_facts
 
 import miniworld as world
+from minirelease import rewrite_table
 
 pytestmark = pytest.mark.unit
 
@@ -147,3 +151,88 @@ def test_study_names_and_peak_metrics():
         {"configuration_id": "b", "completed_peak_mib": None},
     ]
     assert peak_metrics(resolved, {"a": 90.0, "b": 5.0})["completed_peak_worst_underestimate_mib"] == 10.0
+
+
+def test_the_slot_facts_of_the_larger_model_panel_agree_with_its_summary(larger):
+    assert larger["slots"] == {
+        "planned_processes": 12,
+        "launched_processes": 11,  # the last slot of the unresolved target never launched
+        "eligible_processes": 10,
+        "completed_processes": 7,
+        "eligible_memory_failures": 3,
+        "eligible_memory_failure_kinds": {"rollout_init_memory": 2, "actor_update_memory": 1},
+        "eligible_memory_failure_stages": {"training": 3},
+        "unresolved_processes": 2,
+        "unresolved_failure_kinds": {"none": 1, "vllm_executor_failure": 1},
+        "planned_configurations": 4,
+        "resolved_configurations": 3,
+        "summary_disagreements": [],
+    }
+
+
+def test_the_costs_of_both_panels(larger, shared_mini):
+    costs = larger["costs"]  # 11 allocations of 4 GPUs for 900 s, one without its scheduler record
+    assert (costs["allocations"], costs["allocation_gpu_seconds"], costs["unknown_allocation_records"]) == (
+        11,
+        36000.0,
+        1,
+    )
+    assert costs["allocation_gpu_hours"] == 10.0 and costs["totals_disagreements"] == []
+    # task time: 3 x 600 s x 2 GPUs, 3 x 600 s x 4, 3 x 150 s x 2, and 600 + 60 (+ 0 never launched) x 2
+    assert (costs["task_gpu_seconds"], costs["unknown_task_records"]) == (13020.0, 0)
+    assert costs["task_gpu_hours"] == 13020.0 / 3600 and costs["scope"] == "Missing records are unknown, not zero cost."
+    host = score_study("expanded_host", shared_mini.root)
+    assert (host["costs"]["allocations"], host["costs"]["allocation_gpu_seconds"]) == (6, 28800.0)
+    assert (host["costs"]["task_gpu_seconds"], host["costs"]["unknown_allocation_records"]) == (11340.0, 0)
+    assert (host["slots"]["launched_processes"], host["slots"]["unresolved_failure_kinds"]) == (
+        9,
+        {"configuration": 1, "none": 1},
+    )
+
+
+def test_the_always_failure_reference_approves_nothing(larger, shared_mini):
+    assert larger["approvals"][ALWAYS_FAILURE]["full_panel_approved_configurations"] == 0
+    always = larger["resolved_subset_metrics"][ALWAYS_FAILURE]
+    assert (always["correct_three_state"], always["within_margin_recall"], always["approved"]) == (1, 0.0, 0)  # T3
+    assert always["completed_peak_prediction_coverage"] == 0
+    host = score_study("expanded_host", shared_mini.root)["resolved_subset_metrics"][ALWAYS_FAILURE]
+    assert host["correct_three_state"] == 0  # no resolved memory failure in the expanded-host panel
+
+
+def test_a_summary_or_a_total_that_disagrees_with_the_records_is_reported(mini):
+    mini.rows["larger_model_summary"][0]["eligible_processes"] = 9
+    mini.rows["larger_model_cost_totals"][0]["whole_allocation_time.known_gpu_seconds"] = 1.0
+    rewrite_table(mini, "larger_model_summary")
+    rewrite_table(mini, "larger_model_cost_totals")
+    scores = score_study("larger_model", mini.root)
+    assert scores["slots"]["summary_disagreements"] == ["summary eligible_processes is 9, the records give 10"]
+    assert scores["costs"]["totals_disagreements"] == [
+        "cost totals whole_allocation_time is 1.0 GPU-seconds, the records give 36000.0"
+    ]
+    assert scores["slots"]["eligible_processes"] == 10  # the facts are counted from the records, never taken over
+
+
+def test_a_study_without_its_records_is_scored_without_facts(mini):
+    mini.path("expanded_host_processes").unlink()
+    scores = score_study("expanded_host", mini.root)
+    assert scores["slots"] is None and scores["costs"] is None and scores["planned_configurations"] == 3
+    mini.path("larger_model_costs").unlink()  # the costs and their totals share the file
+    larger = score_study("larger_model", mini.root)
+    assert larger["costs"] is None and larger["slots"]["planned_processes"] == 12
+
+
+def test_the_facts_are_told_in_the_command_s_and_the_report_s_words(larger):
+    slots, costs, *more = followup_facts(larger)
+    assert slots == (
+        "slots: 11 of 12 planned processes launched, 10 eligible, 7 completed; 3 eligible memory failures (failure "
+        "kind rollout_init_memory: 2, actor_update_memory: 1; stage training: 3); 2 unresolved slots (failure kind "
+        "none: 1, vllm_executor_failure: 1); 3 of 4 configurations resolved"
+    )
+    assert costs == (
+        "costs: 10.00 allocation GPU-hours (11 scheduler allocations, 36,000 GPU-seconds) and 3.62 task GPU-hours "
+        "(13,020 task-provisioned GPU-seconds): separate scopes, never added; 1 record(s) with unknown time, not "
+        "counted as zero"
+    )
+    assert more == []  # no disagreement with the panel's own summary and totals
+    html = followup_block("larger_model", larger)
+    assert "Costs: 10.00 allocation GPU-hours" in html and f"<td>{ALWAYS_FAILURE}</td>" in html

@@ -4,11 +4,16 @@ test that stays away from the real release and from servers."""
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 from collections import Counter
 from pathlib import Path
 
 import pytest
+
+from rlvrambench_hf.data.schema.seals import SEALS
+from rlvrambench_hf.data.sources.base import sha256_file
+from rlvrambench_hf.estimation.api import AMENDMENT, PROTOCOL
 
 import miniworld as world
 from minirelease import SUMMARY
@@ -58,12 +63,69 @@ def test_the_counts_agree_across_tables(shared_mini):
     assert summary["queries"] == len(world.QUERIES)
 
 
-def test_the_protocols_seal_what_the_release_holds(shared_mini):
-    from rlvrambench_hf.data.sources.base import sha256_file
-    from rlvrambench_hf.estimation.api import AMENDMENT, PROTOCOL
+#: What the seals of the mini release name and it does not carry (code, training data, estimation outputs).
+NOT_CARRIED = {
+    "data/gsm8k/train.parquet",
+    "data/math/train.parquet",
+    "memory_tuner/estimation_baselines.py",
+    "memory_tuner/run_host_capacity.py",
+    "decision_benchmark.py",
+    "benchmark/estimation/fitted_model.json",
+    "benchmark/estimation/predictions.json",
+    "benchmark/estimation/retrospective.json",
+}
 
-    protocol = json.loads((shared_mini.root / PROTOCOL).read_text())
-    for relpath, digest in protocol["input_sha256"].items():
-        assert sha256_file(shared_mini.root / relpath) == digest, relpath
+
+def test_every_declared_seal_records_the_digest_of_each_file_it_names(shared_mini):
+    """Read with the json and hashlib modules, apart from the package's seal checks."""
+    seen = set()
+    for path, seal in SEALS.items():
+        document = json.loads((shared_mini.root / path).read_text())
+        for member in seal.digests:
+            value = document[member.member]  # every member that records digests is written
+            listed = (
+                {member.file: value}
+                if member.file
+                else {f"{member.folder}/{k}".lstrip("/"): v for k, v in value.items()}
+            )
+            for relpath, digest in listed.items():
+                file = shared_mini.root / relpath
+                if relpath in NOT_CARRIED:
+                    assert not file.exists(), relpath
+                else:
+                    assert hashlib.sha256(file.read_bytes()).hexdigest() == digest, (path, relpath)
+                seen.add(relpath)
+    assert NOT_CARRIED < seen and "benchmark/decision/matrix.csv" in seen
     amendment = json.loads((shared_mini.root / AMENDMENT).read_text())
     assert amendment["base_protocol_sha256"] == sha256_file(shared_mini.root / PROTOCOL)
+
+
+def test_the_panels_summaries_count_their_records(shared_mini):
+    rows = shared_mini.rows
+    for study in ("larger_model", "expanded_host"):
+        (summary,) = rows[f"{study}_summary"]
+        processes = rows[f"{study}_processes"]
+        assert summary["planned_processes"] == len(processes) and summary["planned_pairs"] == len(
+            rows[f"{study}_pairs"]
+        )
+        assert summary["eligible_processes"] == sum(p["eligible"] for p in processes)
+        assert summary["known_launched_processes"] == sum(p["launched"] for p in processes)
+        (totals,) = rows[f"{study}_cost_totals"]
+        known = [c["whole_allocation_gpu_seconds"] for c in rows[f"{study}_costs"] if c["whole_allocation_gpu_seconds"]]
+        assert totals["whole_allocation_time.known_gpu_seconds"] == sum(known)
+        assert totals["task_provisioned_time.known_gpu_seconds"] == sum(p["task_gpu_seconds"] for p in processes)
+    (collection,) = rows["admission_collection_summary"]
+    attempts = rows["admission_attempts"]
+    states = Counter(a["state"] for a in attempts)
+    assert (
+        (collection["recorded_attempts"], collection["validated_memory_outcomes"])
+        == (17, 15)
+        == (
+            len(attempts),
+            len(attempts) - states[world.U],
+        )
+    )
+    assert [collection[f"attempt_states.{s}"] for s in (world.W, world.A, world.F)] == [10, 2, 3]
+    seconds = sum(2 * a["elapsed_seconds"] for a in attempts if a["elapsed_seconds"] is not None)
+    assert collection["physical_recorded_gpu_seconds"] == seconds == 12910.0
+    assert len(rows["admission_slot_inventory"]) == collection["planned_slots"] == 16

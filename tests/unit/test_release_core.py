@@ -151,11 +151,24 @@ def test_diff_of_a_release_with_itself_and_of_absent_configs(shared_mini, built)
 
 def test_verify_source_passes_on_the_mini_release(shared_mini):
     checks = verify_source(open_source(shared_mini.root))
-    assert {c.status for c in checks} == {PASSED}
-    kinds = {c.kind for c in checks}
-    assert kinds == {"digest", "rows", "keys", "relation"}
+    assert {c.kind for c in checks} == {"digest", "seal", "rows", "keys", "relation"}
+    assert {c.status for c in checks if c.kind != "seal"} == {PASSED}
+    absent = {c.subject.split(": ")[1] for c in checks if c.status == ABSENT}  # code, data and outputs not carried
+    assert {c.status for c in checks if c.kind == "seal"} == {PASSED, ABSENT} and absent == {
+        "data/gsm8k/train.parquet",
+        "data/math/train.parquet",
+        "memory_tuner/estimation_baselines.py",
+        "memory_tuner/run_host_capacity.py",
+        "decision_benchmark.py",
+        "benchmark/estimation/fitted_model.json",
+        "benchmark/estimation/predictions.json",
+        "benchmark/estimation/retrospective.json",
+    }
     rows = {c.subject: c.detail for c in checks if c.kind == "rows"}
     assert rows["transfer_queries"] == "5 rows; summary.json queries = 5"
+    keys = {c.subject: c.detail for c in checks if c.kind == "keys"}
+    assert keys["admission_collection_summary"] == "1 record(s), one expected"
+    assert keys["larger_model_costs"] == "11 rows, job_id unique"
 
 
 def test_verify_source_names_a_count_that_disagrees_with_the_summary(mini):
