@@ -191,6 +191,10 @@ def _world() -> dict[str, list[dict]]:
         "stage_measurements": stages,
         "transfer_queries": queries,
         "estimation_targets": world.target_settings(),
+        "expanded_host_targets": [
+            world.settings(cid, world.TARGET_MODEL, w, level, g, "expanded_host")
+            for cid, (w, level, g) in world.HOST_SETTINGS.items()
+        ],
         "model_metadata": world.model_metadata(),
         **miniadmission.admission_panel(),
         **minipanels.followup_panels(),

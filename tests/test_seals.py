@@ -82,7 +82,7 @@ def test_one_byte_added_to_predictions_fails_estimate_prospective_naming_the_sea
     r = run_cli("--source", str(release), "estimate", "prospective", "--output", str(out))
     assert r.returncode == 2 and not out.exists()
     (line,) = r.stderr.strip().splitlines()
-    assert f"seal {FREEZE}: {PREDICTIONS} has SHA-256 {found}, the seal records {expected}" in line
+    assert f"seal {FREEZE}: {PREDICTIONS} has SHA-256 {found}, sealed as {expected}" in line
 
 
 def test_one_byte_added_to_predictions_fails_verify_and_followup_score_naming_the_seal(one_byte_more):
@@ -91,11 +91,11 @@ def test_one_byte_added_to_predictions_fails_verify_and_followup_score_naming_th
     assert r.returncode == 2
     (row,) = failed_checks(r.stdout)
     assert row[:3] == ["seal", f"{FREEZE}: {PREDICTIONS}", "failed"]
-    assert row[3] == f"seal {FREEZE}: {PREDICTIONS} has SHA-256 {found}, the seal records {expected}"
+    assert row[3] == f"seal {FREEZE}: {PREDICTIONS} has SHA-256 {found}, sealed as {expected}"
     assert r.stderr.strip().splitlines() == [f"rlvrambench: error: verification failed: {row[1]}: {row[3]}"]  # alone
     r = run_cli("--source", str(release), "followup", "score", "--study", "larger_model")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
-    assert f"seal {FREEZE}: {PREDICTIONS} has SHA-256 {found}, the seal records {expected}" in r.stderr
+    assert f"seal {FREEZE}: {PREDICTIONS} has SHA-256 {found}, sealed as {expected}" in r.stderr
     assert run_cli("--source", str(release), "followup", "score", "--study", "expanded_host").returncode == 0
 
 
@@ -108,7 +108,7 @@ def test_the_expanded_host_study_is_scored_under_its_own_freeze(snapshot, tmp_pa
     with pytest.raises(IntegrityError, match=f"seal {STUDY_FREEZE}: {HOST_PREDICTIONS} has SHA-256 [0-9a-f]{{64}}, "):
         check_seals(open_source(release), [STUDY_FREEZE])
     r = run_cli("--source", str(release), "followup", "score", "--study", "expanded_host")
-    assert r.returncode == 2 and f"the seal records {expected}" in r.stderr
+    assert r.returncode == 2 and f"sealed as {expected}" in r.stderr
 
 
 def test_a_sealed_file_removed_is_listed_but_absent_not_corrupted(snapshot, tmp_path):

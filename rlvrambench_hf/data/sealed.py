@@ -35,7 +35,7 @@ class SealFinding:
     def message(self) -> str:
         """The finding in one line."""
         if self.status == DIFFERS:
-            return f"seal {self.seal}: {self.file} has SHA-256 {self.found}, the seal records {self.expected}"
+            return f"seal {self.seal}: {self.file} has SHA-256 {self.found}, sealed as {self.expected}"
         if self.status == ABSENT:
             return f"seal {self.seal}: {self.file} is listed but absent from this revision"
         if self.status == UNREADABLE:
@@ -68,9 +68,9 @@ def check_seals(source: Source, seals: Iterable[str] | None = None) -> list[Seal
     """:func:`seal_findings`, raising the first mismatch or unreadable seal as a one-line :class:`IntegrityError`."""
     findings = seal_findings(source, seals)
     bad = [f for f in findings if f.status in (DIFFERS, UNREADABLE)]
-    if bad:
-        more = f" (and {len(bad) - 1} more sealed file(s))" if len(bad) > 1 else ""
-        raise IntegrityError(f"{bad[0].message}{more} ({source.label}); refused", path=bad[0].file)
+    if bad:  # both digests in full: the line names nothing else that could be cut (the source is in the fields)
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise IntegrityError(f"{bad[0].message}{more}", path=bad[0].file, **source.error_fields)
     return findings
 
 

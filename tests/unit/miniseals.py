@@ -123,9 +123,6 @@ def support_files(rows: Mapping[str, list[dict]]) -> dict[str, str]:
         {k: p[k] for k in ("experiment_id", "configuration_id", "task_gpu_count")}
         for p in rows["expanded_host_processes"]
     ]
-    targets = [
-        {k: r[k] for k in ("configuration_id", "model", "workload", "configuration_level", "gpu_count")} for r in host
-    ]
     predictions = [
         {
             "configuration_id": r["configuration_id"],
@@ -139,7 +136,6 @@ def support_files(rows: Mapping[str, list[dict]]) -> dict[str, str]:
     return {
         DECISION_MATRIX: _csv(slots),
         f"{HOST}/matrix.csv": _csv(planned),
-        f"{HOST}/targets.csv": _csv(targets),
         f"{HOST}/predictions.json": json.dumps(predictions, indent=2) + "\n",
     }
 

@@ -144,7 +144,7 @@ def test_score_decisions_against_the_hidden_truth(shared_mini):
         score_decisions([A1], [APPROVE], source=shared_mini.root)
     with pytest.raises(InputError, match="unknown candidate id 'x'"):
         score_decisions(["x"], [APPROVE], source=shared_mini.root)
-    with pytest.raises(InputError, match="decision 'yes' for case-a-c1 is not one of approve, reject, abstain"):
+    with pytest.raises(InputError, match="decision 'yes' for 'case-a-c1' is not one of approve, reject, abstain"):
         score_decisions([A1], ["yes"], source=shared_mini.root)
 
 
@@ -204,7 +204,7 @@ A1_SCREEN, A2_FIRST, A2_SECOND = "att-case-a-c1-s141-1", "att-case-a-c2-s141-1",
         ),
         (lambda by, rows: by[A2_FIRST].update(repair_reason="flaky"), "repair_reason 'flaky' is not one of"),
         (lambda by, rows: by[A2_FIRST].update(known_memory_failure=True), "which has a known memory failure"),
-        (lambda by, rows: by[A2_SECOND].update(attempt_index=3), r"attempt indices of slot .* are \[1, 3\]"),
+        (lambda by, rows: by[A2_SECOND].update(attempt_index=3), r"attempt indices of slot .* are 1, 3, expected 1, 2, \.\.\."),
     ],
 )
 def test_attempts_that_break_the_protocol_are_refused(shared_mini, protocol, change, message):
@@ -302,7 +302,7 @@ class Broken(AdmissionPolicy):
     ("policy", "message"),
     [
         (Broken(initial="raise"), "policy broken, case case-a, budget 1: initial_decisions raised RuntimeError: boom"),
-        (Broken(initial=[]), "initial_decisions returned list, not a mapping"),
+        (Broken(initial=[]), "initial_decisions returned \\[\\], not a mapping"),
         (Broken(initial={A1: APPROVE}), "initial_decisions has no decision for case-a-c2"),
         (Broken(initial={A1: APPROVE, A2: "maybe"}), "initial_decisions gives 'maybe' for case-a-c2"),
         (Broken(action="nobody"), "next_action returned 'nobody', neither 'stop' nor a candidate"),

@@ -99,14 +99,14 @@ def test_a_user_file_is_scored_beside_the_frozen_methods(shared_mini, tmp_path):
     ("rows", "message"),
     [
         ([{"configuration_id": "", "predicted_state": W}], r"1 row\(s\) have an empty configuration_id"),
-        ([{"configuration_id": "a", "predicted_state": W}] * 2, r"1 duplicate configuration id\(s\), e.g. a"),
+        ([{"configuration_id": "a", "predicted_state": W}] * 2, r"1 duplicate configuration id\(s\), e.g. 'a'"),
         (
             [{"configuration_id": "a", "predicted_state": W}],
             r"must cover exactly the study's 2 configurations: 1 missing",
         ),
         (
             [{"configuration_id": c, "predicted_state": W} for c in "abz"],
-            r"1 unknown configuration id\(s\), e.g. z",
+            r"1 unknown configuration id\(s\), e.g. 'z'",
         ),
         ([{"configuration_id": c, "predicted_state": "ok"} for c in "ab"], r"2 invalid predicted_state value\(s\)"),
         (
@@ -114,7 +114,7 @@ def test_a_user_file_is_scored_beside_the_frozen_methods(shared_mini, tmp_path):
                 {"configuration_id": c, "predicted_state": W, "predicted_peak_mib": p}
                 for c, p in zip("ab", ["-1", "inf"])
             ],
-            r"2 invalid predicted_peak_mib value\(s\), e.g. a='-1', b='inf'",
+            r"2 invalid predicted_peak_mib value\(s\), e.g. 'a'='-1', 'b'='inf'",
         ),
     ],
 )

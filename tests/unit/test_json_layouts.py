@@ -98,7 +98,7 @@ def test_a_record_that_differs_from_the_registry_is_one_line(mini, config, edit,
     [
         (COSTS, "[]", "expected a JSON object with a member 'allocations' holding a list of records"),
         (SUMMARY, "[{}]", r"expected a JSON object \(one record\)"),
-        (SUMMARY, "{oops", "cannot be read as JSON"),
+        (SUMMARY, "{oops", "is not valid JSON \\(Expecting property name"),
     ],
 )
 def test_a_file_that_is_not_its_layout_is_one_line(tmp_path, config, content, message):

@@ -116,11 +116,11 @@ def test_standard_input(monkeypatch):
         ),
         ("p.csv", b"query_id,predicted_state,x\nq,w,1\n", "must have exactly the columns"),
         ("p.csv", b"query_id,query_id,predicted_state\nq,q,w\n", "must have exactly the columns"),
-        ("p.csv", b"query_id,predicted_state\nq1\n", "is not a valid UTF-8 CSV"),
+        ("p.csv", b"query_id,predicted_state\nq1\n", "data row 1 (line 2) has 1 cell where the header has 2"),
         ("p.parquet", b"query_id,predicted_state\nq,w\n", "text, although it is named .parquet"),
         ("p.csv.gz", b"\x1f\x8bnot gzip at all", "is not valid gzip data"),
         ("p.bin", b"\x00\x00\x07\x08" * 100, "is binary data"),
-        ("p.jsonl", b'{"query_id": "q", "predicted_state": "w"}\n{"query_id": ', "is not valid JSON Lines"),
+        ("p.jsonl", b'{"query_id": "q", "predicted_state": "w"}\n{"query_id": ', "line 2 is not valid JSON"),
     ],
 )
 def test_refusals_are_one_line_naming_what_was_seen(tmp_path, name, data, message):
@@ -142,7 +142,7 @@ def test_a_required_value_may_not_be_missing(tmp_path):
 def test_a_directory_or_a_missing_file(tmp_path):
     with pytest.raises(InputError, match="is a directory, not a file"):
         read(tmp_path)
-    with pytest.raises(InputError, match="cannot read predictions file .*missing.csv"):
+    with pytest.raises(InputError, match="predictions file .*missing.csv does not exist"):
         read(tmp_path / "missing.csv")
 
 

@@ -73,8 +73,8 @@ def test_a_byte_changed_in_a_sealed_file_is_one_line_naming_the_seal_the_file_an
     source = open_source(mini.root)
     with pytest.raises(IntegrityError) as caught:
         check_seals(source, [STUDY_FREEZE])
-    line = f"seal {STUDY_FREEZE}: {HOST_PREDICTIONS} has SHA-256 {found}, the seal records {expected}"
-    assert str(caught.value) == f"{line} ({source.label}); refused" and caught.value.path == HOST_PREDICTIONS
+    line = f"seal {STUDY_FREEZE}: {HOST_PREDICTIONS} has SHA-256 {found}, sealed as {expected}"
+    assert str(caught.value) == line and caught.value.path == HOST_PREDICTIONS
     (failed,) = [c for c in verify_source(source) if c.status == FAILED]  # the file is in no manifest
     assert (failed.kind, failed.subject, failed.detail) == ("seal", f"{STUDY_FREEZE}: {HOST_PREDICTIONS}", line)
 
@@ -83,9 +83,9 @@ def test_verify_exits_2_with_the_seal_line_alone(mini, capsys):
     expected, found = one_byte_more(mini.root, HOST_PREDICTIONS)
     assert main(["--source", str(mini.root), "verify"]) == 2
     (error,) = capsys.readouterr().err.strip().splitlines()
-    assert error == (
-        f"rlvrambench: error: verification failed: {STUDY_FREEZE}: {HOST_PREDICTIONS}: seal {STUDY_FREEZE}: "
-        f"{HOST_PREDICTIONS} has SHA-256 {found}, the seal records {expected}"
+    assert error == (  # both digests whole: the check's subject is left out, the seal line names it
+        f"rlvrambench: error: verification failed: seal {STUDY_FREEZE}: {HOST_PREDICTIONS} has SHA-256 {found}, "
+        f"sealed as {expected}"
     )
 
 
@@ -99,9 +99,9 @@ def test_each_follow_up_study_is_scored_under_its_own_seals(mini):
 
 def test_a_sealed_input_changed_stops_the_comparison_and_the_larger_model_study(mini):
     expected, found = one_byte_more(mini.root, TARGETS)
-    with pytest.raises(IntegrityError, match=f"^seal {PROTOCOL}: {TARGETS} has SHA-256 {found}, the seal records"):
+    with pytest.raises(IntegrityError, match=f"^seal {PROTOCOL}: {TARGETS} has SHA-256 {found}, sealed as "):
         load_inputs(mini.root)
-    with pytest.raises(IntegrityError, match=f"^seal {FREEZE}: {TARGETS} has SHA-256 {found}, the seal records "):
+    with pytest.raises(IntegrityError, match=f"^seal {FREEZE}: {TARGETS} has SHA-256 {found}, sealed as "):
         score_study("larger_model", mini.root)  # the prediction freeze records the inputs it was computed from
     assert score_study("expanded_host", mini.root)["planned_configurations"] == 3
     differing = [f for f in seal_findings(open_source(mini.root), ESTIMATION_SEALS) if f.status == DIFFERS]

@@ -108,9 +108,9 @@ def test_rows_in_any_order_with_spaces_around_cells(key):
     ("ids", "states", "message"),
     [
         (IDS, [W, W, W, W, "Within_Margin"], r"predicted_state: 1 value\(s\) outside"),
-        (IDS[:4], [W] * 4, r"must cover exactly the 5 selected queries: 1 missing query id\(s\) \(e.g. query-5\)"),
-        (IDS + ["query-1"], [W] * 6, r"1 duplicated query id\(s\) \(e.g. query-1\)"),
-        (IDS[:4] + ["query-9"], [W] * 5, r"1 unexpected query id\(s\) not among the selected queries \(e.g. query-9\)"),
+        (IDS[:4], [W] * 4, r"must cover exactly the 5 selected queries: 1 missing query id\(s\) \(e.g. 'query-5'\)"),
+        (IDS + ["query-1"], [W] * 6, r"1 duplicated query id\(s\) \(e.g. 'query-1'\)"),
+        (IDS[:4] + ["query-9"], [W] * 5, r"1 unexpected query id\(s\) not among the selected queries \(e.g. 'query-9'\)"),
         (IDS[:4] + [" "], [W] * 5, r"1 row\(s\) have an empty query_id"),
         (IDS, [W] * 4, "5 query ids but 4 predicted labels"),
         ([], [], "no predictions"),
@@ -136,7 +136,7 @@ def test_the_key_refuses_what_it_cannot_score(tables):
     with pytest.raises(SchemaError, match="target configurations without a three-state label"):
         scoring_key(queries, unlabelled)
     without_a = outcomes.filter(pc.not_equal(outcomes.column("configuration_id"), "cfg-a"))
-    with pytest.raises(SchemaError, match=r"source configurations have no row in outcomes \(e.g. cfg-a\)"):
+    with pytest.raises(SchemaError, match=r"source configurations have no row in outcomes \(e.g. 'cfg-a'\)"):
         scoring_key(queries, without_a)
 
 

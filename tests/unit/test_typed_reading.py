@@ -133,7 +133,7 @@ def test_a_json_record_under_another_key_is_refused(mini):
     [
         ("[1, 2]", "expected a JSON object mapping each model_id to a record"),
         ('{"m": 1}', "expected a JSON object mapping each model_id to a record"),
-        ("{not json", "cannot be read as JSON"),
+        ("{not json", "is not valid JSON \\(Expecting property name"),
         ('{"m": {"model_id": "m"}}', "schema drift for config model_metadata: missing column"),
     ],
 )
