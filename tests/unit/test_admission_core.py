@@ -204,7 +204,10 @@ A1_SCREEN, A2_FIRST, A2_SECOND = "att-case-a-c1-s141-1", "att-case-a-c2-s141-1",
         ),
         (lambda by, rows: by[A2_FIRST].update(repair_reason="flaky"), "repair_reason 'flaky' is not one of"),
         (lambda by, rows: by[A2_FIRST].update(known_memory_failure=True), "which has a known memory failure"),
-        (lambda by, rows: by[A2_SECOND].update(attempt_index=3), r"attempt indices of slot .* are 1, 3, expected 1, 2, \.\.\."),
+        (
+            lambda by, rows: by[A2_SECOND].update(attempt_index=3),
+            r"attempt indices of slot .* are 1, 3, expected 1, 2, \.\.\.",
+        ),
     ],
 )
 def test_attempts_that_break_the_protocol_are_refused(shared_mini, protocol, change, message):

@@ -110,7 +110,11 @@ def test_rows_in_any_order_with_spaces_around_cells(key):
         (IDS, [W, W, W, W, "Within_Margin"], r"predicted_state: 1 value\(s\) outside"),
         (IDS[:4], [W] * 4, r"must cover exactly the 5 selected queries: 1 missing query id\(s\) \(e.g. 'query-5'\)"),
         (IDS + ["query-1"], [W] * 6, r"1 duplicated query id\(s\) \(e.g. 'query-1'\)"),
-        (IDS[:4] + ["query-9"], [W] * 5, r"1 unexpected query id\(s\) not among the selected queries \(e.g. 'query-9'\)"),
+        (
+            IDS[:4] + ["query-9"],
+            [W] * 5,
+            r"1 unexpected query id\(s\) not among the selected queries \(e.g. 'query-9'\)",
+        ),
         (IDS[:4] + [" "], [W] * 5, r"1 row\(s\) have an empty query_id"),
         (IDS, [W] * 4, "5 query ids but 4 predicted labels"),
         ([], [], "no predictions"),
