@@ -148,7 +148,7 @@ def test_verify_lists_the_tables_that_repeat_an_edited_label_and_the_seals_of_it
         "benchmark/estimation/amendment-01.json",
         "benchmark/estimation/prediction_freeze.json",
     }
-    assert all(f"{OUTCOMES} has SHA-256" in row[3] and "the seal records af05cd91" in row[3] for row in seals)
+    assert all(f"{OUTCOMES} has SHA-256" in row[3] and "sealed as af05cd91" in row[3] for row in seals)
     assert len(failed) == len(relations) + len(seals)
 
 
@@ -158,10 +158,10 @@ def test_the_same_edit_in_only_one_table_that_repeats_it_fails_verify_in_one_lin
     r = run_cli("--source", str(release), "verify")
     assert r.returncode == 2
     (error,) = r.stderr.strip().splitlines()
-    assert error == (
-        "rlvrambench: error: verification failed: transfer_configurations copies 13 columns from outcomes (by "
-        f"configuration_id): transfer_configurations ({TRANSFER}), row configuration_id={target[0]!r}: has "
-        "observed_state 'memory_failure', but outcomes (benchmark/outcomes.csv) has observed_state 'within_margin'"
+    assert error == (  # the detail names table, column, key and both values; the relation's long name is left out
+        f"rlvrambench: error: verification failed: transfer_configurations ({TRANSFER}), row "
+        f"configuration_id={target[0]!r}: has observed_state 'memory_failure', but outcomes "
+        "(benchmark/outcomes.csv) has observed_state 'within_margin'"
     )
     assert len(failed_checks(r.stdout)) == 1
 

@@ -92,7 +92,7 @@ def test_one_byte_added_to_predictions_fails_verify_and_followup_score_naming_th
     (row,) = failed_checks(r.stdout)
     assert row[:3] == ["seal", f"{FREEZE}: {PREDICTIONS}", "failed"]
     assert row[3] == f"seal {FREEZE}: {PREDICTIONS} has SHA-256 {found}, sealed as {expected}"
-    assert r.stderr.strip().splitlines() == [f"rlvrambench: error: verification failed: {row[1]}: {row[3]}"]  # alone
+    assert r.stderr.strip().splitlines() == [f"rlvrambench: error: verification failed: {row[3]}"]  # alone, whole
     r = run_cli("--source", str(release), "followup", "score", "--study", "larger_model")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert f"seal {FREEZE}: {PREDICTIONS} has SHA-256 {found}, sealed as {expected}" in r.stderr

@@ -32,7 +32,7 @@ def read_planned(planned: PlannedLike, spec: ConfigSpec) -> tuple[pa.Table, Sequ
     if isinstance(planned, (str, os.PathLike)):
         path = Path(planned)
         if path.suffix.lower() not in SUFFIXES:
-            raise InputError(f"planned configurations {str(path)!r}: use a {', '.join(SUFFIXES)} file")
+            raise InputError(f"planned configurations {quote(str(path))}: use a {', '.join(SUFFIXES)} file")
         if path.suffix.lower() == ".csv":
             return _read_csv(path, spec)
         records = parse_structured(read_text(path, "planned configurations"), str(path), path.suffix.lower())

@@ -55,7 +55,7 @@ def read_plans(
     """
     kind = kind or detect_kind(plans)
     if kind not in KINDS:
-        raise InputError(f"unknown kind of plans {kind!r}; choose planned, verl or trl")
+        raise InputError(f"unknown kind of plans {quote(kind)}; choose planned, verl or trl")
     spec = get_spec(SETTINGS_CONFIG)
     measured = load_measured(source, revision)
     if kind == "planned":
@@ -209,7 +209,7 @@ def _base_config(launch: Launch, folder: Path, origin: str) -> dict:
         for path in (candidate, candidate.with_suffix(".yaml")):
             if path.is_file():
                 return yaml_tree(path, str(path))
-    raise InputError(f"{origin}: --config-name {name} names a config not found under {str(folder / where)!r}")
+    raise InputError(f"{origin}: --config-name {name} names a config not found under {quote(str(folder / where))}")
 
 
 def _filled(
@@ -233,7 +233,7 @@ def _filled(
         if pc.any(differs).as_py():
             row = pc.index(differs, True).as_py()
             raise InputError(
-                f"{where(name, row)}: the plan gives {current[row].as_py()!r}, not the {value!r} asked for"
+                f"{where(name, row)}: the plan gives {quote(current[row].as_py())}, not the {quote(value)} asked for"
             )
         table = table.set_column(table.schema.get_field_index(name), name, pc.fill_null(current, scalar))
     return table

@@ -10,7 +10,7 @@ import os
 import stat
 from pathlib import Path
 
-from ..errors import InputError, first_line
+from ..errors import InputError, first_line, quote
 
 #: Largest config file read (a VERL or TRL config, a launch script, a planned YAML / JSON list), bytes.
 MAX_CONFIG_BYTES = 16 * 2**20
@@ -26,12 +26,12 @@ def checked_file(path: str | os.PathLike, what: str, limit: int = MAX_CONFIG_BYT
     try:
         info = file.stat()
     except OSError as exc:
-        raise InputError(f"{what} {str(file)!r}: cannot be read: {exc.strerror or first_line(exc)}") from None
+        raise InputError(f"{what} {quote(str(file))}: cannot be read: {exc.strerror or first_line(exc)}") from None
     if not stat.S_ISREG(info.st_mode):
         kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file (a FIFO, socket or device)"
-        raise InputError(f"{what} {str(file)!r}: is {kind}")
+        raise InputError(f"{what} {quote(str(file))}: is {kind}")
     if info.st_size > limit:
-        raise InputError(f"{what} {str(file)!r}: {info.st_size} bytes is more than the {limit} bytes read")
+        raise InputError(f"{what} {quote(str(file))}: {info.st_size} bytes is more than the {limit} bytes read")
     return file
 
 
@@ -41,7 +41,7 @@ def read_text(path: str | os.PathLike, what: str, limit: int = MAX_CONFIG_BYTES)
     try:
         data = file.read_bytes()
     except OSError as exc:
-        raise InputError(f"{what} {str(file)!r}: cannot be read: {exc.strerror or first_line(exc)}") from None
+        raise InputError(f"{what} {quote(str(file))}: cannot be read: {exc.strerror or first_line(exc)}") from None
     check_text(data, f"{what} {str(file)!r}")
     return data.decode("utf-8-sig")
 

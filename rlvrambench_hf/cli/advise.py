@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import InputError
+from ..errors import InputError, quote
 from ._common import checked_source, format_table
 
 #: Plans whose details are printed; above it stdout has the verdict lines and a summary.
@@ -75,7 +75,7 @@ def run_advise(args: argparse.Namespace) -> int:
     from ..advisor import Hardware, advise, read_plans
 
     if args.output and not args.output.lower().endswith(OUTPUT_SUFFIXES):
-        raise InputError(f"--output {args.output!r}: use a file ending in {', '.join(OUTPUT_SUFFIXES)}")
+        raise InputError(f"--output {quote(args.output)}: use a file ending in {', '.join(OUTPUT_SUFFIXES)}")
     hardware = Hardware.of(args.device_capacity_mib, args.margin_limit_mib)
     kind, given = next((k, v) for k, v in (("planned", args.planned), ("verl", args.verl), ("trl", args.trl)) if v)
     source = checked_source(args, [args.output], {f"--{kind}": given})

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..errors import quote
 from ..transfer.key import ALL_TRACKS, TRACKS
 from ..transfer.tasks import RULES
 from ._common import PREDICTIONS_FORMATS, checked_source, choices_text
@@ -63,7 +64,7 @@ def run_compare(args: argparse.Namespace) -> int:
         predicted.append(transfer.align_predictions(key, ids, states, f"predictions {name}"))
         names.append(name)
     if names[0] == names[1]:
-        raise InputError(f"A and B are both named {names[0]!r}; compare two different sets of predictions")
+        raise InputError(f"A and B are both named {quote(names[0])}; compare two different sets of predictions")
     comparison = compare_predictions(
         key, (predicted[0], predicted[1]), (names[0], names[1]), options, marginal=args.intervals
     )

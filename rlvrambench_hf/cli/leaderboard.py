@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..errors import quote
 from ._common import checked_source, format_table
 from ._intervals import add_interval_options, interval_options_of
 
@@ -55,7 +56,7 @@ def gather(paths: list[str]) -> dict[str, tuple[str, Path]]:
         else:
             raise InputError(f"{file}: a leaderboard takes .json score files and .eval_results .yaml files")
         if name in found:
-            raise InputError(f"two inputs name the method {name!r} ({found[name][1]} and {file}); rename one")
+            raise InputError(f"two inputs name the method {quote(name)} ({found[name][1]} and {file}); rename one")
         found[name] = (kind, file)
 
     for given in (Path(p) for p in paths if not p.startswith(HUB_PREFIX)):

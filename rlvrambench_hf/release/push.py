@@ -259,7 +259,7 @@ def _check_refs(
     branches = [b.name for b in refs.branches]
     if branch_needed and revision not in branches and not any(pr.ref == revision for pr in refs.pull_requests or []):
         raise InputError(
-            f"--revision {revision!r} is not a branch of {repo_id} (branches: {', '.join(branches) or 'none'}); "
+            f"--revision {quote(revision)} is not a branch of {repo_id} (branches: {', '.join(branches) or 'none'}); "
             "a push commits to a branch"
         )
 

@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..errors import SchemaError
+from ..errors import SchemaError, quote
 
 #: Levels of a score file whose children are named well enough to stand at the top (tracks, task ids).
 TRANSPARENT = frozenset({"per_track", "per_task"})
@@ -45,7 +45,7 @@ def flat_scores(scores: Mapping[str, Any]) -> FlatScores:
             left_out.append(key)
             continue
         if key in flat:
-            raise SchemaError(f"score file has two numbers at {key!r}")
+            raise SchemaError(f"score file has two numbers at {quote(key)}")
         flat[key] = value
     flat.left_out = tuple(left_out)
     return flat

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, quote
 
 #: A scope with fewer units than this gets the exact range over its units instead of a bootstrap interval.
 MIN_UNITS = 20
@@ -43,11 +43,11 @@ class IntervalOptions:
     def __post_init__(self) -> None:
         level, resamples, seed = self.level, self.resamples, self.seed
         if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
-            raise InputError(f"interval level {level!r} must be a number between 0 and 1 (e.g. 0.95)")
+            raise InputError(f"interval level {quote(level)} must be a number between 0 and 1 (e.g. 0.95)")
         if isinstance(resamples, bool) or not isinstance(resamples, int) or not 100 <= resamples <= MAX_RESAMPLES:
-            raise InputError(f"interval resamples {resamples!r} must be an integer from 100 to {MAX_RESAMPLES}")
+            raise InputError(f"interval resamples {quote(resamples)} must be an integer from 100 to {MAX_RESAMPLES}")
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise InputError(f"interval seed {seed!r} must be a non-negative integer")
+            raise InputError(f"interval seed {quote(seed)} must be a non-negative integer")
 
     def as_json(self) -> dict:
         return {"level": self.level, "resamples": self.resamples, "seed": self.seed}
@@ -69,9 +69,9 @@ def interval_options(value: IntervalsLike) -> IntervalOptions | None:
     if isinstance(value, Mapping):
         unknown = sorted(str(k) for k in value if k not in ("level", "resamples", "seed"))
         if unknown:
-            raise InputError(f"intervals takes level, resamples and seed, not {unknown[0]!r}")
+            raise InputError(f"intervals takes level, resamples and seed, not {quote(unknown[0])}")
         return IntervalOptions(**value)
-    raise InputError(f"intervals must be True, False, None or a mapping of level/resamples/seed, not {value!r}")
+    raise InputError(f"intervals must be True, False, None or a mapping of level/resamples/seed, not {quote(value)}")
 
 
 def resample_weights(units: int, options: IntervalOptions, stream: int = 0) -> np.ndarray:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..data.schema.pins import OUTCOME_LABELS
 from ..data.sources.resolve import SourceLike
-from ..errors import InputError
+from ..errors import InputError, quote
 from .flat import FlatScores, flat_scores
 from .intervals import IntervalsLike, interval_options
 
@@ -37,7 +37,9 @@ def label_codes(predictions: Any, rows: int) -> np.ndarray:
         codes = array
         bad = (codes < 0) | (codes >= len(OUTCOME_LABELS))
         if bad.any():
-            raise InputError(f"label indices must be 0, 1 or 2 ({', '.join(OUTCOME_LABELS)}); got {codes[bad][0]!r}")
+            raise InputError(
+                f"label indices must be 0, 1 or 2 ({', '.join(OUTCOME_LABELS)}); got {quote(codes[bad][0])}"
+            )
     else:
         raise InputError(
             f"predictions of shape {array.shape} ({array.dtype}): expected logits of shape (rows, 3) or integer "

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...errors import UnknownConfigError
+from ...errors import UnknownConfigError, quote
 
 
 @dataclass(frozen=True)
@@ -141,4 +141,4 @@ def get_seal(path: str) -> Seal:
     try:
         return SEALS[path]
     except KeyError:
-        raise UnknownConfigError(f"no seal {path!r}; seals: {', '.join(SEALS)}") from None
+        raise UnknownConfigError(f"no seal {quote(path)}; seals: {', '.join(SEALS)}") from None

@@ -160,7 +160,7 @@ class ConfigSpec:
 
     def __post_init__(self) -> None:
         if self.layout not in (CSV, *JSON_LAYOUTS):
-            raise ValueError(f"config {self.name}: unknown layout {self.layout!r}")
+            raise ValueError(f"config {self.name}: unknown layout {quote(self.layout)}")
         if self.member is not None and self.layout != JSON_RECORDS:
             raise ValueError(f"config {self.name}: only a list of records ({JSON_RECORDS}) sits in a member")
 
