@@ -1,7 +1,10 @@
 """The generated corpus of the hostile-input harness (``test_hostile_inputs.py``): inputs made on disk by the tests,
-never stored. ``FILE_INPUTS`` apply to every file a user names (built from a valid file of its kind); the other
-lists are the inputs of one kind: ``TEXT_INPUTS`` (an option's text), ``SOURCE_INPUTS`` (a local release folder),
-``CODE_INPUTS`` (a policy or an estimator named as ``file.py:attr``)."""
+never stored. ``FILE_INPUTS`` apply to every file a user names (built from a valid file of its kind) whose format
+is among the input's ``formats`` (``csv``, ``json``, ``yaml``, ``sh``: a VERL launch script); the other lists are
+the inputs of one kind: ``TEXT_INPUTS`` (an option's text), ``SOURCE_INPUTS`` (a local release folder),
+``CODE_INPUTS`` (a policy or an estimator named as ``file.py:attr``), ``RELEASE_INPUTS`` (a release folder to
+verify, diff or publish), and the settings of one kind of file: ``PLANNED_INPUTS``, ``SCRIPT_INPUTS``,
+``VERL_YAML_INPUTS``, ``TRL_INPUTS``, ``SCORE_INPUTS``."""
 
 from __future__ import annotations
 
@@ -36,7 +39,13 @@ class Input:
     name: str
     make: Maker
     expect: str = "refused"  # refused (exit 2), accepted (0), either (0 or 2), interrupt (130)
-    formats: tuple[str, ...] = ("csv", "json", "yaml")  # the file formats it applies to
+    formats: tuple[str, ...] = ("csv", "json", "yaml", "sh")  # the file formats it applies to
+    seconds: float | None = None  # the most the command may take (an input that costs quadratic time)
+
+
+#: The formats of data files, for the inputs that have no meaning in a launch script (a shell script has no cells,
+#: rows or `key: value` separators: a line of commas, or text after the last line, is a command the advisor skips).
+DATA = ("csv", "json", "yaml")
 
 
 def write(folder: Path, content: bytes, suffix: str, name: str = "input") -> Prepared:
@@ -106,6 +115,13 @@ def repeated_rows(base: bytes) -> bytes:
     return header + b"\n" + rest * max(1, (8 << 20) // max(len(rest), 1))
 
 
+def alias_bomb() -> bytes:
+    """A few hundred bytes of YAML whose aliases expand to 10 * 5 ** 11 values."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}]" for i in range(1, 12)]
+    return ("\n".join(lines) + "\n").encode()
+
+
 _RANDOM = random.Random(19)
 FILE_INPUTS = [
     Input("empty", data(lambda b: b"")),
@@ -119,15 +135,20 @@ FILE_INPUTS = [
     Input("random binary", data(lambda b: _RANDOM.randbytes(4096))),
     Input("gzip-compressed", data(lambda b: gzip.compress(b, mtime=0)), "either"),
     Input("one line of 17 MiB", data(lambda b: b"x" * (17 << 20))),
-    Input("a 5 MB value", data(lambda b: b + b"q" * 5_000_000 + b",within_margin\n")),
+    Input("a 5 MB value", data(lambda b: b + b"q" * 5_000_000 + b",within_margin\n"), formats=DATA),
     Input("8 MB of repeated rows", data(repeated_rows), "either"),
     Input("zero-width space", line_edit(lambda line: "\u200b" + line)),
     Input("terminal escape sequence", line_edit(lambda line: "\x1b[31m" + line + "\x1b[0m")),
     Input("right-to-left override", line_edit(lambda line: "\u202e" + line)),
-    Input("no-break space", line_edit(lambda line: line.replace(",", "\xa0,", 1).replace(": ", ":\xa0", 1)), "either"),
+    Input(
+        "no-break space",
+        line_edit(lambda line: line.replace(",", "\xa0,", 1).replace(": ", ":\xa0", 1)),
+        "either",
+        DATA,
+    ),
     Input("unclosed quote", line_edit(lambda line: '"' + line)),
-    Input("line break inside a quoted cell", line_edit(lambda line: '"a\nb",' + line), "either"),
-    Input("ragged row", data(lambda b: b + b"a,b,c,d,e\n")),
+    Input("line break inside a quoted cell", line_edit(lambda line: '"a\nb",' + line), "either", DATA),
+    Input("ragged row", data(lambda b: b + b"a,b,c,d,e\n"), formats=DATA),
     Input("repeated content", data(lambda b: b + b), "either"),
     Input("an undecodable byte", line_edit(lambda line: line + "\udcff")),
     Input("missing file", special(lambda f, s: f / f"nothing{s}")),
@@ -140,8 +161,10 @@ FILE_INPUTS = [
     Input("unreadable (/proc/self/mem)", special(lambda f, s: "/proc/self/mem")),
     Input("name with control characters", special(lambda f, s: f / f"no\u200bthing\x1b[2J{s}")),
     Input("a 5,000-character path", special(lambda f, s: f / ("n" * 5000 + s))),
-    Input("a FIFO fed the valid content", fifo, "accepted", ("csv", "json")),
-    Input("/dev/stdin fed the valid content", from_stdin, "accepted", ("csv", "json")),
+    Input("a FIFO fed the valid content", fifo, "accepted"),
+    Input("/dev/stdin fed the valid content", from_stdin, "accepted"),
+    Input("nested 100,000 deep", data(lambda b: b"[" * 100_000 + b"]" * 100_000), formats=("json", "yaml")),
+    Input("a YAML alias bomb", data(lambda b: alias_bomb()), formats=("yaml",)),
 ]
 
 
@@ -452,9 +475,23 @@ RELEASE_INPUTS = [
 ]
 
 
+def edited(old: str, new: str) -> Maker:
+    """The valid file with its first ``old`` written ``new`` (``old`` must be in it: a changed base fails loudly)."""
+
+    def change(base: bytes) -> bytes:
+        assert old.encode() in base, f"{old!r} is not in the valid file"
+        return base.replace(old.encode(), new.encode(), 1)
+
+    return data(change)
+
+
+def edit(name: str, old: str, new: str, expect: str = "refused") -> Input:
+    return Input(name, edited(old, new), expect)
+
+
 def setting(old: str, new: str, expect: str = "refused") -> Input:
     """A valid planned configuration with one setting written ``new`` instead of ``old``."""
-    return Input(f"planned {new!r}", data(lambda b: b.replace(old.encode(), new.encode(), 1)), expect)
+    return edit(f"planned {new!r}", old, new, expect)
 
 
 PLANNED_INPUTS = [
@@ -470,4 +507,163 @@ PLANNED_INPUTS = [
     setting("max_model_len: 3072", "max_model_len: 9223372036854775808"),
     setting("train_batch_size: 32", "train_batch_size: 1e400"),
     setting("model_id: ", "model_id: \u200b"),
+]
+
+
+def script_with(extra: str, content: bytes) -> Maker:
+    """The valid launch script beside a file ``extra`` (relative to the script's folder) holding ``content``, or a
+    folder when ``content`` is empty."""
+
+    def make(folder: Path, base: bytes, suffix: str) -> Prepared:
+        path = folder / extra
+        if content:
+            path.write_bytes(content)
+        else:
+            path.mkdir()
+        prepared = write(
+            folder, base.replace(b"main_ppo", b"main_ppo --config-name " + Path(extra).stem.encode(), 1), suffix
+        )
+        prepared.files.append(path)
+        return prepared
+
+    return make
+
+
+def repeated_command(times: int) -> Callable[[bytes], bytes]:
+    """The script with its trainer command (from ``python3`` to the end) given ``times`` times."""
+
+    def change(base: bytes) -> bytes:
+        start = base.index(b"python3 ")
+        return base[:start] + base[start:] * times
+
+    return change
+
+
+# VERL launch scripts (the base is ``VERL_SCRIPT`` of test_hostile_inputs.py). A value the script would compute
+# when it runs (``$(...)``, backquotes, ``$1``, an unset variable) is an error only in a setting the advisor reads.
+SCRIPT_INPUTS = [
+    edit("script: an unset $VAR in a setting", "data.train_batch_size=32", "data.train_batch_size=$UNSET_BATCH_SIZE"),
+    edit("script: $(cmd) in a setting", "trainer.nnodes=1", "trainer.nnodes=$(hostname | wc -l)"),
+    edit("script: backquotes in a setting", "actor_rollout_ref.rollout.n=2", "actor_rollout_ref.rollout.n=`nproc`"),
+    edit("script: $1 in a setting", "data.max_prompt_length=1024", "data.max_prompt_length=$1"),
+    edit("script: $( never closed", "trainer.nnodes=1", "trainer.nnodes=$(hostname"),
+    edit("script: an unclosed quote", 'model.path="$MODEL_PATH"', 'model.path="$MODEL_PATH'),
+    # bash runs a command whose last line ends in a continuation (it continues into the end of the file)
+    Input("script: a line continuation at the end of the file", data(lambda b: b.rstrip(b"\n") + b" \\"), "accepted"),
+    edit("script: nan", "gpu_memory_utilization=0.6", "gpu_memory_utilization=nan"),
+    edit("script: inf", "gpu_memory_utilization=0.6", "gpu_memory_utilization=-inf"),
+    edit("script: 1e999", "data.max_response_length=2048", "data.max_response_length=1e999"),
+    edit("script: 2**70", "data.train_batch_size=32", f"data.train_batch_size={2**70}"),
+    edit("script: true as a count", "actor_rollout_ref.rollout.n=2", "actor_rollout_ref.rollout.n=true"),
+    edit("script: a list as a count", "trainer.nnodes=1", "trainer.nnodes=[1,2]"),
+    edit("script: a zero-width space in a key", "rollout.n=2", "rollout\u200b.n=2"),
+    edit("script: a terminal escape in a value", "data.train_batch_size=32", "data.train_batch_size=32\x1b[2J"),
+    Input(  # read in linear time, this takes well under a second
+        "script: a 1 MB model path",
+        edited('model.path="$MODEL_PATH"', "model.path=" + "q" * 1_000_000),
+        seconds=5,
+    ),
+    edit(
+        "script: a setting that interpolates itself",
+        "max_prompt_length=1024",
+        "max_prompt_length='${data.max_prompt_length}'",
+    ),
+    edit("script: ~key removes a setting read", "trainer.nnodes=1", "trainer.nnodes=1 ~data.train_batch_size"),
+    edit(
+        "script: a default nested 5,000 deep",
+        "GPUS=${GPUS:-2}",
+        "GPUS=" + "${GPUS:-" * 5000 + "2" + "}" * 5000,
+        "either",
+    ),
+    edit(
+        "script: 100,000 overrides",
+        "trainer.nnodes=1",
+        "trainer.nnodes=1 " + " ".join(f"+x{i}=1" for i in range(100_000)),
+        "either",
+    ),
+    Input("script: no trainer command", data(lambda b: b"#!/bin/sh\necho hello\n")),
+    Input("script: 10,000 trainer commands", data(repeated_command(10_000)), "either"),
+    edit("script: --config-name of a missing YAML", "main_ppo", "main_ppo --config-name no_such_config"),
+    Input("script: --config-name of a folder", script_with("folder.yaml", b"")),
+    Input("script: --config-name of a binary YAML", script_with("binary.yaml", b"\x00\xff" * 100)),
+    Input("script: --config-name of a YAML list", script_with("listed.yaml", b"- 1\n- 2\n")),
+]
+
+# VERL config YAML (the base is ``verl_yaml_base`` of test_hostile_inputs.py).
+VERL_YAML_INPUTS = [
+    edit("verl yaml: .nan", "gpu_memory_utilization: 0.6", "gpu_memory_utilization: .nan"),
+    edit("verl yaml: 1.0e+999", "    n: 2", "    n: 1.0e+999"),
+    edit("verl yaml: 2**70", "train_batch_size: 32", f"train_batch_size: {2**70}"),
+    edit("verl yaml: a string count", "train_batch_size: 32", "train_batch_size: thirty-two"),
+    edit("verl yaml: tensor parallelism 3 on 2 GPUs", "tensor_model_parallel_size: 1", "tensor_model_parallel_size: 3"),
+    edit("verl yaml: a zero-width space in a key", "    n: 2", "    n\u200b: 2"),
+    edit("verl yaml: a list as the model", "path: Qwen/Qwen2.5-3B-Instruct", "path: [a, b]"),
+    edit("verl yaml: a Python object tag", "nnodes: 1", "nnodes: !!python/object/apply:os.system ['echo hi']"),
+    edit("verl yaml: an interpolation loop", "max_prompt_length: 1024", "max_prompt_length: ${data.max_prompt_length}"),
+    edit("verl yaml: an unset oc.env", "max_prompt_length: 1024", "max_prompt_length: ${oc.env:UNSET_HOSTILE_LENGTH}"),
+    edit("verl yaml: an unknown resolver", "max_prompt_length: 1024", "max_prompt_length: ${now:%H}"),
+    edit("verl yaml: an interpolation to nothing", "max_prompt_length: 1024", "max_prompt_length: ${no.such.key}"),
+    Input("verl yaml: a list, not a mapping", data(lambda b: b"- 1\n- 2\n")),
+    Input("verl yaml: a scalar, not a mapping", data(lambda b: b"grpo\n")),
+    # the defaults list of an uncomposed config is ignored (docs/advisor.md)
+    Input(
+        "verl yaml: a defaults list naming a missing config",
+        data(lambda b: b"defaults:\n- no_such_config\n" + b),
+        "accepted",
+    ),
+]
+
+# TRL GRPOConfig YAML (the base is ``trl_base`` of test_hostile_inputs.py).
+TRL_INPUTS = [
+    edit("trl: num_generations not dividing the batch", "num_generations: 2", "num_generations: 3"),
+    edit("trl: num_processes 0", "num_processes: 2", "num_processes: 0"),
+    edit("trl: num_processes 2**70", "num_processes: 2", f"num_processes: {2**70}"),
+    edit("trl: .inf utilization", "vllm_gpu_memory_utilization: 0.6", "vllm_gpu_memory_utilization: .inf"),
+    edit("trl: utilization 1", "vllm_gpu_memory_utilization: 0.6", "vllm_gpu_memory_utilization: 1"),
+    edit("trl: 2**70 batch", "per_device_train_batch_size: 8", f"per_device_train_batch_size: {2**70}"),
+    edit("trl: a boolean batch", "per_device_train_batch_size: 8", "per_device_train_batch_size: true"),
+    edit("trl: negative prompt length", "max_prompt_length: 512", "max_prompt_length: -1"),
+    edit("trl: a quoted length", "max_completion_length: 512", "max_completion_length: '512'"),
+    edit("trl: gradient accumulation 0", "gradient_accumulation_steps: 8", "gradient_accumulation_steps: 0"),
+    edit("trl: a fractional steps_per_generation", "max_steps: 200", "max_steps: 200\nsteps_per_generation: 0.5"),
+    edit("trl: num_machines .nan", "max_steps: 200", "max_steps: 200\nnum_machines: .nan"),
+    edit("trl: a list as the model", "model_name_or_path: Qwen/Qwen2.5-3B-Instruct", "model_name_or_path: [a, b]"),
+    edit("trl: a zero-width space in a key", "num_generations: 2", "num_generations\u200b: 2"),
+    # outside the measured stack, so flagged, not refused (docs/advisor.md: scope flags)
+    edit("trl: use_vllm false", "use_vllm: true", "use_vllm: false", "either"),
+    edit("trl: vllm_mode server", "vllm_mode: colocate", "vllm_mode: server", "either"),
+]
+
+
+def score_edit(change: Callable[[dict], object]) -> Maker:
+    """The valid score file as JSON, changed by ``change`` (which edits it in place, or returns a replacement)."""
+
+    def transform(base: bytes) -> bytes:
+        scores = json.loads(base)
+        replaced = change(scores)
+        return json.dumps(scores if replaced is None else replaced, indent=2, allow_nan=True).encode()
+
+    return data(transform)
+
+
+def _track(key: str, value: object) -> Callable[[dict], None]:
+    return lambda scores: scores["per_track"]["model_transfer"].__setitem__(key, value)
+
+
+# Transfer score files (the base is ``scores_base`` of test_hostile_inputs.py: evaluate --intervals --output).
+SCORE_INPUTS = [
+    Input("scores: a list", score_edit(lambda s: [s])),
+    Input("scores: no per_track", score_edit(lambda s: s.pop("per_track"))),
+    Input("scores: per_track a list", score_edit(lambda s: s.__setitem__("per_track", [1, 2]))),
+    Input("scores: a track that is a number", score_edit(lambda s: s["per_track"].__setitem__("model_transfer", 3))),
+    Input("scores: a NaN recall", score_edit(_track("within_margin_recall", float("nan")))),
+    Input("scores: an infinite recall", score_edit(_track("within_margin_recall", float("inf")))),
+    Input("scores: a recall of 7.5", score_edit(_track("within_margin_recall", 7.5))),
+    Input("scores: a recall that is text", score_edit(_track("within_margin_recall", "0.9"))),
+    Input("scores: a negative count", score_edit(_track("approved_memory_failure", -3))),
+    Input("scores: intervals that are text", score_edit(_track("intervals", "wide"))),
+    Input(
+        "scores: a track named with escapes",
+        score_edit(lambda s: s["per_track"].__setitem__("\x1b[2J\u202e", s["per_track"].pop("model_transfer"))),
+    ),
 ]

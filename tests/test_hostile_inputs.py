@@ -8,10 +8,14 @@ redirected; one interpreter per target, see ``hostile_driver.py``) and must: exi
 as the input's expectation says; on failure print exactly one line on stderr, printable and within the bound, with
 no traceback, and leave no output file (nor a temporary one); leave every input unchanged.
 
-To add an option: append a ``Target`` whose ``argv`` has ``{IN}`` where the input goes (``{OUT}``: an output file,
-``{DIR}``: an output folder, ``{S}``: the release copy) and whose ``kind`` names a corpus; every input of that
-corpus then runs against it. To add an input: add an ``Input`` to ``FILE_INPUTS`` (every file kind) or to a kind's
-own list. Known failures of code owned elsewhere are listed in ``KNOWN`` (xfail, not strict).
+To add an option: append a ``Target`` whose ``argv`` has ``{IN}`` where the input goes (``{OUT}``: an output JSON
+file, ``{CSV}``: an output CSV file, ``{DIR}``: an output folder, ``{S}``: the release snapshot) and whose ``kind``
+names a corpus; every input of that corpus then runs against it. A kind that reads a file has a valid file in
+``BASES`` (with its format: the ``FILE_INPUTS`` of that format apply) and may have its own inputs in ``OWN_INPUTS``.
+To add an input: add an ``Input`` to ``FILE_INPUTS`` (every file kind of its formats) or to a kind's own list.
+Known failures of code owned elsewhere are listed in ``KNOWN`` (xfail, not strict).
+
+The commands run with ``HF_HUB_OFFLINE=1`` and ``HF_ENDPOINT`` on a closed port: none may reach a network.
 """
 
 from __future__ import annotations
@@ -31,7 +35,19 @@ import yaml
 from rlvrambench_hf.errors import MESSAGE_LIMIT
 
 from conftest import SNAPSHOT, cli_env
-from hostile_corpus import CODE_INPUTS, FILE_INPUTS, PLANNED_INPUTS, RELEASE_INPUTS, SOURCE_INPUTS, TEXT_INPUTS, Input
+from hostile_corpus import (
+    CODE_INPUTS,
+    FILE_INPUTS,
+    PLANNED_INPUTS,
+    RELEASE_INPUTS,
+    SCORE_INPUTS,
+    SCRIPT_INPUTS,
+    SOURCE_INPUTS,
+    TEXT_INPUTS,
+    TRL_INPUTS,
+    VERL_YAML_INPUTS,
+    Input,
+)
 from hubserver import REPO_ROOT
 
 #: The longest error line: the command's prefix and the bounded message.
@@ -45,6 +61,7 @@ class Target:
     argv: tuple[str, ...]
     kind: str
     cheap: bool = True  # False: a success runs the whole, slow command, so only inputs that must fail run
+    success: tuple[int, ...] = (0,)  # the exit statuses of a success (release diff: 1 when the releases differ)
 
 
 TARGETS = [
@@ -79,6 +96,30 @@ TARGETS = [
     Target("estimate advise --planned", ("estimate", "advise", "--planned", "{IN}", "--output", "{OUT}"), "planned"),
     Target("--source FOLDER", ("show", "transfer_queries"), "source"),
     Target("release verify FOLDER", ("release", "verify", "{IN}", "--no-croissant"), "release"),
+    Target(
+        "estimate advise --verl SCRIPT",
+        ("estimate", "advise", "--verl", "{IN}", "--workload", "gsm8k", "--output", "{OUT}"),
+        "verl script",
+    ),
+    Target("estimate advise --verl YAML", ("estimate", "advise", "--verl", "{IN}"), "verl yaml"),
+    Target("estimate advise --trl", ("estimate", "advise", "--trl", "{IN}", "--workload", "math"), "trl"),
+    Target("compare A", ("compare", "{IN}", "rule:always_approve", "--output", "{OUT}"), "predictions"),
+    Target("compare B", ("compare", "rule:source_label", "{IN}", "--output", "{OUT}"), "predictions"),
+    Target("leaderboard PATH", ("leaderboard", "{IN}", "--output", "{CSV}"), "scores"),
+    Target(
+        "results export SCORES", ("results", "export", "{IN}", "--repo-id", "me/model", "--output", "{DIR}"), "scores"
+    ),
+    Target("report --planned", ("report", "--planned", "{IN}", "--output", "{DIR}"), "planned", False),
+    Target("release diff OLD NEW", ("release", "diff", "{S}", "{IN}"), "release", success=(0, 1)),
+    Target(  # reads every table of the damaged copy
+        "release diff OLD DAMAGED", ("release", "diff", "{S}", "{IN}"), "release copy", success=(0, 1)
+    ),
+    Target("release push FOLDER", ("release", "push", "{IN}", "--repo-id", "me/data"), "release"),
+    Target(
+        "release publish-mirror FOLDER",
+        ("release", "publish-mirror", "{IN}", "--mirror", "{DIR}", "--tag", "v9.9.9"),
+        "release",
+    ),
 ]
 
 
@@ -112,19 +153,131 @@ def planned_base(work: Path) -> tuple[bytes, str]:
     return yaml.safe_dump(settings, sort_keys=False).encode(), ".yaml"
 
 
+#: A VERL launch script as docs/advisor.md shows it: a model path and a GPU count from the script's own assignments
+#: (line 2, which the line edits of FILE_INPUTS change, is one), a setting it computes when it runs and no advisor
+#: setting reads ($(date)).
+VERL_SCRIPT = """#!/usr/bin/env bash
+MODEL_PATH=$HOME/models/Qwen2.5-3B-Instruct
+set -x
+GPUS=${GPUS:-2}
+python3 -m verl.trainer.main_ppo \\
+    algorithm.adv_estimator=grpo \\
+    data.train_batch_size=32 data.max_prompt_length=1024 data.max_response_length=2048 \\
+    actor_rollout_ref.model.path="$MODEL_PATH" \\
+    actor_rollout_ref.model.lora_rank=64 actor_rollout_ref.model.target_modules=all-linear \\
+    actor_rollout_ref.actor.strategy=fsdp actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8 \\
+    actor_rollout_ref.actor.fsdp_config.param_offload=False \\
+    actor_rollout_ref.actor.fsdp_config.optimizer_offload=False \\
+    actor_rollout_ref.rollout.name=vllm actor_rollout_ref.rollout.tensor_model_parallel_size=1 \\
+    actor_rollout_ref.rollout.gpu_memory_utilization=0.6 actor_rollout_ref.rollout.n=2 \\
+    actor_rollout_ref.rollout.max_num_seqs=64 actor_rollout_ref.rollout.free_cache_engine=True \\
+    actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4 \\
+    actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4 \\
+    actor_rollout_ref.hybrid_engine=True \\
+    trainer.n_gpus_per_node=$GPUS trainer.nnodes=1 trainer.total_training_steps=100 \\
+    trainer.experiment_name="grpo-$(date +%s)"
+"""
+
+
+def verl_script_base(work: Path) -> tuple[bytes, str]:
+    return VERL_SCRIPT.encode(), ".sh"
+
+
+def verl_yaml_base(work: Path) -> tuple[bytes, str]:
+    """The same run as a VERL config (docs/advisor.md), ``data`` first: line 2 holds a setting the advisor reads."""
+    config = {
+        "data": {"train_batch_size": 32, "max_prompt_length": 1024, "max_response_length": 2048},
+        "actor_rollout_ref": {
+            "hybrid_engine": True,
+            "model": {"path": "Qwen/Qwen2.5-3B-Instruct", "lora_rank": 64, "target_modules": "all-linear"},
+            "actor": {
+                "strategy": "fsdp",
+                "ppo_micro_batch_size_per_gpu": 8,
+                "fsdp_config": {"param_offload": False, "optimizer_offload": False},
+            },
+            "rollout": {
+                "name": "vllm",
+                "tensor_model_parallel_size": 1,
+                "gpu_memory_utilization": 0.6,
+                "n": 2,
+                "max_num_seqs": 64,
+                "free_cache_engine": True,
+                "max_model_len": None,
+                "log_prob_micro_batch_size_per_gpu": 4,
+            },
+            "ref": {"log_prob_micro_batch_size_per_gpu": 4},
+        },
+        "trainer": {"n_gpus_per_node": 2, "nnodes": 1, "total_training_steps": 100},
+        "algorithm": {"adv_estimator": "grpo"},
+    }
+    return yaml.safe_dump(config, sort_keys=False).encode(), ".yaml"
+
+
+def trl_base(work: Path) -> tuple[bytes, str]:
+    """A GRPOConfig as ``trl grpo --config`` takes it (docs/advisor.md); line 2 holds the GPU count."""
+    config = {
+        "model_name_or_path": "Qwen/Qwen2.5-3B-Instruct",
+        "num_processes": 2,
+        "output_dir": "out",
+        "use_peft": True,
+        "lora_r": 64,
+        "lora_target_modules": "all-linear",
+        "use_vllm": True,
+        "vllm_mode": "colocate",
+        "vllm_gpu_memory_utilization": 0.6,
+        "vllm_tensor_parallel_size": 1,
+        "max_prompt_length": 512,
+        "max_completion_length": 512,
+        "num_generations": 2,
+        "per_device_train_batch_size": 8,
+        "gradient_accumulation_steps": 8,
+        "max_steps": 200,
+    }
+    return yaml.safe_dump(config, sort_keys=False).encode(), ".yaml"
+
+
+def scores_base(work: Path) -> tuple[bytes, str]:
+    """A transfer score file with intervals, as ``evaluate --intervals --output`` writes it."""
+    predictions = work / "predictions.csv"
+    predictions.write_bytes(predictions_base(work)[0])
+    scores = work / "scores.json"
+    command = [sys.executable, "-m", "rlvrambench_hf", "--source", str(SNAPSHOT), "evaluate"]
+    command += ["--predictions", str(predictions), "--intervals", "--output", str(scores)]
+    done = subprocess.run(command, env=harness_env(), capture_output=True, timeout=300)
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    return scores.read_bytes(), ".json"
+
+
 BASES: dict[str, tuple[Callable[[Path], tuple[bytes, str]], str]] = {
     "predictions": (predictions_base, "csv"),
     "followup": (followup_base, "csv"),
     "attempts": (attempts_base, "json"),
     "planned": (planned_base, "yaml"),
+    "verl script": (verl_script_base, "sh"),
+    "verl yaml": (verl_yaml_base, "yaml"),
+    "trl": (trl_base, "yaml"),
+    "scores": (scores_base, "json"),
+}
+#: The inputs of one kind of file, beside the FILE_INPUTS of its format.
+OWN_INPUTS = {
+    "planned": PLANNED_INPUTS,
+    "verl script": SCRIPT_INPUTS,
+    "verl yaml": VERL_YAML_INPUTS,
+    "trl": TRL_INPUTS,
+    "scores": SCORE_INPUTS,
 }
 
 
 def corpus(kind: str) -> list[Input]:
     if kind in BASES:
-        return [i for i in FILE_INPUTS if BASES[kind][1] in i.formats] + (PLANNED_INPUTS if kind == "planned" else [])
-    lists = {"budgets": TEXT_INPUTS, "source": SOURCE_INPUTS, "release": RELEASE_INPUTS}
+        return [i for i in FILE_INPUTS if BASES[kind][1] in i.formats] + OWN_INPUTS.get(kind, [])
+    lists = {"budgets": TEXT_INPUTS, "source": SOURCE_INPUTS, "release copy": SOURCE_INPUTS, "release": RELEASE_INPUTS}
     return lists.get(kind) or CODE_INPUTS[kind]
+
+
+def harness_env() -> dict[str, str]:
+    """The environment of every command: offline, and a Hub endpoint that nothing listens on."""
+    return cli_env(HF_HUB_OFFLINE="1", HF_ENDPOINT="http://127.0.0.1:9", PYTHONPATH=str(REPO_ROOT / "tests"))
 
 
 #: Failures of code another engineer owns, found by the harness and left to them.
@@ -172,7 +325,13 @@ def run_target(target: Target, work: Path) -> dict[str, dict]:
         prepared = item.make(own, base, suffix)
         out = work / f"out-{index}"
         out.mkdir()
-        fill = {"{IN}": prepared.arg, "{OUT}": str(out / "out.json"), "{DIR}": str(out / "report")}
+        fill = {
+            "{IN}": prepared.arg,
+            "{OUT}": str(out / "out.json"),
+            "{CSV}": str(out / "out.csv"),
+            "{DIR}": str(out / "report"),
+            "{S}": str(SNAPSHOT),
+        }
         argv = ["--source", str(SNAPSHOT)] if target.kind != "source" else ["--source", prepared.arg]
         argv += [_fill(a, fill) for a in target.argv]
         plans.append(
@@ -181,9 +340,11 @@ def run_target(target: Target, work: Path) -> dict[str, dict]:
     before = {item.name: digests(prepared.files) for item, prepared, _, _ in plans}
     cases_file, results_file = work / "cases.json", work / "results.json"
     cases_file.write_text(json.dumps([plan[3] for plan in plans]))
-    env = cli_env(HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO_ROOT / "tests"))
     done = subprocess.run(
-        [sys.executable, str(DRIVER), str(cases_file), str(results_file)], env=env, timeout=1500, capture_output=True
+        [sys.executable, str(DRIVER), str(cases_file), str(results_file)],
+        env=harness_env(),
+        timeout=1500,
+        capture_output=True,
     )
     assert done.returncode == 0, done.stderr.decode()[-3000:]
     for (item, prepared, out, _), result in zip(plans, json.loads(results_file.read_text())):
@@ -203,6 +364,12 @@ def _fill(arg: str, values: dict[str, str]) -> str:
 ALLOWED = {"refused": {2}, "accepted": {0}, "either": {0, 2}, "interrupt": {130}}
 
 
+def allowed(target: Target, item: Input) -> set[int]:
+    """The exit statuses ``item`` allows for ``target`` (a success is any of the target's success statuses)."""
+    statuses = ALLOWED[item.expect]
+    return (statuses - {0}) | set(target.success) if 0 in statuses else statuses
+
+
 @pytest.mark.parametrize(
     ("target", "item"),
     [
@@ -220,9 +387,9 @@ ALLOWED = {"refused": {2}, "accepted": {0}, "either": {0, 2}, "interrupt": {130}
 def test_hostile_input(harness, target: Target, item: Input) -> None:
     result = harness(target, item)
     status, stderr = result["status"], result["stderr"]
-    assert status in ALLOWED[item.expect], (status, stderr[-2000:])
+    assert status in allowed(target, item), (status, stderr[-2000:])
     assert "Traceback" not in stderr, stderr[-2000:]
-    if status == 0:
+    if status in target.success:
         assert stderr == "", stderr
     else:
         lines = stderr.splitlines()
@@ -230,10 +397,20 @@ def test_hostile_input(harness, target: Target, item: Input) -> None:
         assert len(lines[0]) <= LINE_BOUND and lines[0].isprintable(), lines[0]
         assert result["left"] == [], f"a failed command left {result['left']}"
     assert not result["changed"], "an input was changed"
+    if item.seconds is not None:
+        assert result["seconds"] <= item.seconds, f"took {result['seconds']:.1f} s"
 
 
 def test_the_harness_covers_every_target_with_its_whole_corpus() -> None:
     kinds = {t.kind for t in TARGETS}
-    assert kinds == {*BASES, "budgets", "policy", "estimator", "source", "release"}
-    assert len(CASES) >= 250 and all(corpus(kind) for kind in kinds)
+    assert kinds == {*BASES, "budgets", "policy", "estimator", "source", "release", "release copy"}
+    assert set(OWN_INPUTS) <= set(BASES)
+    assert len(CASES) >= 600 and all(corpus(kind) for kind in kinds)
+    pipes = {"a FIFO fed the valid content", "/dev/stdin fed the valid content"}
+    for kind, (_, form) in BASES.items():  # every file kind is read from a pipe, and meets its own format's inputs
+        names = {i.name for i in corpus(kind)}
+        assert pipes <= names, kind
+        assert {i.name for i in FILE_INPUTS if form in i.formats} <= names, kind
+    advised = {t.argv[2] for t in TARGETS if t.argv[:2] == ("estimate", "advise")}
+    assert advised == {"--planned", "--verl", "--trl"}
     assert len({(t.name, i.name) for t, i in CASES}) == len(CASES)

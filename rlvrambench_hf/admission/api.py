@@ -45,7 +45,7 @@ def load_attempts(
 def read_attempts_file(path: str | os.PathLike) -> tuple[Attempt, ...]:
     """Attempts from a JSON list of records (like ``attempts.json``) or a CSV laid out like ``attempts.csv``; a pipe
     (``<(...)``, ``/dev/stdin``) is read once and recognised by its first character."""
-    from ..data.tables.userfile import parse_json, user_input
+    from ..data.tables.userfile import content_of, parse_json, user_input
 
     file = Path(path)
     label = f"attempts file {file}"
@@ -53,10 +53,10 @@ def read_attempts_file(path: str | os.PathLike) -> tuple[Attempt, ...]:
     content = found if isinstance(found, bytes) else None
     suffix = file.suffix.lower()
     if suffix not in (".json", ".csv") and (isinstance(found, bytes) or not suffix):  # a pipe: recognised
-        content = content if content is not None else _read_bytes(found, label)
+        content = content if content is not None else content_of(found, label)
         suffix = ".json" if content.lstrip()[:1] in (b"[", b"{") else ".csv"
     if suffix == ".json":
-        content = content if content is not None else _read_bytes(found, label)
+        content = content if content is not None else content_of(found, label)
         return attempts_from_records(parse_json(content, label), str(file))
     if suffix == ".csv":
         from ..data.tables.reader import decode_labels, read_typed_file
@@ -65,15 +65,6 @@ def read_attempts_file(path: str | os.PathLike) -> tuple[Attempt, ...]:
         table = decode_labels(read_typed_file(content if content is not None else found, spec, name=str(file)), spec)
         return attempts_from_records(table.to_pylist(), str(file))
     raise InputError(f"attempts file {file} must end in .json or .csv")
-
-
-def _read_bytes(path: str | bytes, label: str) -> bytes:
-    if isinstance(path, bytes):
-        return path
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {label}: {exc.strerror or type(exc).__name__}") from None
 
 
 def policy_inputs(source: SourceLike, rule: str, *, revision: str | None = None) -> dict:

@@ -6,6 +6,8 @@ Argument parsing, file gathering and printing only; :mod:`rlvrambench_hf.reporti
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 from pathlib import Path
 
 from ..errors import quote
@@ -28,7 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         nargs="*",
         metavar="PATH",
         help=f"score files, .eval_results YAML files, folders, or {HUB_PREFIX}OWNER/NAME for the .eval_results of a "
-        "Hub model repository (read through huggingface_hub)",
+        "Hub model repository (read through huggingface_hub); a path without a suffix (/dev/stdin, <(...)) is read as "
+        "a score file",
     )
     p.add_argument("--references", action="store_true", help="add the three reference rules, scored now with intervals")
     p.add_argument("--output", metavar="F.csv|F.html", help="also write the table as CSV or HTML")
@@ -42,27 +45,37 @@ HUB_PREFIX = "hub:"
 def gather(paths: list[str]) -> dict[str, tuple[str, Path]]:
     """Method name → (kind, file) of every score file ("scores") and evaluation-results file ("entries");
     ``hub:`` repositories are left to :func:`run_leaderboard`."""
+    from ..data.tables.userfile import reason
     from ..errors import InputError
     from ..release.evalresults import EVAL_RESULTS_FOLDER
 
     found: dict[str, tuple[str, Path]] = {}
 
     def add(file: Path) -> None:
-        if file.suffix == ".json":
+        if file.suffix in (".json", ""):  # without a suffix (/dev/stdin, <(...)): a score file
             name, kind = file.stem, "scores"
         elif file.suffix in (".yaml", ".yml"):
             name = file.parent.parent.resolve().name if file.parent.name == EVAL_RESULTS_FOLDER else file.stem
             kind = "entries"
         else:
-            raise InputError(f"{file}: a leaderboard takes .json score files and .eval_results .yaml files")
+            raise InputError(
+                f"{quote(str(file))}: a leaderboard takes .json score files and .eval_results .yaml files (a path "
+                "without a suffix, such as /dev/stdin, is read as a score file)"
+            )
         if name in found:
             raise InputError(f"two inputs name the method {quote(name)} ({found[name][1]} and {file}); rename one")
         found[name] = (kind, file)
 
     for given in (Path(p) for p in paths if not p.startswith(HUB_PREFIX)):
-        if not given.exists():
-            raise InputError(f"{given} does not exist")
-        for file in folder_files(given) if given.is_dir() else [given]:
+        label = quote(str(given))
+        try:
+            mode = os.stat(given).st_mode
+        except FileNotFoundError:
+            broken = given.is_symlink()
+            raise InputError(f"{label} {'is a symbolic link to nothing' if broken else 'does not exist'}") from None
+        except OSError as exc:
+            raise InputError(f"cannot read {label}: {reason(exc)}") from None
+        for file in folder_files(given) if stat.S_ISDIR(mode) else [given]:
             add(file)
     return found
 
@@ -82,10 +95,8 @@ def folder_files(folder: Path) -> list[Path]:
 
 def file_standings(found: dict[str, tuple[str, Path]]) -> list:
     """The standings of every gathered file (score files and evaluation-results files)."""
-    import json
-
-    from ..errors import InputError
-    from ..release.evalresults import read_eval_results
+    from ..data.tables.userfile import user_json
+    from ..release.evalresults import check_scores, read_eval_results
     from ..reporting.leaderboard import standings_from_entries, standings_from_scores
 
     standings = []
@@ -93,13 +104,8 @@ def file_standings(found: dict[str, tuple[str, Path]]) -> list:
         if kind == "entries":
             standings += standings_from_entries(name, read_eval_results(file))
             continue
-        try:
-            scores = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(f"score file {file} cannot be read as JSON ({type(exc).__name__})") from None
-        if not isinstance(scores, dict) or not isinstance(scores.get("per_track"), dict):
-            raise InputError(f"{file} is not a transfer score file (no per_track scores)")
-        standings += standings_from_scores(name, scores)
+        label = f"score file {quote(str(file))}"
+        standings += standings_from_scores(name, check_scores(user_json(file, label), label))
     return standings
 
 

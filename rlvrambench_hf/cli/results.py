@@ -60,32 +60,34 @@ def dataset_identity(args: argparse.Namespace) -> tuple[str, str]:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    import json
     import tempfile
     from pathlib import Path
 
     from .. import __version__
     from ..data.tables.output import check_outputs, write_atomic
-    from ..errors import InputError
+    from ..data.tables.userfile import user_json
+    from ..errors import InputError, quote
     from ..release.evalresults import EVAL_RESULTS_FILE, EVAL_RESULTS_FOLDER, eval_entries, eval_results_text
 
-    target = Path(args.output) / EVAL_RESULTS_FOLDER / EVAL_RESULTS_FILE
-    if not Path(args.output).is_dir():
-        raise InputError(f"--output {args.output} is not a folder")
+    folder = Path(args.output)  # created when missing, as report's --output
+    target = folder / EVAL_RESULTS_FOLDER / EVAL_RESULTS_FILE
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"--output {quote(args.output)} is not a folder")
     if target.parent.is_dir():
         check_outputs([target], inputs={"SCORES": args.scores})
     else:
-        check_outputs(folders=[target.parent], inputs={"SCORES": args.scores})
-    try:
-        scores = json.loads(Path(args.scores).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"score file {args.scores} cannot be read as JSON ({type(exc).__name__})") from None
+        check_outputs(folders=[target.parent if folder.is_dir() else folder], inputs={"SCORES": args.scores})
+    scores = user_json(args.scores, f"score file {quote(args.scores)}")
     dataset_id, revision = dataset_identity(args)
     export = eval_entries(
-        scores, dataset_id=dataset_id, dataset_revision=revision, version=__version__, source=f"{args.scores}"
+        scores,
+        dataset_id=dataset_id,
+        dataset_revision=revision,
+        version=__version__,
+        source=f"score file {quote(args.scores)}",
     )
     text = eval_results_text(export.entries)
-    target.parent.mkdir(exist_ok=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(target, text)
     print(f"{len(export.entries)} entries ({dataset_id}@{revision}) -> {target}")
     for task in export.left_out:

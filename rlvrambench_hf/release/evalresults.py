@@ -11,6 +11,7 @@ Pure apart from :func:`read_eval_results`, which reads a file.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -19,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..data.schema.registry import get_spec
-from ..errors import InputError
+from ..data.tables.userfile import content_of, user_input
+from ..errors import InputError, first_line, quote
 
 if TYPE_CHECKING:  # pragma: no cover
     from huggingface_hub import EvalResultEntry
@@ -89,17 +91,13 @@ class Export:
 
 
 def eval_entries(
-    scores: Mapping[str, Any], *, dataset_id: str, dataset_revision: str, version: str, source: str = "score file"
+    scores: object, *, dataset_id: str, dataset_revision: str, version: str, source: str = "score file"
 ) -> Export:
     """One entry per track of ``scores`` (a transfer score file) and reported metric; a null value is left out
     (and named), never written as 0."""
     from huggingface_hub import EvalResultEntry
 
-    if not isinstance(scores, Mapping) or not isinstance(scores.get("per_track"), Mapping):
-        raise InputError(
-            f"{source} is not a transfer score file (no per_track scores); export takes the file "
-            "that rlvrambench evaluate --output writes"
-        )
+    scores = check_scores(scores, source)
     entries, left_out = [], []
     about = scores.get("interval_settings")
     for track, scope in scores["per_track"].items():
@@ -124,6 +122,79 @@ def eval_entries(
     if not entries:
         raise InputError(f"{source} has no non-null value of {', '.join(REPORTED_METRICS)} to export")
     return Export(entries, left_out)
+
+
+def check_scores(scores: object, source: str) -> Mapping[str, Any]:
+    """``scores`` (a transfer score file, read from ``source``) as far as the Hub entries and the leaderboard read
+    it, or one line saying what is wrong: ``per_track`` maps known tracks to mappings whose reported metrics are
+    null or in range (rates finite within 0-1, counts whole and not negative), the ends of their intervals too,
+    and ``interval_settings`` (when there) names the level, resamples and seed."""
+    if not isinstance(scores, Mapping) or not isinstance(scores.get("per_track"), Mapping):
+        raise InputError(
+            f"{source} is not a transfer score file (no per_track scores); give the file that rlvrambench "
+            "evaluate --output writes"
+        )
+    about = scores.get("interval_settings")
+    if about is not None and not (
+        isinstance(about, Mapping)
+        and _is_number(about.get("level"))
+        and 0 < about["level"] < 1
+        and all(_is_count(about.get(k)) for k in ("resamples", "seed"))
+    ):
+        raise InputError(f"{source}: interval_settings {quote(about)} is not a level, resamples and seed")
+    for track, scope in scores["per_track"].items():
+        _check_track(track, scope, f"{source}: per_track {quote(track)}")
+    return scores
+
+
+def _check_track(track: object, scope: object, where: str) -> None:
+    """One track's scores of a score file (see :func:`check_scores`)."""
+    from ..transfer.key import TRACKS
+
+    if track not in TRACKS:
+        raise InputError(f"{where} is not a track ({', '.join(TRACKS)})")
+    if not isinstance(scope, Mapping):
+        raise InputError(f"{where} is {quote(scope)}, not a mapping of scores")
+    block = scope.get("intervals")
+    if block is not None and not (
+        isinstance(block, Mapping)
+        and isinstance(block.get("method"), str)
+        and isinstance(block.get("metrics"), Mapping)
+        and _is_count(block.get("units"))
+        and isinstance(block.get("unit"), str)
+    ):
+        raise InputError(f"{where}: intervals {quote(block)} is not an interval block (method, unit, units, metrics)")
+    for metric in REPORTED_METRICS:
+        _check_value(scope.get(metric), f"{where} {metric}", metric)
+        ends = block["metrics"].get(metric) if block is not None else None
+        if ends is None:
+            continue
+        if not isinstance(ends, Mapping):
+            raise InputError(f"{where} {metric}: the interval {quote(ends)} is not a mapping of low and high")
+        low, high = ends.get("low"), ends.get("high")
+        _check_value(low, f"{where} {metric} interval", metric)
+        _check_value(high, f"{where} {metric} interval", metric)
+        if (low, high) != (None, None) and (low is None or high is None or low > high):
+            raise InputError(f"{where} {metric}: the interval {quote(ends)} does not run from low to high")
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _check_value(value: object, where: str, metric: str) -> None:
+    """A reported metric's value (or an end of its interval): null, a rate within 0-1 or a count."""
+    if value is None:
+        return
+    if metric.startswith("approved_"):
+        if not _is_count(value):
+            raise InputError(f"{where}: {quote(value)} is not a count (a whole number, 0 or more)")
+    elif not (_is_number(value) and 0 <= value <= 1):  # type: ignore[operator]
+        raise InputError(f"{where}: {quote(value)} is not a rate (a finite number from 0 to 1)")
 
 
 def interval_note(block: Mapping[str, Any], metric: str, about: Mapping[str, Any]) -> str:
@@ -162,10 +233,14 @@ def read_eval_results(path: str | os.PathLike) -> list[EvalResultEntry]:
     from huggingface_hub import parse_eval_result_entries
 
     file = Path(path)
+    label = f"eval results file {quote(str(file))}"
+    content = content_of(user_input(file, label, refused=lambda head: b"\x00" in head), label)
     try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise InputError(f"eval results file {file} cannot be read as YAML ({type(exc).__name__})") from None
+        data = yaml.safe_load(content.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{label} is not UTF-8 (byte {exc.start:,} cannot be decoded)") from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"{label} is not valid YAML ({first_line(exc)})") from None
     if not isinstance(data, list) or not all(isinstance(item, Mapping) for item in data):
         raise InputError(f"eval results file {file} is not a list of entries")
     try:

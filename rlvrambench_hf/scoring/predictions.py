@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 
 from ..data.tables.arrow import one_chunk
 from ..data.tables.diagnose import csv_problem, first_non_utf8, json_lines_problem
-from ..data.tables.userfile import standard_input, user_input
+from ..data.tables.userfile import reason, standard_input, user_input
 from ..errors import InputError, first_line, quote, summary
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -148,7 +148,7 @@ def _open_input(path: str) -> tuple[_Input, bytes]:
         with source.open() as stream:
             head = stream.read(_HEAD)
     except OSError as exc:
-        raise InputError(f"cannot read {source.label}: {exc.strerror or first_line(exc)}") from None
+        raise InputError(f"cannot read {source.label}: {reason(exc)}") from None
     codec = next((c for magic, c in _COMPRESSION_MAGIC.items() if head.startswith(magic)), None)
     if codec is None:
         return source, head

@@ -28,6 +28,9 @@ def csv_problem(opener: Callable[[], IO[bytes]], *, block_size: int, header_cell
     follows the file's name (``"line 7 is not UTF-8: ..."``), or None. ``block_size`` is the longest line the
     reader accepts; ``header_cells`` the number of columns the header names."""
     with opener() as stream:
+        if not stream.read(1):
+            return "it is empty (no header line)"
+    with opener() as stream:
         problem = _bytes_problem(stream, block_size)
     if problem is not None:
         return problem

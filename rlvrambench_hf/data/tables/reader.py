@@ -41,6 +41,7 @@ __all__ = [
     "check_header",
     "config_file",
     "decode_labels",
+    "header_cells",
     "load_table",
     "read_typed_file",
     "text_cell",
@@ -70,17 +71,19 @@ def read_typed_file(path: str | os.PathLike | bytes, spec: ConfigSpec, *, name: 
     except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
         from .diagnose import csv_problem
 
-        problem = csv_problem(opener, block_size=CSV_BLOCK_SIZE, header_cells=_header_cells(opener))
+        problem = csv_problem(opener, block_size=CSV_BLOCK_SIZE, header_cells=header_cells(opener))
         detail = problem or first_line(exc)
         raise SchemaError(f"{name}: cannot be read as CSV: {detail}", path=name, config=spec.name) from None
     except OSError as exc:
-        raise SchemaError(f"{name}: cannot be read: {first_line(exc)}", path=name, config=spec.name) from None
+        from .userfile import reason
+
+        raise SchemaError(f"{name}: cannot be read: {reason(exc)}", path=name, config=spec.name) from None
     check_header(found, spec, name)
     columns = [cast_column(raw.column(c.name), c, name) for c in spec.columns]
     return pa.Table.from_arrays(columns, schema=spec.arrow_schema)
 
 
-def _header_cells(opener: Callable[[], pa.NativeFile]) -> int:
+def header_cells(opener: Callable[[], pa.NativeFile]) -> int:
     """The number of cells of a CSV file's first line (as pyarrow reads it: quotes respected)."""
     with opener() as stream:
         first = io.BufferedReader(stream).readline(CSV_BLOCK_SIZE)

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import IO
 
-from ...errors import InputError, RLVRAMBenchError, first_line
+from ...errors import InputError, RLVRAMBenchError
 
 #: The most that is read from a pipe or device (a regular file has no limit).
 STREAM_LIMIT = 512 << 20
@@ -20,10 +20,12 @@ STREAM_LIMIT = 512 << 20
 HEAD_BYTES = 1 << 16
 
 
-def user_input(path: str | os.PathLike, label: str, *, refused: Callable[[bytes], bool] | None = None) -> str | bytes:
-    """``path`` as a string when it is a regular file, else the bytes it streams; ``label`` names it in errors
-    ("predictions file p.csv"). ``refused(head)`` says that the first bytes are enough to refuse the input, so
-    that nothing more is read (e.g. binary data from ``/dev/zero``)."""
+def user_input(
+    path: str | os.PathLike, label: str, *, refused: Callable[[bytes], bool] | None = None, limit: int = STREAM_LIMIT
+) -> str | bytes:
+    """``path`` as a string when it is a regular file, else the bytes it streams (at most ``limit``); ``label``
+    names it in errors ("predictions file p.csv"). ``refused(head)`` says that the first bytes are enough to refuse
+    the input, so that nothing more is read (e.g. binary data from ``/dev/zero``)."""
     name = os.fspath(path)
     try:
         mode = os.stat(name).st_mode
@@ -40,20 +42,41 @@ def user_input(path: str | os.PathLike, label: str, *, refused: Callable[[bytes]
         raise InputError(f"{label} is a socket, which cannot be read as a file; save the data to a file")
     try:
         with open(name, "rb") as handle:
-            return read_stream(handle, label, refused=refused)
+            return read_stream(handle, label, refused=refused, limit=limit)
     except OSError as exc:
         raise InputError(f"cannot read {label}: {reason(exc)}") from None
 
 
-def read_stream(handle: IO[bytes], label: str, *, refused: Callable[[bytes], bool] | None = None) -> bytes:
-    """Everything ``handle`` streams, up to :data:`STREAM_LIMIT` (more is a one-line error)."""
-    head = handle.read(HEAD_BYTES)
+def read_stream(
+    handle: IO[bytes], label: str, *, refused: Callable[[bytes], bool] | None = None, limit: int = STREAM_LIMIT
+) -> bytes:
+    """Everything ``handle`` streams, up to ``limit`` bytes (more is a one-line error)."""
+    head = handle.read(min(HEAD_BYTES, limit + 1))
     if refused is not None and refused(head):
         return head
-    rest = handle.read(STREAM_LIMIT + 1 - len(head))
-    if len(head) + len(rest) > STREAM_LIMIT:
-        raise InputError(f"{label} streams more than {STREAM_LIMIT >> 20} MiB; save it to a file and name the file")
+    rest = handle.read(max(limit + 1 - len(head), 0))
+    if len(head) + len(rest) > limit:
+        raise InputError(f"{label} streams more than {limit / 2**20:g} MiB; save it to a file and name the file")
     return head + rest
+
+
+def content_of(found: str | bytes, label: str) -> bytes:
+    """The bytes of what :func:`user_input` gave: a regular file's, read now, or those a stream gave already."""
+    if isinstance(found, bytes):
+        return found
+    try:
+        with open(found, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise InputError(f"cannot read {label}: {reason(exc)}") from None
+
+
+def user_json(path: str | os.PathLike, label: str) -> object:
+    """The JSON value of the file a user names (a pipe or device read once, binary refused at its first bytes)."""
+    content = content_of(user_input(path, label, refused=lambda head: b"\x00" in head), label)
+    if b"\x00" in content:
+        raise InputError(f"{label} is a binary file (NUL bytes), not JSON")
+    return parse_json(content, label)
 
 
 def standard_input(label: str, *, refused: Callable[[bytes], bool] | None = None) -> bytes:
@@ -77,7 +100,9 @@ def reason(exc: OSError) -> str:
         return "it is a loop of symbolic links"
     if exc.errno in (errno.ENXIO, errno.ENODEV):
         return "it is a special file that cannot be opened for reading"
-    return exc.strerror or type(exc).__name__
+    if exc.errno:
+        return os.strerror(exc.errno)  # the system's words: a library (pyarrow) puts its own text in strerror
+    return "the system gave no reason"
 
 
 def parse_json(content: bytes | str, label: str, error: type[RLVRAMBenchError] = InputError) -> object:
@@ -95,5 +120,5 @@ def parse_json(content: bytes | str, label: str, error: type[RLVRAMBenchError] =
         raise error(f"{label} is not valid JSON ({exc.msg} at line {exc.lineno:,}, column {exc.colno:,})") from None
     except RecursionError:
         raise error(f"{label} is JSON nested too deeply to be read") from None
-    except ValueError as exc:  # an integer of thousands of digits
-        raise error(f"{label} holds a number that cannot be read ({first_line(exc)[:80]})") from None
+    except ValueError:  # an integer of thousands of digits (Python's own limit, not a JSON error)
+        raise error(f"{label} holds an integer of more than {sys.get_int_max_str_digits():,} digits") from None
