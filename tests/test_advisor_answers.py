@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rlvrambench_hf.advisor import Hardware, Plans, advise
+from rlvrambench_hf.advisor.arrays import take
 from rlvrambench_hf.advisor.changes import MOVES
 from rlvrambench_hf.advisor.context import load_context
 from rlvrambench_hf.advisor.document import configuration, document
@@ -26,6 +27,8 @@ from rlvrambench_hf.advisor.floors import FLOORS, floors
 from rlvrambench_hf.advisor.predict import SettingArrays, feature_columns, predict
 from rlvrambench_hf.advisor.records import DEFINING_SETTINGS
 from rlvrambench_hf.advisor.sweep import sweep_table, verdict_lines, write_sweep
+from rlvrambench_hf.data.schema.pins import RELEASE_STACK
+from rlvrambench_hf.data.schema.registry import REGISTRY
 from rlvrambench_hf.data.tables.reader import load_table
 from rlvrambench_hf.estimation.features import feature_matrix
 
@@ -117,6 +120,41 @@ def test_the_two_follow_ups_of_one_setting_are_shown_together(snapshot: Path, co
     assert "donor_copy predicts within_margin" in first["verdict"]["sentence"]  # the references disagree: said
 
 
+def test_the_release_stack_is_what_every_table_that_records_it_holds(snapshot: Path) -> None:
+    """RELEASE_STACK fills the algorithm and adaptation of the records that do not say them: every table that does
+    say them holds exactly those values (a release that measures another stack must change the declaration)."""
+    seen = Counter()
+    for spec in REGISTRY.values():
+        for name in set(RELEASE_STACK) & set(spec.column_names):
+            values = {str(v).upper() for v in load_table(spec.name, snapshot).column(name).to_pylist()}
+            assert values == {RELEASE_STACK[name].upper()}, (spec.name, name, values)
+            seen[name] += 1
+    assert seen["algorithm"] >= 5 and seen["adaptation"] >= 4, seen
+
+
+@pytest.mark.parametrize(("setting", "value", "stack"), [("adaptation", "none", "full fine-tuning"),
+                                                          ("algorithm", "GAE", "algorithm GAE")])  # fmt: skip
+def test_a_run_of_another_stack_is_never_answered_by_grpo_lora_records(
+    snapshot: Path, context, setting: str, value: str, stack: str
+) -> None:
+    """A measured GRPO+LoRA configuration planned as full fine-tuning or with GAE matches no record (the release
+    measured neither), shows the GRPO+LoRA records as near matches naming the setting, and gets no within-margin
+    verdict from methods fitted on GRPO with LoRA; a failure they predict stands, the other run carrying more."""
+    table = load_table("configurations", snapshot, decode=True)
+    ids = table.column("configuration_id").to_pylist()
+    fits, fails = ids.index("cfg-338d9224eb9d2f3a"), ids.index("cfg-1432bb8a4d9c3b8c")  # within, above margin
+    plans = take(table, np.array([fits, fails]))
+    plans = plans.set_column(plans.schema.get_field_index(setting), setting, pa.array([value, value]))
+    within, above = document(advise(Plans(plans, ["a", "b"]), context=context))["configurations"]
+    for c in (within, above):
+        assert c["measured"] is None and c["verdict"]["basis"] != "measured"
+        assert c["near_matches"] and all(n["setting"] == setting for n in c["near_matches"][:2])
+    assert within["verdict"]["state"] is None
+    assert within["verdict"]["sentence"].startswith("no verdict: the release measured GRPO with LoRA only")
+    assert within["verdict"]["sentence"].endswith(f"which this run's {stack} can only exceed")
+    assert above["verdict"]["state"] in ("above_margin", "memory_failure")
+
+
 def test_floors_hold_for_every_record_the_release_measured_as_completing(context) -> None:
     checked = Counter()
     for table in context.records.index.tables:
@@ -172,6 +210,30 @@ def test_a_rejected_configuration_gets_a_change_a_measurement_supports(configura
         assert any(ch["supporting_configuration"]["configuration_id"] in ids for ch in measured)
         assert all(ch["resulting_state"] == "within_margin" for ch in c["changes"])
     assert expected >= 10
+
+
+def test_every_change_applied_and_asked_again_gives_the_state_it_claims(
+    snapshot: Path, configurations, context
+) -> None:
+    """A change is a claim about another plan: apply each change offered to the rejected configurations and to the
+    follow-up targets, ask again, and the answer must be the state the change gave, on a measured basis where the
+    change said measured."""
+    answers = [c for c in configurations[1]["configurations"]]
+    for targets in ("estimation_targets", "expanded_host_targets"):
+        answers += document(advise(plans_of_table(targets, snapshot), context=context))["configurations"]
+    changed, claims = [], []
+    for c in answers:
+        for change in c["changes"] or []:
+            settings = {k: v for k, v in c["settings"].items() if k != "configuration_id"}
+            changed.append({**settings, change["setting"]: change["to"]})
+            claims.append(change)
+    assert len(claims) >= 100
+    plans = Plans(pa.Table.from_pylist(changed), [f"change {i + 1}" for i in range(len(changed))])
+    again = document(advise(plans, context=context))["configurations"]
+    for claim, answer in zip(claims, again):
+        assert answer["verdict"]["state"] == claim["resulting_state"], (claim, answer["verdict"])
+        if claim["basis"] == "measured":
+            assert answer["verdict"]["basis"] == "measured", (claim, answer["verdict"])
 
 
 def _single_move(plan: dict, record: dict) -> bool:
@@ -340,3 +402,33 @@ def test_the_stored_fit_answers_as_a_fresh_fit_and_a_damaged_one_is_refitted(sna
             stored.write_text(json.dumps(data))
     assert outputs[0] == outputs[1] == outputs[2]
     assert len(json.loads(stored.read_text())["classifier"]["coefficients"]) == 3  # rewritten whole
+
+
+def test_an_unreachable_hub_is_asked_once_for_the_models_of_a_call(monkeypatch, snapshot: Path, context) -> None:
+    """huggingface_hub retries a refused connection for about 23 s: the second unknown model is not asked for, and
+    both say why they have no predictions, without the endpoint's credentials."""
+    import huggingface_hub
+    from huggingface_hub import constants
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    calls = []
+
+    def unreachable(*args, **kwargs):
+        calls.append(args)
+        try:  # as huggingface_hub raises it: the transport's error as the cause
+            raise ConnectionRefusedError(111, "Connection refused")
+        except OSError as cause:
+            raise LocalEntryNotFoundError("cannot reach the Hub and the file is not cached") from cause
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", unreachable)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "ENDPOINT", "http://user:secret@127.0.0.1:9")
+    plans = load_table("estimation_targets", snapshot, decode=True).slice(0, 2)
+    plans = plans.set_column(plans.schema.get_field_index("model_id"), "model_id", pa.array(["acme/a", "acme/b"]))
+    a, b = document(advise(Plans(plans, ["a", "b"]), context=context))["configurations"]
+    assert len(calls) == 1
+    for c, model in ((a, "acme/a"), (b, "acme/b")):
+        assert c["predictions"] is None
+        why = c["predictions_unavailable"]
+        assert f"model {model} is not in the release's model metadata and the Hub at http://***@127.0.0.1:9 " \
+               "is unreachable" in why and "secret" not in why  # fmt: skip

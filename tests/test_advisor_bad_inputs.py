@@ -2,13 +2,12 @@
 
 Each case runs ``rlvrambench estimate advise`` in a fresh interpreter with ``--output`` in a folder that must stay
 as it was. The cases cover the three ways in (planned CSV, VERL launch script or YAML, TRL config) and the files
-themselves (huge, binary, a FIFO, a YAML alias bomb).
+themselves (huge, binary, a YAML alias bomb); a pipe is read, as tests/test_advisor_plans.py shows.
 """
 
 from __future__ import annotations
 
 import csv
-import os
 from pathlib import Path
 
 import pytest
@@ -84,8 +83,6 @@ def _special(work: Path, kind: str) -> list[str]:
             handle.truncate(300 * 2**20)  # sparse: no disk used
     elif kind == "binary":
         path.write_bytes(b"model_id,gpu_count\n\x00\x01\x02\xff,2\n")
-    elif kind == "fifo":
-        os.mkfifo(path)
     elif kind == "bomb":
         lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
         lines += [f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}]" for i in range(1, 12)]
@@ -117,7 +114,6 @@ CASES: dict[str, tuple] = {
                            "plans.csv: unknown setting(s) 'learning_rate'"),
     "huge file": (lambda w, r: _special(w, "huge"), "bytes is more than the 268435456 bytes read"),
     "binary file": (lambda w, r: _special(w, "binary"), "is a binary file (NUL bytes), not text"),
-    "fifo": (lambda w, r: _special(w, "fifo"), "is not a regular file (a FIFO, socket or device)"),
     "yaml alias bomb": (lambda w, r: _special(w, "bomb"), "more than 200000 values (a YAML alias bomb?)"),
     "verl unresolved variable": (lambda w, r: _verl(w, "${MODEL}", "$MODEL_DIR/Qwen2.5-3B-Instruct"),
                                  "run.sh line 3: actor_rollout_ref.model.path uses $MODEL_DIR, which is not set in "
@@ -153,6 +149,19 @@ CASES: dict[str, tuple] = {
                               "is not divisible by num_generations = 3"),
     "trl string": (lambda w, r: _trl(w, vllm_gpu_memory_utilization="high"),
                    "grpo.yaml: vllm_gpu_memory_utilization: 'high' is not a number"),
+    "trl no prompt cap": (lambda w, r: _trl(w, max_prompt_length=None),
+                          "grpo.yaml: missing TRL setting(s) max_prompt_length: not set (this TRL does not cap "
+                          "prompts: give the longest prompt of your data in tokens, --setting max_prompt_length=N"),
+    "setting not NAME=VALUE": (lambda w, r: [*_trl(w), "--setting", "max_prompt_length"],
+                               "--setting 'max_prompt_length': write NAME=VALUE, e.g. max_prompt_length=1024"),
+    "setting unknown": (lambda w, r: [*_trl(w), "--setting", "lr=1e-5"],
+                        "unknown setting(s) 'lr' (use the columns of benchmark/configurations.csv)"),
+    "setting not a number": (lambda w, r: [*_trl(w), "--setting", "max_prompt_length=nan"],
+                             "given settings: max_prompt_length: 'nan' is not an integer"),
+    "setting out of range": (lambda w, r: [*_trl(w), "--setting", "vllm_gpu_memory_utilization=1.5"],
+                             "vllm_gpu_memory_utilization: 1.5 is not a fraction strictly between 0 and 1"),
+    "setting twice": (lambda w, r: [*_trl(w), "--setting", "max_prompt_length=1", "--setting", "max_prompt_length=2"],
+                      "--setting 'max_prompt_length' is given twice with different values"),
     "trl missing": (lambda w, r: _trl(w, num_processes=None),
                     "grpo.yaml: missing TRL setting(s) num_processes: not set (give them in the TRL config)"),
 }  # fmt: skip

@@ -10,6 +10,7 @@ import pytest
 
 from rlvrambench_hf.advisor import read_plans
 from rlvrambench_hf.advisor.launch import read_launches, unresolved
+from rlvrambench_hf.advisor.mapping import NULL_CONTEXT_FLAG
 from rlvrambench_hf.advisor.verl import Config, hydra_value, lookup, merged
 from rlvrambench_hf.errors import InputError
 
@@ -43,6 +44,25 @@ def test_variables_from_the_script_then_the_environment() -> None:
 def test_unquoted_expansions_split_into_words_as_the_shell_does() -> None:
     text = 'EXTRA="a.x=1 a.y=2"\npython3 -m verl.trainer.main_ppo $EXTRA a.z=3\n'
     assert overrides(text) == {"a.x": "1", "a.y": "2", "a.z": "3"}
+
+
+def test_parameter_expansions_as_the_shell_has_them_for_a_script_run_without_arguments() -> None:
+    """Positional parameters are unset (VERL's examples write ENGINE=${1:-vllm}); defaults nest; ``:+`` swaps."""
+    text = (
+        "ENGINE=${1:-vllm}\nGPUS=${GPUS:-${NGPU:-2}}\nLORA=${WANT_LORA:+64}\n"
+        "python3 -m verl.trainer.main_ppo a.engine=$ENGINE a.gpus=$GPUS a.rank=${LORA:-0} a.home=${HOME:+set} "
+        "a.brace=${UNSET:-{x}\n"
+    )
+    got = overrides(text, HOME="/h")
+    assert got == {"a.engine": "vllm", "a.gpus": "2", "a.rank": "0", "a.home": "set", "a.brace": "{x"}
+    assert overrides(text, HOME="/h", NGPU="8", WANT_LORA="yes")["a.gpus"] == "8"
+    assert overrides(text, HOME="/h", NGPU="8", WANT_LORA="yes")["a.rank"] == "64"
+
+
+def test_defaults_nested_too_deeply_are_one_line() -> None:
+    deep = "GPUS=" + "${GPUS:-" * 5000 + "2" + "}" * 5000 + "\npython3 -m verl.trainer.main_ppo a.n=$GPUS\n"
+    with pytest.raises(InputError, match=r"^run.sh line 1: variables nested more than 32 deep$"):
+        read_launches(deep, "run.sh", {})
 
 
 def test_what_the_script_computes_is_marked_not_run() -> None:
@@ -143,7 +163,8 @@ def test_a_verl_config_mapping_is_read_directly(snapshot: Path) -> None:
     got = plans.settings(0)
     assert (got["model_id"], got["gpu_count"], got["configuration_level"], got["max_model_len"]) == (
         "microsoft/Phi-4-mini-instruct", 4, "c3", 1024)  # fmt: skip
-    assert plans.row_flags(0) == [] and plans.origins == ["VERL config"]
+    null_context = NULL_CONTEXT_FLAG.format(key="actor_rollout_ref.rollout.max_model_len", value=1024)
+    assert plans.row_flags(0) == [null_context] and plans.origins == ["VERL config"]
     lora = {**VERL_TREE, "actor_rollout_ref": {**VERL_TREE["actor_rollout_ref"], "model": {
         "path": "microsoft/Phi-4-mini-instruct", "lora_rank": 8, "target_modules": ["q_proj", "v_proj"]}}}  # fmt: skip
     flags = read_plans(lora, workload="math", source=snapshot).row_flags(0)
@@ -165,3 +186,29 @@ def test_the_kind_is_detected_when_not_given(tmp_path: Path) -> None:
     assert detect_kind("python3 -m verl.trainer.main_ppo " + "x" * 5000 + "=1") == "verl"  # too long for a path
     assert detect_kind([{"gpu_count": 2}]) == "planned" and detect_kind(DictConfigLike(VERL_TREE)) == "verl"
     assert detect_kind(object()) == "trl"
+
+
+def test_a_mandatory_value_left_unset_is_not_a_value() -> None:
+    """VERL 0.9's packaged rollout.name is OmegaConf's ``???``: not an engine name, a setting VERL requires."""
+    from rlvrambench_hf.advisor.mapping import VERL_SCOPE
+    from rlvrambench_hf.advisor.verl import scope_flags
+
+    tree = {"actor_rollout_ref": {"rollout": {"name": "???", "n": "???"}}}
+    config = Config(tree, "run.sh line 1", "verl/trainer/config/_generated_ppo_trainer.yaml")
+    absent = lookup(tree, "no.such.key", "run.sh")
+    assert lookup(tree, "actor_rollout_ref.rollout.n", "run.sh") is absent  # as if it were not written
+    assert scope_flags(config, VERL_SCOPE) == [
+        "actor_rollout_ref.rollout.name not given, and VERL requires it (measured: vllm)"
+    ]
+
+
+def test_dynamic_batch_sizes_are_flagged_and_their_micro_batches_still_asked_for(snapshot: Path) -> None:
+    actor = {**VERL_TREE["actor_rollout_ref"]["actor"], "use_dynamic_bsz": True}
+    tree = {**VERL_TREE, "actor_rollout_ref": {**VERL_TREE["actor_rollout_ref"], "actor": actor}}
+    flags = read_plans(tree, workload="math", source=snapshot).row_flags(0)
+    assert "use_dynamic_bsz True: micro-batches sized by tokens (the measurements use fixed per-GPU micro-batches)" in (
+        flags
+    )
+    del actor["ppo_micro_batch_size_per_gpu"]
+    with pytest.raises(InputError, match=r"ppo_micro_batch_size_per_gpu: not set, .*; with use_dynamic_bsz give the"):
+        read_plans(tree, workload="math", source=snapshot)

@@ -8,10 +8,13 @@ flags. Bad inputs are in tests/test_advisor_bad_inputs.py.
 from __future__ import annotations
 
 import csv
+import io
 import json
+import os
 import re
 import subprocess
 import sys
+import threading
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,15 +24,18 @@ import yaml
 
 from rlvrambench_hf import advisor
 from rlvrambench_hf.advisor import TRL_MAPPING, VERL_MAPPING, Plans, read_plans
-from rlvrambench_hf.advisor.mapping import TRL_STACK_FLAG
+from rlvrambench_hf.advisor.mapping import NULL_CONTEXT_FLAG, TRL_STACK_FLAG
 from rlvrambench_hf.advisor.measured import LEVEL_PATTERN, LEVEL_SETTINGS
 from rlvrambench_hf.advisor.plans import RowLabels
 from rlvrambench_hf.data.tables.reader import load_table
+from rlvrambench_hf.errors import InputError
 
 from conftest import run_cli
 
 MEASURED = "cfg-338d9224eb9d2f3a"  # Qwen2.5-3B, gsm8k, c2, 2 GPUs, boundary study
 VERL_VERSION = "0.9.1"
+#: The settings of a plan in the dataset's vocabulary (a row of configurations.csv, ids and names aside).
+PLANNED_COLUMNS = ("model_id", "workload_id", *(m.setting for m in VERL_MAPPING[1:]))
 
 
 @pytest.fixture(scope="module")
@@ -142,6 +148,55 @@ def test_a_verl_launch_script_the_equivalent_yaml_and_the_planned_csv_give_the_s
     assert MEASURED in [r["configuration_id"] for r in advice[0]["measured"]]
 
 
+def _through_a_fifo(path: Path, folder: Path, **options: object) -> Plans:
+    """``read_plans`` of a FIFO (no suffix) that a writer thread feeds with ``path``'s bytes."""
+    fifo = folder / f"fifo-{path.stem}"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(path.read_bytes()))
+    writer.start()
+    try:
+        return read_plans(fifo, **options)
+    finally:
+        writer.join(timeout=30)
+
+
+def test_plans_through_a_pipe_read_as_the_file_does(snapshot: Path, tmp_path: Path, configurations: list[dict]) -> None:
+    row = row_of(configurations, MEASURED)
+    overrides = verl_overrides(row)
+    files = {
+        "script": (tmp_path / "run.sh", launch_script(overrides, model_variable=False), {"kind": "verl"}),
+        "verl yaml": (tmp_path / "config.yaml", yaml.safe_dump(nested(overrides)), {"kind": "verl"}),
+        "trl yaml": (tmp_path / "grpo.yaml", yaml.safe_dump(TRL_YAML), {"kind": "trl", "workload": "math"}),
+        "planned yaml": (tmp_path / "plan.yaml", yaml.safe_dump({c: row[c] for c in PLANNED_COLUMNS}), {}),
+        "planned csv": (tmp_path / "plans.csv", _csv_text([{c: row[c] for c in PLANNED_COLUMNS}] * 3), {}),
+    }
+    for name, (path, text, options) in files.items():
+        path.write_text(text)
+        options = {"workload": "gsm8k", **options, "source": snapshot}
+        from_file = read_plans(path, **options)  # type: ignore[arg-type]
+        piped = _through_a_fifo(path, tmp_path, **options)
+        assert piped.table.equals(from_file.table), name
+        assert [piped.row_flags(i) for i in range(len(piped))] == [from_file.row_flags(i) for i in range(len(piped))]
+    # the command line, the CSV on standard input given as /dev/stdin
+    with open(files["planned csv"][0], "rb") as stdin:
+        result = subprocess.run(
+            [sys.executable, "-m", "rlvrambench_hf", "--source", str(snapshot), "estimate", "advise",
+             "--planned", "/dev/stdin"],
+            stdin=stdin, capture_output=True, text=True, env=_env(), timeout=300,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    verdicts = [f"planned-{i}: within_margin (basis measured; 2 measured record(s))" for i in (1, 2, 3)]
+    assert result.stdout.splitlines()[:3] == verdicts
+
+
+def _csv_text(rows: list[dict]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
+
+
 def test_every_configuration_of_the_release_round_trips_through_the_verl_reader(
     snapshot: Path, configurations: list[dict]
 ) -> None:
@@ -226,14 +281,23 @@ def test_absent_settings_take_the_installed_verls_defaults(
     assert got["parameter_offload"] is False and got["free_cache_engine"] is True
     assert got["gpu_count"] == 2 * generated["trainer"]["nnodes"]
     assert "configuration_level" not in got
-    assert plans.row_flags(0) == ["configuration level: none (no measured level of gsm8k has these settings): no donor"]
-    # VERL's own defaults leave the per-GPU log-prob micro-batches null: then they are missing, named
+    assert plans.row_flags(0) == [
+        "actor_rollout_ref.rollout.max_model_len not set: read as prompt + response = 1024 tokens, as every measured "
+        "run set it; VERL 0.7 and later and TRL give vLLM the model's own context length instead (set it to compare "
+        "like with like)",
+        "configuration level: none (no measured level of gsm8k has these settings): no donor",
+    ]
+    # with LoRA, VERL computes the reference log-probabilities in the actor at the rollout's micro-batch
     script.write_text(script.read_text().replace("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4", ""))
+    no_ref = read_plans(script, kind="verl", workload="gsm8k", source=snapshot).settings(0)
+    assert no_ref["ref_logprob_micro_batch"] == no_ref["rollout_logprob_micro_batch"] == 4
+    # VERL's own defaults leave the per-GPU log-prob micro-batches null: then they are missing, named
+    script.write_text(script.read_text().replace("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4", ""))
     result = run_cli("--source", str(snapshot), "estimate", "advise", "--verl", str(script),
                      env={**_env(), "PYTHONPATH": str(packaged_verl)})  # fmt: skip
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
-    assert "missing VERL setting(s) actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu: not set, and null " \
-           "in VERL's defaults" in result.stderr  # fmt: skip
+    assert "missing VERL setting(s) actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: not set, and " \
+           "null in VERL's defaults" in result.stderr  # fmt: skip
 
 
 def _env() -> dict[str, str]:
@@ -297,6 +361,7 @@ def test_a_trl_config_maps_where_the_meaning_holds_with_a_flag_on_the_stack(snap
     assert got["configuration_level"] == "c2" and got["parameter_offload"] is False
     assert plans.row_flags(0) == [
         TRL_STACK_FLAG,
+        NULL_CONTEXT_FLAG.format(key="vllm_max_model_length", value=1024),  # not set: TRL gives vLLM the model's
         "TRL settings with no counterpart in the measurements, not taken into account: gradient_checkpointing",
     ]
     batch = next(m for m in TRL_MAPPING if m.setting == "train_batch_size")
@@ -316,11 +381,37 @@ def test_a_grpoconfig_object_is_read_by_its_fields(snapshot: Path) -> None:
     flags = plans.row_flags(0)
     assert flags[0] == TRL_STACK_FLAG
     assert "vllm_mode 'server': generation on other GPUs (the measurements colocate it)" in flags
-    assert "use_peft not given (measured: True)" in flags
+    assert "use_peft not given (measured: True)" in flags and "adaptation" not in got  # an object: not known
     # only the fields that differ from GRPOConfig's defaults are said, once; learning_rate is not memory
     assert "TRL settings with no counterpart in the measurements, not taken into account: beta" in flags
     with pytest.raises(Exception, match=r"TRL config: missing TRL setting\(s\) model_name_or_path, num_processes"):
         read_plans(config, source=snapshot)
+
+
+def test_a_trl_1_16_config_reads_as_trl_grpo_runs_it(snapshot: Path, tmp_path: Path) -> None:
+    """What recent TRL takes: no max_prompt_length (given with settings= / --setting), generation_batch_size, and
+    GRPOConfig's defaults for what the file leaves out."""
+    config = tmp_path / "grpo.yaml"
+    minimal = {k: TRL_YAML[k] for k in ("model_name_or_path", "num_processes", "use_peft", "lora_r", "use_vllm")}
+    config.write_text(yaml.safe_dump({**minimal, "lora_target_modules": "all-linear"}))
+    with pytest.raises(InputError, match=r"max_prompt_length: not set \(this TRL does not cap prompts: .*--setting"):
+        read_plans(config, kind="trl", workload="math", source=snapshot)
+    got = read_plans(config, kind="trl", workload="math", settings={"max_prompt_length": "512"}, source=snapshot)
+    settings = got.settings(0)
+    # GRPOConfig 1.16: 8 completions per device, 8 generations, 512-token completions, utilization 0.3, TP 1
+    assert (settings["actor_micro_batch"], settings["rollout_n"], settings["max_response_length"]) == (8, 8, 512)
+    assert (settings["vllm_gpu_memory_utilization"], settings["rollout_tp_size"]) == (0.3, 1)
+    assert settings["free_cache_engine"] is False and settings["train_batch_size"] == 8 * 2 * 1 // 8
+    assert settings["max_prompt_length"] == 512 and settings["adaptation"] == "LoRA"
+    assert not any(f.startswith("vllm_mode") for f in got.row_flags(0))  # colocate is GRPOConfig's default
+    # generation_batch_size: completions per round (TRL derives steps_per_generation from it)
+    config.write_text(yaml.safe_dump({**TRL_YAML, "generation_batch_size": 64, "gradient_accumulation_steps": 1}))
+    assert read_plans(config, kind="trl", workload="math", source=snapshot).settings(0)["train_batch_size"] == 32
+    # without use_peft, trl grpo trains the whole model
+    config.write_text(yaml.safe_dump({k: v for k, v in TRL_YAML.items() if k != "use_peft"}))
+    full = read_plans(config, kind="trl", workload="math", source=snapshot)
+    assert full.settings(0)["adaptation"] == "none"
+    assert "use_peft False: full fine-tuning (the measurements train LoRA adapters)" in full.row_flags(0)
 
 
 def test_row_labels_are_made_when_asked() -> None:

@@ -17,7 +17,7 @@ from functools import cached_property
 import numpy as np
 import pyarrow as pa
 
-from ..data.schema.pins import OUTCOME_LABELS, UNRESOLVED
+from ..data.schema.pins import OUTCOME_LABELS, RELEASE_STACK, UNRESOLVED
 from ..data.schema.registry import get_spec
 from ..errors import InputError
 from .arrays import numbers, with_validity
@@ -28,7 +28,7 @@ from .hardware import BENCHMARK_HARDWARE, HARDWARE_SETTINGS, Hardware
 from .lookup import Matches, exact_matches
 from .plans import Plans
 from .predict import FAILURE, WITHIN, Predictions, SettingArrays, predict
-from .records import Codes
+from .records import UNKNOWN, Codes
 from .scope import Flag, scope_flags
 
 #: Verdict states: the three labels, then unresolved (a measurement without a repeated label); -1: nothing known.
@@ -85,9 +85,20 @@ def assess(table: pa.Table, context: Context) -> Assessment:
     failing = found_floors.failing()
     measured_state = np.where(matches.resolved > 0, matches.worst, UNRESOLVED_STATE)
     predicted = predictions.cautious()
+    # the methods know GRPO with LoRA only: for another stack a failure they predict stands (the run carries more),
+    # a fit they predict does not
+    predicted = np.where(other_stack(codes) & (predicted == WITHIN), -1, predicted)
     state = np.where(measured, measured_state, np.where(failing, FAILURE, predicted))
     basis = np.where(measured, 0, np.where(failing, 1, 2))
     return Assessment(table, settings, codes, matches, found_floors, predictions, state, basis)
+
+
+def other_stack(codes: Codes) -> np.ndarray:
+    """Plans of another algorithm or adaptation than the release's (GRPO with LoRA), which it never measured."""
+    out = np.zeros(codes.rows, dtype=bool)
+    for name in RELEASE_STACK:
+        out |= codes.codes[name] == UNKNOWN
+    return out
 
 
 @dataclass

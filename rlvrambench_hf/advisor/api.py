@@ -61,8 +61,9 @@ def advise_planned(
 
 
 def _hub_metadata(plans: Plans, context: Context, revision: str | None) -> tuple[dict[str, Mapping], dict[str, str]]:
-    """Metadata of the plans' models outside the release, and why each unreadable one is missing."""
-    from ..estimation.hubmeta import fetch_model_metadata
+    """Metadata of the plans' models outside the release, and why each unreadable one is missing (once the Hub
+    proved unreachable, the other models are not asked for)."""
+    from ..estimation.hubmeta import HubUnreachable, fetch_model_metadata, unreachable
 
     if "model_id" not in plans.table.column_names:
         return {}, {}
@@ -71,11 +72,17 @@ def _hub_metadata(plans: Plans, context: Context, revision: str | None) -> tuple
     models = [m for m in pc.unique(plans.table.column("model_id")).drop_null().to_pylist()]
     extra: dict[str, Mapping] = {}
     unavailable: dict[str, str] = {}
+    down = False
     for model in models:
         if model in context.metadata:
             continue
         try:
+            if down:
+                raise unreachable(model, revision)
             extra[model] = fetch_model_metadata(model, revision)
+        except HubUnreachable as exc:
+            down = True
+            unavailable[model] = first_line(exc)
         except RLVRAMBenchError as exc:
             unavailable[model] = first_line(exc)
     return extra, unavailable

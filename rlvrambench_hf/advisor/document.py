@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ..data.schema.pins import RELEASE_STACK
 from ..estimation.features import coarse_family
 from ..estimation.references import METHODS
 from .answer import BASES, STATES, UNRESOLVED_STATE, Answers
@@ -94,12 +95,29 @@ def verdict(answers: Answers, i: int, measured: list | None, floors: list[dict],
     elif basis == "floor":
         failed = [f for f in floors if f["holds"] is False]
         sentence = "cannot run: " + "; ".join(f"{f['check']}: {f['arithmetic']}" for f in failed)
+    elif predictions and name is None:
+        labels = ", ".join(f"{m} {p['predicted_state'] or 'none'}" for m, p in predictions.items())
+        sentence = (
+            f"no verdict: the release measured GRPO with LoRA only, and for those settings the references predict "
+            f"{labels}, which this run's {_stack_text(answers, i)} can only exceed"
+        )
     elif predictions:
         labels = ", ".join(f"{m} {p['predicted_state'] or 'none'}" for m, p in predictions.items())
         sentence = f"predicted {name}, the most cautious of {labels}; no measured record matches"
     else:
         sentence = f"nothing known: no measured record matches and no prediction ({_why_unavailable(answers, i)})"
     return {"state": name, "basis": basis, "sentence": sentence}
+
+
+def _stack_text(answers: Answers, i: int) -> str:
+    """How plan ``i`` differs from the release's stack (``full fine-tuning``, ``algorithm GAE``)."""
+    table = answers.assessment.table
+    parts = []
+    for name, measured in RELEASE_STACK.items():
+        value = table.column(name)[i].as_py() if name in table.column_names else None
+        if value is not None and value != measured:
+            parts.append("full fine-tuning" if name == "adaptation" and value == "none" else f"{name} {value}")
+    return " and ".join(parts) or "stack"
 
 
 def _measured_sentence(answers: Answers, i: int, measured: list[dict], name: str | None) -> str:

@@ -2,8 +2,9 @@
 
 The script is split into commands with :mod:`shlex` after joining ``\\``-continued lines. Variables are expanded
 as the shell would, from the script's own assignments (``NAME=value``, ``export NAME=value``, in order) and the
-environment: ``$NAME``, ``${NAME}``, ``${NAME:-default}`` and ``${NAME:=default}``, never inside single quotes.
-What the script would compute at run time (``$(...)``, backquotes, ``$1``, an unset variable) is left as a marker
+environment: ``$NAME``, ``${NAME}``, ``${NAME:-default}``, ``${NAME:=default}`` and ``${NAME:+word}`` (positional
+parameters are unset: ``${1:-vllm}`` is ``vllm``), never inside single quotes. What the script would compute at
+run time (``$(...)``, backquotes, ``$1``, an unset variable) is left as a marker
 that becomes a one-line error only if a VERL override uses it. A command is a VERL launch when it runs a module
 or script of VERL's trainer (``-m verl.trainer.main_ppo``, ``.../main_ppo.py``); its words of the form
 ``key=value`` (with Hydra's ``+`` / ``++`` prefixes) are its overrides, ``--config-path`` / ``--config-name`` its
@@ -23,11 +24,26 @@ from ..errors import InputError
 _OPEN, _CLOSE = "\ue000", "\ue001"
 _MARKER = re.compile(f"{_OPEN}([0-9a-f]*){_CLOSE}")
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+#: The inside of ``${...}``: a name, positional or special parameter, then an operator and its word.
+_BRACED = re.compile(rf"({_NAME}|[0-9]+|[@*#?$!-])(?:(:?)([-=+?])(.*))?", re.S)
+#: Most defaults expanded inside one another (``${A:-${B:-...}}``).
+MAX_NESTING = 32
+#: Longest command (its lines joined), before and after expansion: a VERL launch is a few thousand characters,
+#: and shlex takes time that grows with the square of a word's length.
+MAX_COMMAND = 64 * 1024
 _ASSIGNMENT = re.compile(rf"^({_NAME})=(.*)$", re.S)
 _OVERRIDE = re.compile(r"^(\+{0,2}|~)([A-Za-z_][\w.@/-]*)(=(.*))?$", re.S)
 _SEPARATORS = {";", "&&", "||", "|", "&", "\n", "(", ")"}
 _VERL_MODULE = re.compile(r"^verl\.trainer\.main_\w+$")
 _VERL_SCRIPT = re.compile(r"(^|/)verl/trainer/main_\w+\.py$|(^|/)main_ppo\.py$")
+
+
+class _TooDeep(Exception):
+    """Defaults nested more than :data:`MAX_NESTING` deep."""
+
+
+class _TooLong(Exception):
+    """An expansion longer than :data:`MAX_COMMAND` characters."""
 
 
 @dataclass
@@ -53,6 +69,7 @@ def read_launches(text: str, name: str, environ: Mapping[str, str] | None = None
     launches: list[Launch] = []
     loose = Launch(1)
     text = re.sub(r"\\\r?\n", " ", text.replace("\r\n", "\n"))
+    text = text[:-1] if text.endswith("\\") and not text.endswith("\\\\") else text  # a continuation into the end
     for number, command in _commands(text, name, variables):
         launch = _launch_of(command, number, name)
         if launch is not None:
@@ -67,32 +84,83 @@ def read_launches(text: str, name: str, environ: Mapping[str, str] | None = None
 
 
 def _commands(text: str, name: str, variables: dict[str, str]) -> list[tuple[int, list[str]]]:
-    """(line, words) of each simple command, variables expanded and assignments applied in order."""
+    """(line, words) of each simple command, variables expanded and assignments applied in order. A command goes
+    on over the lines a quote stays open (found by :func:`_quote_after`, linear in the text); each is split once."""
     out = []
-    lines = text.split("\n")
-    number, pending, start = 0, "", 1
-    for number, line in enumerate(lines, 1):
+    pending: list[str] = []
+    size, start, quote = 0, 1, None
+    for number, line in enumerate(text.split("\n"), 1):
         if not pending:
             start = number
-        pending = f"{pending}\n{line}" if pending else line
-        try:
-            words = _split(_expand(pending, variables))
-        except ValueError:  # an open quote: the command goes on on the next line
+        pending.append(line)
+        size += len(line) + 1
+        if size > MAX_COMMAND:
+            raise InputError(f"{name} line {start}: a command longer than {MAX_COMMAND:,} characters")
+        quote = _quote_after(line, quote)
+        if quote is not None:
             continue
-        pending = ""
+        words = _words("\n".join(pending), f"{name} line {start}", variables)
+        pending, size = [], 0
         for command in _split_commands(words):
-            assignments = [_ASSIGNMENT.match(w) for w in command]
-            count = next((i for i, m in enumerate(assignments) if m is None), len(command))
-            if count == len(command) or (command and command[0] in ("export", "readonly", "declare", "local")):
-                for word in command[count:] if count < len(command) else command:
-                    m = _ASSIGNMENT.match(word)
-                    if m:
-                        variables[m.group(1)] = m.group(2)
-                continue
-            out.append((start, command[count:]))
+            if not _assigned(command, variables):
+                out.append((start, command[_assignments(command) :]))
     if pending:
         raise InputError(f"{name} line {start}: a quote opened here is never closed")
     return out
+
+
+def _words(command: str, where: str, variables: Mapping[str, str]) -> list[str]:
+    """The words of one command (its lines joined), variables expanded."""
+    try:
+        return _split(_expand(command, variables))
+    except ValueError:  # an escape with nothing after it
+        raise InputError(f"{where}: a quote or escape opened here is never closed") from None
+    except _TooDeep:
+        raise InputError(f"{where}: variables nested more than {MAX_NESTING} deep") from None
+    except _TooLong:
+        raise InputError(f"{where}: the command expands to more than {MAX_COMMAND:,} characters") from None
+
+
+def _assignments(command: list[str]) -> int:
+    """How many ``NAME=value`` words lead ``command``."""
+    return next((i for i, word in enumerate(command) if _ASSIGNMENT.match(word) is None), len(command))
+
+
+def _assigned(command: list[str], variables: dict[str, str]) -> bool:
+    """Apply ``command``'s assignments when it only assigns (``A=1 B=2``, ``export A=1``); whether it did."""
+    count = _assignments(command)
+    if count < len(command) and command[0] not in ("export", "readonly", "declare", "local"):
+        return False
+    for word in command[count:] if count < len(command) else command:
+        m = _ASSIGNMENT.match(word)
+        if m:
+            variables[m.group(1)] = m.group(2)
+    return True
+
+
+def _quote_after(line: str, quote: str | None) -> str | None:
+    """The quote still open at the end of ``line`` (None: none), given the one open at its start; outside quotes a
+    backslash escapes the next character and a ``#`` that starts a word starts a comment."""
+    i, n = 0, len(line)
+    while i < n:
+        char = line[i]
+        if quote == "'":
+            end = line.find("'", i)
+            if end < 0:
+                return quote
+            quote, i = None, end + 1
+            continue
+        if char == "\\":
+            i += 2
+            continue
+        if quote == '"':
+            quote = None if char == '"' else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (i == 0 or line[i - 1] in " \t;&|("):
+            return None
+        i += 1
+    return quote
 
 
 def _split(text: str) -> list[str]:
@@ -154,9 +222,12 @@ def _override(word: str) -> tuple[str, str, str | None] | None:
     return m.group(1), m.group(2), m.group(4)
 
 
-def _expand(text: str, variables: Mapping[str, str]) -> str:
-    """``text`` with its variables expanded outside single quotes; run-time values become markers."""
-    out, i, quote = [], 0, None
+def _expand(text: str, variables: Mapping[str, str], depth: int = 0) -> str:
+    """``text`` with its variables expanded outside single quotes; run-time values become markers. ``depth``
+    counts the defaults (``${A:-${B:-...}}``) being expanded, at most :data:`MAX_NESTING`."""
+    if depth > MAX_NESTING:
+        raise _TooDeep
+    out, i, quote, size = [], 0, None, len(text)
     while i < len(text):
         char = text[i]
         if char == "\\" and quote != "'" and i + 1 < len(text):
@@ -176,37 +247,64 @@ def _expand(text: str, variables: Mapping[str, str]) -> str:
             i = end + 1
             continue
         elif char == "$" and quote != "'":
-            value, i = _variable(text, i, variables)
+            value, i = _variable(text, i, variables, depth)
             out.append(_escaped(value, quote) if _OPEN not in value else value)
+            size += len(out[-1])
+            if size > MAX_COMMAND:
+                raise _TooLong
             continue
         out.append(char)
         i += 1
     return "".join(out)
 
 
-def _variable(text: str, i: int, variables: Mapping[str, str]) -> tuple[str, int]:
-    """The value of the expansion starting at ``text[i] == '$'`` and the index after it."""
+def _variable(text: str, i: int, variables: Mapping[str, str], depth: int) -> tuple[str, int]:
+    """The value of the expansion starting at ``text[i] == '$'`` and the index after it. ``${P}``, ``${P:-word}``,
+    ``${P-word}``, ``${P:=word}``, ``${P:+word}`` as the shell has them, for names and for positional and special
+    parameters (a script is read with none: ``${1:-vllm}`` is ``vllm``)."""
     rest = text[i + 1 :]
     if rest.startswith("("):
-        depth, j = 0, 0
+        parens, j = 0, 0
         for j, char in enumerate(rest):  # noqa: B007 (j is read after the loop)
-            depth += {"(": 1, ")": -1}.get(char, 0)
-            if depth == 0:
+            parens += {"(": 1, ")": -1}.get(char, 0)
+            if parens == 0:
                 break
         return _marker("$(...) (a command substitution)"), i + 2 + j
-    braced = re.match(rf"^\{{({_NAME})(:?[-=])?([^}}]*)\}}", rest)
-    if braced:
-        value = variables.get(braced.group(1))
-        operator, default = braced.group(2), braced.group(3)
-        if operator and (value is None or (operator.startswith(":") and value == "")):
-            value = _expand(default, variables)
-        return (value if value is not None else _marker(f"${{{braced.group(1)}}}")), i + 1 + braced.end()
+    end = _closing_brace(rest) if rest.startswith("{") else None
+    braced = _BRACED.fullmatch(rest[1:end]) if end is not None else None
+    if end is not None and braced:
+        key, colon, operator, word = braced.groups()
+        value = variables.get(key)
+        unset = value is None or (colon == ":" and value == "")
+        if operator in ("-", "=") and unset:
+            value = _expand(word, variables, depth + 1)
+        elif operator == "+":
+            value = "" if unset else _expand(word, variables, depth + 1)
+        return (value if value is not None else _marker(f"${{{key}}}")), i + 2 + end
     plain = re.match(rf"^({_NAME}|[0-9@*#?$!-])", rest)
     if plain:
         key = plain.group(1)
         value = variables.get(key)
         return (value if value is not None else _marker(f"${key}")), i + 1 + plain.end()
     return "$", i + 1
+
+
+def _closing_brace(rest: str) -> int | None:
+    """The index of the ``}`` that closes ``rest[0] == '{'``, nested ``${...}`` counted; None when none does."""
+    depth, j = 1, 1
+    while j < len(rest):
+        if rest[j] == "\\":
+            j += 2
+            continue
+        if rest.startswith("${", j):
+            depth, j = depth + 1, j + 2
+            continue
+        if rest[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return j
+        j += 1
+    return None
 
 
 def _marker(what: str) -> str:

@@ -27,6 +27,7 @@ class Mapped:
     required: bool = True
     kinds: tuple[str, ...] = ()  # per key, its kind when it is not the setting's
     optional: tuple[str, ...] = ()  # keys that may be null (the conversion then uses other values)
+    derived_from: str | None = None  # a setting the conversion may take instead: missing, only it is named
 
     @property
     def written(self) -> str:
@@ -41,6 +42,7 @@ class Scope:
     key: str
     measured: tuple[object, ...]
     flag: str
+    absent_is_measured: bool = False  # the tool's default, when the key is left out, is what was measured
 
 
 def _same(values: Values, settings: Mapping[str, object]) -> object:
@@ -86,8 +88,17 @@ def _rank_of(value: object, settings: Mapping[str, object]) -> Values:
     return (64 if value == "LoRA" else 0,)
 
 
-def _negated(values: Values, settings: Mapping[str, object]) -> object:
-    return None if values[0] is None else not values[0]
+def _ref_or_rollout(values: Values, settings: Mapping[str, object]) -> object:
+    """VERL with LoRA computes the reference log-probabilities in the actor, at the rollout's micro-batch."""
+    ref, rank = values
+    if ref is not None:
+        return ref
+    lora = isinstance(rank, int) and not isinstance(rank, bool) and rank > 0
+    return settings.get("rollout_logprob_micro_batch") if lora else None
+
+
+def _ref_back(value: object, settings: Mapping[str, object]) -> Values:
+    return (value, 64 if settings.get("adaptation") == "LoRA" else 0)
 
 
 #: Ordered so that a conversion reads only settings made before it (max_model_len after the lengths).
@@ -128,7 +139,14 @@ VERL_MAPPING: tuple[Mapped, ...] = (
     Mapped(("actor_rollout_ref.actor.fsdp_config.param_offload",), "parameter_offload", "same", _same, _as_is),
     Mapped(("actor_rollout_ref.actor.fsdp_config.optimizer_offload",), "optimizer_offload", "same", _same, _as_is),
     Mapped(
-        ("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",), "ref_logprob_micro_batch", "same", _same, _as_is
+        ("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", "actor_rollout_ref.model.lora_rank"),
+        "ref_logprob_micro_batch",
+        "same; absent with LoRA: the rollout's (the actor then computes the reference log-probabilities)",
+        _ref_or_rollout,
+        _ref_back,
+        kinds=("int64", "int64"),
+        optional=("actor_rollout_ref.model.lora_rank",),
+        derived_from="rollout_logprob_micro_batch",
     ),  # fmt: skip
     Mapped(("data.train_batch_size",), "train_batch_size", "same (prompts per step)", _same, _as_is),
     Mapped(("trainer.total_training_steps",), "total_training_steps", "same", _same, _as_is, False),
@@ -174,16 +192,26 @@ VERL_SCOPE: tuple[Scope, ...] = (
         (True,),
         "hybrid_engine {value} (the measurements colocate generation and training)",
     ),  # fmt: skip
+    Scope(
+        "actor_rollout_ref.actor.use_dynamic_bsz",
+        (False,),
+        "use_dynamic_bsz {value}: micro-batches sized by tokens (the measurements use fixed per-GPU micro-batches)",
+        absent_is_measured=True,
+    ),  # fmt: skip
 )
 
 
 def _trl_batch(values: Values, settings: Mapping[str, object]) -> object:
-    """Prompts per generation round: per-device batch × GPUs × steps per generation / generations per prompt."""
-    per_device, steps, accumulation, generations = values
+    """Prompts per generation round: completions per round / generations per prompt, the completions being
+    ``generation_batch_size`` or per-device batch × GPUs × steps per generation (GRPOConfig's own rule)."""
+    per_device, generation_batch, steps, accumulation, generations = values
     gpus, rounds = settings.get("gpu_count"), steps if steps is not None else accumulation
-    if None in (per_device, rounds, generations, gpus):
+    if generation_batch is not None and generations is not None:
+        completions: int = generation_batch  # type: ignore[assignment]
+    elif None in (per_device, rounds, generations, gpus):
         return None
-    completions: int = per_device * gpus * rounds  # type: ignore[operator]
+    else:
+        completions = per_device * gpus * rounds  # type: ignore[operator]
     whole, rest = divmod(completions, generations)  # type: ignore[operator]
     return whole if rest == 0 else completions / generations  # type: ignore[operator]
 
@@ -191,7 +219,7 @@ def _trl_batch(values: Values, settings: Mapping[str, object]) -> object:
 def _trl_batch_back(value: object, settings: Mapping[str, object]) -> Values:
     n, gpus = settings["rollout_n"], settings["gpu_count"]
     per_device = settings["actor_micro_batch"]
-    return (per_device, value * n // (per_device * gpus), None, n)  # type: ignore[operator]
+    return (per_device, None, value * n // (per_device * gpus), None, n)  # type: ignore[operator]
 
 
 def _steps(values: Values, settings: Mapping[str, object]) -> object:
@@ -266,12 +294,19 @@ TRL_MAPPING: tuple[Mapped, ...] = (
         ("per_device_train_batch_size",), "ref_logprob_micro_batch", "same (so are the reference's)", _same, _as_is
     ),  # fmt: skip
     Mapped(
-        ("per_device_train_batch_size", "steps_per_generation", "gradient_accumulation_steps", "num_generations"),
+        (
+            "per_device_train_batch_size",
+            "generation_batch_size",
+            "steps_per_generation",
+            "gradient_accumulation_steps",
+            "num_generations",
+        ),
         "train_batch_size",
-        "per-device batch × GPUs × steps per generation (default: gradient accumulation) / generations",
+        "generation_batch_size, else per-device batch × GPUs × steps per generation (default: gradient "
+        "accumulation), / generations",
         _trl_batch,
         _trl_batch_back,
-        optional=("steps_per_generation",),
+        optional=("generation_batch_size", "steps_per_generation"),
     ),  # fmt: skip
     Mapped(("max_steps",), "total_training_steps", "same (-1: from the epochs, not known)", _steps, _as_is, False),
     Mapped(
@@ -293,8 +328,6 @@ TRL_MAPPING: tuple[Mapped, ...] = (
         ("int64", "string"),
     ),  # fmt: skip
 )
-#: TRL keeps parameters and optimizer state on the device unless a DeepSpeed or FSDP config says otherwise.
-TRL_CONSTANTS: dict[str, object] = {"parameter_offload": False, "optimizer_offload": False, "algorithm": "GRPO"}
 
 TRL_SCOPE: tuple[Scope, ...] = (
     Scope("use_vllm", (True,), "use_vllm {value}: generation without vLLM (the measurements generate with vLLM)"),
@@ -305,29 +338,17 @@ TRL_SCOPE: tuple[Scope, ...] = (
         "lora_target_modules", ("all-linear",), "LoRA target modules {value} (the measurements adapt all linear layers)"
     ),  # fmt: skip
 )
+#: Flagged where a config leaves vLLM's context length null (VERL from 0.7 and TRL then use the model's own).
+NULL_CONTEXT_FLAG = (
+    "{key} not set: read as prompt + response = {value} tokens, as every measured run set it; VERL 0.7 and later "
+    "and TRL give vLLM the model's own context length instead (set it to compare like with like)"
+)
 #: Flagged on every row of a TRL config.
 TRL_STACK_FLAG = (
     "execution stack: TRL (accelerate, vLLM colocate), not the measured VERL/vLLM stack; settings are mapped where "
     "their meaning holds"
 )
-#: Keys ``trl grpo --config`` takes that set no memory-relevant setting here (neither mapped nor said unmapped).
-TRL_QUIET = frozenset(
-    """output_dir run_name dataset_name dataset_config dataset_train_split dataset_test_split logging_steps
-    report_to seed learning_rate lr_scheduler_type warmup_ratio warmup_steps push_to_hub hub_model_id
-    logging_dir reward_funcs reward_model_name_or_path torch_dtype dtype lora_alpha lora_dropout
-    num_train_epochs""".split()
-)
-
-
-def settings_of(mapping: Sequence[Mapped]) -> dict[str, str]:
-    """Setting → how the config writes it (for error messages)."""
-    return {m.setting: m.written for m in mapping}
 
 
 def mapped_keys(mapping: Sequence[Mapped], scope: Sequence[Scope]) -> set[str]:
     return {k for m in mapping for k in m.keys} | {s.key for s in scope}
-
-
-#: Keys a TRL config often leaves out whose absence has one meaning: accelerate runs on one machine, transformers
-#: accumulates no gradients, and TRL generates once per accumulation round.
-TRL_DEFAULTS: dict[str, object] = {"num_machines": 1, "gradient_accumulation_steps": 1, "steps_per_generation": None}

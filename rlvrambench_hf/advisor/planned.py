@@ -17,10 +17,22 @@ from pathlib import Path
 import pyarrow as pa
 
 from ..data.schema.spec import ConfigSpec
+from ..data.tables.diagnose import csv_problem
+from ..data.tables.reader import header_cells
+from ..data.tables.userfile import reason
 from ..errors import InputError, first_line, quote
 from .checks import Where, typed_from_text
 from .plans import RowLabels
-from .userfile import MAX_CSV_BYTES, check_text_file, checked_file, parse_structured, read_text
+from .userfile import (
+    MAX_CSV_BYTES,
+    check_text,
+    check_text_file,
+    head_of,
+    looks_structured,
+    opened,
+    parse_structured,
+    text_of,
+)
 
 SUFFIXES = (".yaml", ".yml", ".json", ".csv")
 PlannedLike = str | os.PathLike | Mapping | Sequence[Mapping]
@@ -28,16 +40,19 @@ PlannedLike = str | os.PathLike | Mapping | Sequence[Mapping]
 
 def read_planned(planned: PlannedLike, spec: ConfigSpec) -> tuple[pa.Table, Sequence[str], dict[str, str]]:
     """The typed table of the plans (``spec``'s columns, null where not given), each plan's origin and how each
-    setting is named in errors."""
-    if isinstance(planned, (str, os.PathLike)):
-        path = Path(planned)
-        if path.suffix.lower() not in SUFFIXES:
-            raise InputError(f"planned configurations {quote(str(path))}: use a {', '.join(SUFFIXES)} file")
-        if path.suffix.lower() == ".csv":
-            return _read_csv(path, spec)
-        records = parse_structured(read_text(path, "planned configurations"), str(path), path.suffix.lower())
-        return _from_records(records, str(path), spec)
-    return _from_records(planned, "planned configurations", spec)
+    setting is named in errors. A pipe (``<(...)``, ``/dev/stdin``) is read once and recognised by its content."""
+    if not isinstance(planned, (str, os.PathLike)):
+        return _from_records(planned, "planned configurations", spec)
+    path, name = Path(planned), str(planned)
+    suffix = path.suffix.lower()
+    found = opened(path, "planned configurations", MAX_CSV_BYTES)
+    if isinstance(found, bytes) or not suffix:  # a pipe, /dev/stdin: recognised by its content
+        suffix = ".yaml" if looks_structured(head_of(found, name)) else ".csv"
+    if suffix not in SUFFIXES:
+        raise InputError(f"planned configurations {quote(name)}: use a {', '.join(SUFFIXES)} file")
+    if suffix == ".csv":
+        return _read_csv(found, name, spec)
+    return _from_records(parse_structured(text_of(found, name), name, suffix), name, spec)
 
 
 def _from_records(records: object, name: str, spec: ConfigSpec) -> tuple[pa.Table, Sequence[str], dict[str, str]]:
@@ -76,22 +91,30 @@ def _refuse_unknown(names: set[str], name: str, spec: ConfigSpec) -> None:
         raise InputError(f"{name}: unknown setting(s) {shown} (use the columns of {spec.path})")
 
 
-def _read_csv(path: Path, spec: ConfigSpec) -> tuple[pa.Table, Sequence[str], dict[str, str]]:
+def _read_csv(found: str | bytes, name: str, spec: ConfigSpec) -> tuple[pa.Table, Sequence[str], dict[str, str]]:
+    """The plans of a CSV: a regular file's path (its text checked in chunks) or the bytes a pipe streamed."""
     import pyarrow.csv as pacsv
 
-    name = str(path)
-    checked_file(path, "planned configurations", MAX_CSV_BYTES)
-    check_text_file(path, name)
+    if isinstance(found, bytes):
+        check_text(found, name)
+    else:
+        check_text_file(Path(found), name)
+    opener = (lambda: pa.BufferReader(found)) if isinstance(found, bytes) else (lambda: pa.OSFile(found))
     options = pacsv.ConvertOptions(
         column_types={c: pa.string() for c in spec.column_names},
         strings_can_be_null=False,
         quoted_strings_can_be_null=False,
         null_values=[],
     )
-    try:  # one thread: as fast on two cores, and a third less memory
-        raw = pacsv.read_csv(path, read_options=pacsv.ReadOptions(use_threads=False), convert_options=options)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"{name}: cannot be read as CSV: {first_line(exc)}") from None
+    read = pacsv.ReadOptions(use_threads=False)  # one thread: as fast on two cores, and a third less memory
+    try:
+        with opener() as stream:
+            raw = pacsv.read_csv(stream, read_options=read, convert_options=options)
+    except pa.ArrowInvalid as exc:  # the package's diagnosis first (the ragged row, the unclosed quote, ...)
+        problem = csv_problem(opener, block_size=read.block_size, header_cells=header_cells(opener))
+        raise InputError(f"{name}: cannot be read as CSV: {problem or first_line(exc)}") from None
+    except OSError as exc:
+        raise InputError(f"{name}: cannot be read: {reason(exc)}") from None
     header = raw.column_names
     duplicated = sorted({c for c in header if header.count(c) > 1})
     if duplicated:

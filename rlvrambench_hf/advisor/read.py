@@ -18,13 +18,13 @@ import pyarrow.compute as pc
 
 from ..data.schema.registry import get_spec
 from ..data.sources.resolve import SourceLike
-from ..errors import InputError, quote
-from .checks import Where, check_ranges, known_true, typed_from_values
+from ..errors import InputError, quote, summary
+from .checks import Where, check_ranges, known_true, typed_from_text, typed_from_values
 from .launch import Launch, read_launches, unresolved
 from .mapping import VERL_MAPPING, VERL_SCOPE, mapped_keys
 from .measured import LEVEL_SETTINGS, Measured, load_measured
 from .plans import SETTINGS_CONFIG, Plans
-from .userfile import read_text
+from .userfile import MAX_SCRIPT_BYTES, looks_structured, read_text
 
 Kind = Literal["planned", "verl", "trl"]
 KINDS = ("planned", "verl", "trl")
@@ -32,6 +32,7 @@ KINDS = ("planned", "verl", "trl")
 REQUIRED: tuple[str, ...] = ("model_id", "gpu_count", *LEVEL_SETTINGS)
 _VERL_SECTIONS = {"actor_rollout_ref", "trainer", "data", "algorithm", "critic", "reward_model"}
 _YAML = (".yaml", ".yml", ".json")
+_SCRIPTS = (".sh", ".bash")
 #: Fields only a GRPOConfig has (a planned mapping uses the dataset's names).
 _TRL_FIELDS = {"num_generations", "per_device_train_batch_size", "max_completion_length", "use_vllm"}
 
@@ -57,6 +58,7 @@ def read_plans(
     if kind not in KINDS:
         raise InputError(f"unknown kind of plans {quote(kind)}; choose planned, verl or trl")
     spec = get_spec(SETTINGS_CONFIG)
+    settings = typed_settings(settings)
     measured = load_measured(source, revision)
     if kind == "planned":
         from .planned import read_planned
@@ -105,7 +107,7 @@ def detect_kind(plans: object) -> Kind:
     a mapping's keys, by an object's fields."""
     if isinstance(plans, (str, os.PathLike)):
         path = Path(plans)
-        if path.suffix.lower() in (".sh", ".bash") or (isinstance(plans, str) and _is_command_line(plans)):
+        if path.suffix.lower() in _SCRIPTS or (isinstance(plans, str) and _is_command_line(plans)):
             return "verl"
         if path.suffix.lower() in _YAML:
             from .userfile import parse_structured
@@ -115,7 +117,7 @@ def detect_kind(plans: object) -> Kind:
         return "planned"
     if isinstance(plans, Mapping):
         keys = {str(k) for k in plans}
-        if _VERL_SECTIONS & keys:
+        if any(isinstance(plans.get(section), Mapping) for section in _VERL_SECTIONS):  # planned: algorithm: GRPO
             return "verl"
         return "trl" if _TRL_FIELDS & keys else "planned"
     if isinstance(plans, Sequence):
@@ -148,7 +150,8 @@ def _config_records(
         else:
             fields, given = trl_fields(plans)
             origin = "TRL config"
-        found = [trl_record(fields, given, origin, columns, preset)]
+        with_model = isinstance(plans, (str, os.PathLike, Mapping))  # what trl grpo reads, model keys included
+        found = [trl_record(fields, given, origin, columns, preset, with_model=with_model)]
         origins = [origin]
     else:
         configs = _verl_configs(plans)
@@ -172,11 +175,15 @@ def _verl_configs(plans: object) -> list:
         raise InputError(f"a {type(plans).__name__} is not a VERL config (give a path, a command line or a mapping)")
     if isinstance(plans, str) and _is_command_line(plans):
         text, name, folder = plans, "command line", Path.cwd()
+        if len(text) > MAX_SCRIPT_BYTES:
+            raise InputError(f"a command line of {len(text):,} characters is longer than a launch script is read")
     else:
         path = Path(plans)
         if path.suffix.lower() in _YAML:
             return [with_defaults(yaml_tree(path, str(path)), str(path))]
-        text, name, folder = read_text(path, "VERL launch script"), str(path), path.parent
+        text, name, folder = read_text(path, "VERL launch script", MAX_SCRIPT_BYTES), str(path), path.parent
+        if path.suffix.lower() not in _SCRIPTS and looks_structured(text):  # a config YAML through a pipe
+            return [with_defaults(yaml_tree(path, name, text), name)]
     configs: list[Config] = []
     for launch in read_launches(text, name):
         origin = f"{name} line {launch.line}"
@@ -212,18 +219,35 @@ def _base_config(launch: Launch, folder: Path, origin: str) -> dict:
     raise InputError(f"{origin}: --config-name {name} names a config not found under {quote(str(folder / where))}")
 
 
+def typed_settings(settings: Mapping[str, object] | None) -> dict[str, object]:
+    """The caller's ``settings`` (dataset vocabulary; text such as ``"1024"`` as a CSV cell would be) typed and
+    checked as a plan's are, before any conversion reads them."""
+    spec = get_spec(SETTINGS_CONFIG)
+    given = dict(settings or {})
+    unknown = sorted(set(given) - set(spec.column_names))
+    if unknown:
+        raise InputError(f"unknown setting(s) {summary(unknown)} (use the columns of {spec.path})")
+    where = Where(lambda _: "given settings", {})
+    text = {name: value for name, value in given.items() if isinstance(value, str)}
+    raw = pa.table({name: pa.array([value], pa.string()) for name, value in text.items()})
+    parts = [
+        typed_from_text(raw, [spec.column(name) for name in text], where),
+        typed_from_values([given], [spec.column(name) for name in given if name not in text], where),
+    ]
+    typed = {name: part.column(name)[0].as_py() for part in parts for name in part.column_names}
+    check_ranges(pa.table({name: [value] for name, value in typed.items()}), where)
+    return typed
+
+
 def _filled(
-    table: pa.Table, workload: str | None, settings: Mapping[str, object] | None, measured: Measured, where: Where
+    table: pa.Table, workload: str | None, settings: Mapping[str, object], measured: Measured, where: Where
 ) -> pa.Table:
-    """``table`` with ``workload`` and ``settings`` filled in where the plans give none; a plan that gives another
-    value is an error."""
-    extra = dict(settings or {})
+    """``table`` with ``workload`` and ``settings`` (typed) filled in where the plans give none; a plan that gives
+    another value is an error."""
+    extra = dict(settings)
     if workload is not None:
         extra["workload_id"] = measured.workload_id(workload)
     spec = get_spec(SETTINGS_CONFIG)
-    unknown = sorted(set(extra) - set(spec.column_names))
-    if unknown:
-        raise InputError(f"unknown setting(s) {', '.join(unknown)} (use the columns of {spec.path})")
     for name, value in extra.items():
         column = spec.column(name)
         filled = typed_from_values([{name: value}], [column], Where(lambda _: "given settings", {}))

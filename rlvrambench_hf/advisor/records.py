@@ -7,7 +7,9 @@ hold 134 distinct tuples of these settings, and every tuple measured more than o
 instrumentation, state-release, sampling-calibration, horizon and temporal studies repeat each other) carries one
 repeated label. The settings left out are the ones those repeats varied without changing the label: the training
 horizon, the instrumentation (sampling interval, allocator tracing), the logging and checkpoint controls, the
-sample limits, and the study, condition and level names.
+sample limits, and the study, condition and level names. The algorithm and the adaptation are the same in every
+record (GRPO with LoRA, :data:`~rlvrambench_hf.data.schema.pins.RELEASE_STACK`), so a plan of another algorithm or
+of full fine-tuning matches no record: the release never measured one.
 
 Settings are coded per column against the values the release measured (``pyarrow.compute.index_in``), and each
 table's records are keyed by a mixed-radix integer of their codes, so that a lookup is a ``searchsorted`` over
@@ -24,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..data.schema.pins import OUTCOME_LABELS
+from ..data.schema.pins import OUTCOME_LABELS, RELEASE_STACK
 from ..data.schema.registry import REGISTRY, get_spec
 from ..data.schema.spec import ConfigSpec, MeasuredRecords
 from ..errors import SchemaError
@@ -50,6 +52,8 @@ DEFINING_SETTINGS: tuple[str, ...] = (
     "rollout_n",
     "train_batch_size",
     "device_capacity_mib",
+    "algorithm",
+    "adaptation",
 )
 SETTINGS_TABLE = "configurations"
 #: Code of a value the release never measured: it matches nothing.
@@ -195,6 +199,8 @@ def _setting_column(
         return pa.chunked_array([strings([mapping.get(v) for v in here.column(column).to_pylist()])])
     if name in base.column_names:
         return base.column(name)
+    if name in RELEASE_STACK:  # not recorded, but the whole release ran it
+        return pa.chunked_array([pa.array([RELEASE_STACK[name]] * here.num_rows, pa.string())])
     return None
 
 

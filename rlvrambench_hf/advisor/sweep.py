@@ -103,7 +103,7 @@ def _verdict_text(state: int, basis: int, count: int, failing: int) -> str:
     elif BASES[basis] == "floor":
         cause = "floor " + ";".join(f for bit, f in enumerate(FLOORS) if failing >> bit & 1) + " cannot hold"
     else:
-        cause = "predictions of the reference methods" if state >= 0 else "no prediction"
+        cause = "predictions of the reference methods" if state >= 0 else "no usable prediction"
     return f": {name} (basis {BASES[basis]}; {cause})"
 
 

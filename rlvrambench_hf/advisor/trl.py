@@ -14,13 +14,47 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..data.schema.spec import Column
-from ..errors import InputError
-from .mapping import TRL_DEFAULTS, TRL_MAPPING, TRL_QUIET, TRL_SCOPE, TRL_STACK_FLAG, mapped_keys
+from ..errors import InputError, quote
+from .mapping import TRL_MAPPING, TRL_SCOPE, TRL_STACK_FLAG, mapped_keys
 from .userfile import parse_structured, read_text
 from .verl import Config, plain, record_of
 
 #: How many unmapped keys the flag names before it counts the rest.
 NAMED = 8
+
+#: What a key a TRL config leaves out is, as ``trl grpo`` runs it: the defaults of GRPOConfig and of transformers'
+#: TrainingArguments (trl 1.16), and of accelerate (one machine).
+TRL_DEFAULTS: dict[str, object] = {
+    "num_machines": 1,
+    "per_device_train_batch_size": 8,
+    "gradient_accumulation_steps": 1,
+    "generation_batch_size": None,
+    "steps_per_generation": None,
+    "num_generations": 8,
+    "max_completion_length": 512,
+    "use_vllm": False,
+    "vllm_mode": "colocate",
+    "vllm_enable_sleep_mode": False,
+    "vllm_gpu_memory_utilization": 0.3,
+    "vllm_tensor_parallel_size": 1,
+    "vllm_max_model_length": None,
+    "max_steps": -1,
+    "save_strategy": "steps",
+    "save_steps": 500,
+    "eval_strategy": "no",
+}
+#: The model's keys that ``trl grpo`` reads from the same file (TRL's ModelConfig defaults); a GRPOConfig object
+#: has none of them, so its adaptation is not known.
+TRL_MODEL_DEFAULTS: dict[str, object] = {"use_peft": False, "lora_r": 16}
+#: TRL keeps parameters and optimizer state on the device unless a DeepSpeed or FSDP config says otherwise.
+TRL_CONSTANTS: dict[str, object] = {"parameter_offload": False, "optimizer_offload": False, "algorithm": "GRPO"}
+#: Keys ``trl grpo --config`` takes that set no memory-relevant setting here (neither mapped nor said unmapped).
+TRL_QUIET = frozenset(
+    """output_dir run_name dataset_name dataset_config dataset_train_split dataset_test_split logging_steps
+    report_to seed learning_rate lr_scheduler_type warmup_ratio warmup_steps push_to_hub hub_model_id
+    logging_dir reward_funcs reward_model_name_or_path torch_dtype dtype lora_alpha lora_dropout
+    num_train_epochs""".split()
+)
 
 
 def trl_fields(config: object) -> tuple[dict, set[str]]:
@@ -59,12 +93,20 @@ def trl_file(path: str | os.PathLike) -> dict:
 
 
 def trl_record(
-    fields: Mapping, given: set[str], origin: str, columns: Mapping[str, Column], preset: Mapping[str, object]
+    fields: Mapping,
+    given: set[str],
+    origin: str,
+    columns: Mapping[str, Column],
+    preset: Mapping[str, object],
+    *,
+    with_model: bool,
 ) -> tuple[dict, dict[str, str], list[str]]:
-    """Settings, how each was written and the scope flags of one TRL config (``given``: the fields it sets)."""
-    from .mapping import TRL_CONSTANTS
-
-    tree = {**TRL_DEFAULTS, **{k: v for k, v in fields.items()}}
+    """Settings, how each was written and the scope flags of one TRL config (``given``: the fields it sets;
+    ``with_model``: a file or mapping for ``trl grpo``, whose model keys take ModelConfig's defaults)."""
+    odd = sorted(k for k in given if not (k.isascii() and k.isidentifier()))
+    if odd:  # no field of GRPOConfig, ModelConfig or accelerate: an invisible character or a look-alike letter
+        raise InputError(f"{origin}: key {quote(odd[0])} is not a TRL field name (those are ASCII identifiers)")
+    tree = {**TRL_DEFAULTS, **(TRL_MODEL_DEFAULTS if with_model else {}), **fields}
     settings, written, flags = record_of(Config(tree, origin, None, "TRL"), columns, TRL_MAPPING, TRL_SCOPE, preset)
     if isinstance(settings.get("train_batch_size"), float):
         raise InputError(
@@ -73,7 +115,9 @@ def trl_record(
             f"num_generations = {settings['rollout_n']}"
         )
     settings.update(TRL_CONSTANTS)
-    settings["adaptation"] = "LoRA" if fields.get("use_peft") else "none"
+    peft = tree.get("use_peft")
+    adaptation = "LoRA" if peft is True else "none" if peft is False else None  # None: not known (an object)
+    settings["adaptation"] = preset.get("adaptation", adaptation)
     unmapped = sorted(given - mapped_keys(TRL_MAPPING, TRL_SCOPE) - TRL_QUIET)
     if unmapped:
         named = ", ".join(unmapped[:NAMED]) + (f" and {len(unmapped) - NAMED} more" if len(unmapped) > NAMED else "")

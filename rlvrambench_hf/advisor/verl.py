@@ -20,10 +20,12 @@ from pathlib import Path
 from ..data.schema.spec import Column
 from ..errors import InputError
 from .checks import quoted
-from .mapping import VERL_MAPPING, VERL_SCOPE, Mapped, Scope
+from .mapping import NULL_CONTEXT_FLAG, VERL_MAPPING, VERL_SCOPE, Mapped, Scope
 from .userfile import parse_structured, read_text
 
 _ABSENT = object()
+#: OmegaConf's value of a mandatory key not yet given.
+MISSING_VALUE = "???"
 _INT = re.compile(r"^[+-]?[0-9][0-9_]*$")
 _FLOAT = re.compile(r"(?i)^[+-]?(([0-9][0-9_]*)?\.[0-9_]*([e][+-]?[0-9]+)?|[0-9][0-9_]*e[+-]?[0-9]+|inf|nan)$")
 _INTERPOLATION = re.compile(r"^\$\{(.*)\}$", re.S)
@@ -120,8 +122,11 @@ def plain(value: object) -> object:
     return value
 
 
-def yaml_tree(path: str | os.PathLike, name: str) -> dict:
-    data = parse_structured(read_text(path, "VERL config"), name, Path(path).suffix.lower())
+def yaml_tree(path: str | os.PathLike, name: str, text: str | None = None) -> dict:
+    """A VERL config YAML (``text`` when it was read already, e.g. from a pipe) as a tree, ``defaults:`` dropped."""
+    if text is None:
+        text = read_text(path, "VERL config")
+    data = parse_structured(text, name, Path(path).suffix.lower())
     if not isinstance(data, dict):
         raise InputError(f"{name}: a VERL config is a mapping (actor_rollout_ref:, data:, trainer:, ...)")
     data.pop("defaults", None)
@@ -136,12 +141,11 @@ def with_defaults(top: Mapping, origin: str) -> Config:
 
 
 def lookup(tree: Mapping, key: str, origin: str, depth: int = 0) -> object:
-    """The value of a dotted ``key`` (:data:`_ABSENT` if absent), interpolations resolved."""
-    node: object = tree
-    for part in key.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return _ABSENT
-        node = node[part]
+    """The value of a dotted ``key`` (:data:`_ABSENT` if absent, or OmegaConf's mandatory ``???`` that no one
+    filled in, as VERL's own ``rollout.name``), interpolations resolved."""
+    node = _raw(tree, key)
+    if node is _ABSENT or node == MISSING_VALUE:
+        return _ABSENT
     if isinstance(node, str) and _INTERPOLATION.match(node):
         return _interpolated(tree, key, node, origin, depth)
     return node
@@ -189,7 +193,7 @@ def record_of(
     from .checks import fail, type_problem
 
     settings: dict[str, object] = {}
-    missing = []
+    missing, flags = [], []
     for mapped in mapping:
         if preset and mapped.setting in preset:
             settings[mapped.setting] = preset[mapped.setting]
@@ -203,21 +207,41 @@ def record_of(
                 raise fail(f"{config.origin}: {key}", value, problem)
         given = [None if v is _ABSENT else v for v in values]
         settings[mapped.setting] = mapped.read(given, settings)
-        if mapped.required and settings[mapped.setting] is None:
+        if mapped.setting == "max_model_len" and given[0] is None and settings["max_model_len"] is not None:
+            flags.append(NULL_CONTEXT_FLAG.format(key=mapped.keys[0], value=settings["max_model_len"]))
+        if mapped.required and settings[mapped.setting] is None and not _waits_on_another(mapped, given, settings):
             missing += [k for k, v in zip(mapped.keys, given) if v is None and k not in mapped.optional]
     if missing:
         raise InputError(_missing_text(config, list(dict.fromkeys(missing))))
     written = {m.setting: m.written for m in mapping}
-    return settings, written, scope_flags(config, scope)
+    return settings, written, scope_flags(config, scope) + flags
+
+
+def _waits_on_another(mapped: Mapped, given: list[object], settings: Mapping[str, object]) -> bool:
+    """Whether ``mapped`` would be read from the setting it derives from, were that one given (so that only that
+    one is named as missing)."""
+    other = mapped.derived_from
+    if other is None or settings.get(other) is not None:
+        return False
+    return mapped.read(given, {**settings, other: 1}) is not None
 
 
 def _missing_text(config: Config, keys: list[str]) -> str:
-    if config.tool != "VERL":
+    if config.tool != "VERL" and "max_prompt_length" in keys:  # GRPOConfig no longer has it (trl 1.16)
+        where = (
+            "not set (this TRL does not cap prompts: give the longest prompt of your data in tokens, "
+            "--setting max_prompt_length=N or settings={'max_prompt_length': N})"
+        )
+    elif config.tool != "VERL":
         where = f"not set (give them in the {config.tool} config)"
     elif config.defaults:
-        where = f"not set, and null in VERL's defaults ({config.defaults})"
+        packaged = config.defaults.replace(os.sep, "/")
+        packaged = packaged[packaged.rfind("verl/trainer/") :] if "verl/trainer/" in packaged else packaged
+        where = f"not set, and null in VERL's defaults ({packaged})"
     else:
         where = "not set, and VERL is not installed here to give its defaults"
+    if lookup(config.tree, "actor_rollout_ref.actor.use_dynamic_bsz", config.origin) is True:
+        where += "; with use_dynamic_bsz give the per-GPU micro-batches the release would compare (it measured those)"
     return f"{config.origin}: missing {config.tool} setting(s) {', '.join(keys)}: {where}"
 
 
@@ -227,12 +251,25 @@ def scope_flags(config: Config, scope: Sequence[Scope]) -> list[str]:
     for s in scope:
         value = lookup(config.tree, s.key, config.origin)
         if value is _ABSENT or value is None:
-            if config.defaults is None:
-                flags.append(f"{s.key} not given (measured: {', '.join(map(str, s.measured))})")
+            measured = ", ".join(map(str, s.measured))
+            if _raw(config.tree, s.key) == MISSING_VALUE:
+                flags.append(f"{s.key} not given, and {config.tool} requires it (measured: {measured})")
+            elif config.defaults is None and not s.absent_is_measured:
+                flags.append(f"{s.key} not given (measured: {measured})")
             continue
         if value not in s.measured and not _same_text(value, s.measured):
             flags.append(s.flag.format(value=quoted(value)))
     return flags
+
+
+def _raw(tree: Mapping, key: str) -> object:
+    """The value written at a dotted ``key`` (:data:`_ABSENT` if absent), nothing resolved."""
+    node: object = tree
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return _ABSENT
+        node = node[part]
+    return node
 
 
 def _same_text(value: object, measured: tuple[object, ...]) -> bool:

@@ -61,6 +61,14 @@ def register(commands: argparse._SubParsersAction) -> None:
         metavar="MIB",
         help="the per-device limit on that device (default: its capacity minus the benchmark's 2048 MiB headroom)",
     )
+    p.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting in the dataset's vocabulary (a column of configurations.csv) for every plan that does not give "
+        "it, e.g. max_prompt_length=1024 for a TRL config that does not cap prompts (repeatable)",
+    )
     p.add_argument("--model-revision", metavar="REV", help="Hub revision of a model outside the release (default main)")
     p.add_argument("--nearest", type=int, default=3, metavar="K", help="measured configurations to list (default 3)")
     p.add_argument(
@@ -79,11 +87,26 @@ def run_advise(args: argparse.Namespace) -> int:
     hardware = Hardware.of(args.device_capacity_mib, args.margin_limit_mib)
     kind, given = next((k, v) for k, v in (("planned", args.planned), ("verl", args.verl), ("trl", args.trl)) if v)
     source = checked_source(args, [args.output], {f"--{kind}": given})
-    plans = read_plans(given, kind=kind, workload=args.workload, source=source)  # type: ignore[arg-type]
+    settings = given_settings(args.setting)
+    plans = read_plans(given, kind=kind, workload=args.workload, settings=settings, source=source)  # type: ignore[arg-type]
     answers = advise(plans, source, hardware=hardware, model_revision=args.model_revision, nearest=args.nearest)
     write_answers(answers, args.output)
     print(render(answers))
     return 0
+
+
+def given_settings(pairs: list[str]) -> dict[str, str]:
+    """``--setting NAME=VALUE`` options as a mapping (typed and checked by the plan reader, as a CSV cell is)."""
+    settings: dict[str, str] = {}
+    for pair in pairs:
+        name, equals, value = pair.partition("=")
+        name = name.strip()
+        if not equals or not name:
+            raise InputError(f"--setting {quote(pair)}: write NAME=VALUE, e.g. max_prompt_length=1024")
+        if settings.get(name, value) != value:
+            raise InputError(f"--setting {quote(name)} is given twice with different values")
+        settings[name] = value
+    return settings
 
 
 def write_answers(answers: object, path: str | None) -> None:

@@ -2,7 +2,9 @@
 
 :func:`metadata_from_shapes` (pure) derives the counts the features need from the configuration and the tensor
 shapes; :func:`fetch_model_metadata` reads both through huggingface_hub (``get_safetensors_metadata`` reads the
-headers only, never the weights), so ``HF_ENDPOINT``, ``HF_HUB_OFFLINE``, the cache and tokens apply.
+headers only, never the weights), so ``HF_ENDPOINT``, ``HF_HUB_OFFLINE``, the cache and tokens apply. A Hub that
+cannot be reached at all is :class:`HubUnreachable`, so that a caller asking for several models stops after the
+first (huggingface_hub retries a failed connection for about 23 s).
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ..errors import InputError, SourceError, first_line
+from ..data.sources.huberrors import hub_error, is_network_error
+from ..errors import InputError, SourceError, first_line, redact
 
 LORA_RANK = 64
 #: Bytes per element of the safetensors floating dtypes.
@@ -21,6 +24,24 @@ FLOAT_BYTES: dict[str, int] = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3
 #: A tensor inside a transformer layer: ``...layers.<i>.`` (also ``h.<i>.`` and ``blocks.<i>.``).
 LAYER = re.compile(r"^(.*?(?:^|\.)(?:layers|h|blocks|block)\.\d+)\.")
 CONFIG_FIELDS = ("hidden_size", "intermediate_size", "num_attention_heads", "num_hidden_layers", "vocab_size")
+
+
+class HubUnreachable(SourceError):
+    """The Hub could not be reached (a connection or time-out error below huggingface_hub)."""
+
+
+def unreachable(model_id: str, revision: str | None = None) -> HubUnreachable:
+    """The error of a model whose metadata the release lacks while the Hub cannot be reached."""
+    from huggingface_hub import constants
+
+    return HubUnreachable(
+        f"{_where(model_id, revision)} is not in the release's model metadata and the Hub at "
+        f"{redact(constants.ENDPOINT)} is unreachable"
+    )
+
+
+def _where(model_id: str, revision: str | None) -> str:
+    return f"model {model_id}" + (f"@{revision}" if revision else "")
 
 
 def metadata_from_shapes(
@@ -84,18 +105,20 @@ def fetch_model_metadata(model_id: str, revision: str | None = None) -> dict:
     from huggingface_hub import constants, get_safetensors_metadata, hf_hub_download
     from huggingface_hub import errors as hf_errors
 
-    where = f"model {model_id}" + (f"@{revision}" if revision else "")
+    where = _where(model_id, revision)
     try:
         config_path = Path(hf_hub_download(model_id, "config.json", revision=revision))
         headers = get_safetensors_metadata(model_id, revision=revision)
-    except (hf_errors.OfflineModeIsEnabled, hf_errors.LocalEntryNotFoundError):
-        why = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else f"the Hub at {constants.ENDPOINT} is unreachable"
-        raise SourceError(f"{where} is not in the release's model metadata and {why}") from None
+    except (hf_errors.OfflineModeIsEnabled, hf_errors.LocalEntryNotFoundError) as exc:
+        if constants.HF_HUB_OFFLINE:
+            raise SourceError(f"{where} is not in the release's model metadata and HF_HUB_OFFLINE is set") from None
+        if exc.__cause__ is None or not is_network_error(exc.__cause__):  # the server answered, but not with it
+            endpoint = redact(constants.ENDPOINT)
+            raise SourceError(f"{where}: the Hub at {endpoint} did not serve its config.json") from None
+        raise unreachable(model_id, revision) from None
     except hf_errors.NotASafetensorsRepoError:
         raise SourceError(f"{where} has no safetensors weights to read the tensor shapes from") from None
     except Exception as exc:
-        from ..data.sources.huberrors import hub_error
-
         mapped = hub_error(exc, model_id, revision or "main", what="config.json", repo_type="model")
         if mapped is None:
             raise SourceError(f"{where}: cannot read its metadata: {first_line(exc, typed=True)}") from None

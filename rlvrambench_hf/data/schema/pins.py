@@ -11,6 +11,9 @@ UNRESOLVED = "unresolved"
 MARGIN_LIMIT_MIB = 38_912
 #: The reported capacity of the benchmark's devices (40 GB A100), in MiB.
 DEVICE_CAPACITY_MIB = 40_960
+#: The training stack every configuration of the release ran (the card: GRPO with LoRA adapters). A table of
+#: measured records that does not record these settings (the admission candidates) ran them too.
+RELEASE_STACK: dict[str, str] = {"algorithm": "GRPO", "adaptation": "LoRA"}
 #: Repository id of the dataset on the Hugging Face Hub.
 DEFAULT_REPO_ID = "kobzaond/RLVRAMBench"
 #: The commit of the published release (``release.json``'s ``huggingface_revision``).
