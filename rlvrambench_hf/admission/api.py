@@ -45,11 +45,11 @@ def load_attempts(
 def read_attempts_file(path: str | os.PathLike) -> tuple[Attempt, ...]:
     """Attempts from a JSON list of records (like ``attempts.json``) or a CSV laid out like ``attempts.csv``; a pipe
     (``<(...)``, ``/dev/stdin``) is read once and recognised by its first character."""
-    from ..data.tables.userfile import content_of, parse_json, user_input
+    from ..data.tables.userfile import binary_head, content_of, parse_json, user_input
 
     file = Path(path)
     label = f"attempts file {file}"
-    found = user_input(path, label, refused=lambda head: b"\x00" in head)
+    found = user_input(path, label, refused=binary_head)
     content = found if isinstance(found, bytes) else None
     suffix = file.suffix.lower()
     if suffix not in (".json", ".csv") and (isinstance(found, bytes) or not suffix):  # a pipe: recognised

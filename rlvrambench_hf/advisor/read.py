@@ -110,7 +110,7 @@ def detect_kind(plans: object) -> Kind:
         if path.suffix.lower() in _SCRIPTS or (isinstance(plans, str) and _is_command_line(plans)):
             return "verl"
         if path.suffix.lower() in _YAML:
-            from .userfile import parse_structured
+            from ..data.tables.userfile import parse_structured
 
             data = parse_structured(read_text(path, "config"), str(path), path.suffix.lower())
             return detect_kind(data) if isinstance(data, Mapping) else "planned"

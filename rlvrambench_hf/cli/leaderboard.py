@@ -6,7 +6,6 @@ Argument parsing, file gathering and printing only; :mod:`rlvrambench_hf.reporti
 from __future__ import annotations
 
 import argparse
-import os
 import stat
 from pathlib import Path
 
@@ -45,7 +44,7 @@ HUB_PREFIX = "hub:"
 def gather(paths: list[str]) -> dict[str, tuple[str, Path]]:
     """Method name → (kind, file) of every score file ("scores") and evaluation-results file ("entries");
     ``hub:`` repositories are left to :func:`run_leaderboard`."""
-    from ..data.tables.userfile import reason
+    from ..data.tables.userfile import file_mode
     from ..errors import InputError
     from ..release.evalresults import EVAL_RESULTS_FOLDER
 
@@ -67,15 +66,7 @@ def gather(paths: list[str]) -> dict[str, tuple[str, Path]]:
         found[name] = (kind, file)
 
     for given in (Path(p) for p in paths if not p.startswith(HUB_PREFIX)):
-        label = quote(str(given))
-        try:
-            mode = os.stat(given).st_mode
-        except FileNotFoundError:
-            broken = given.is_symlink()
-            raise InputError(f"{label} {'is a symbolic link to nothing' if broken else 'does not exist'}") from None
-        except OSError as exc:
-            raise InputError(f"cannot read {label}: {reason(exc)}") from None
-        for file in folder_files(given) if stat.S_ISDIR(mode) else [given]:
+        for file in folder_files(given) if stat.S_ISDIR(file_mode(given, quote(str(given)))) else [given]:
             add(file)
     return found
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..data.schema.registry import get_spec
-from ..data.tables.userfile import content_of, user_input
-from ..errors import InputError, first_line, quote
+from ..data.tables.userfile import check_text, parse_structured, user_bytes
+from ..errors import InputError, quote
 
 if TYPE_CHECKING:  # pragma: no cover
     from huggingface_hub import EvalResultEntry
@@ -229,18 +229,13 @@ def eval_results_text(entries: Sequence[EvalResultEntry]) -> str:
 
 def read_eval_results(path: str | os.PathLike) -> list[EvalResultEntry]:
     """The entries of an ``.eval_results/*.yaml`` file, parsed by huggingface_hub."""
-    import yaml
     from huggingface_hub import parse_eval_result_entries
 
     file = Path(path)
     label = f"eval results file {quote(str(file))}"
-    content = content_of(user_input(file, label, refused=lambda head: b"\x00" in head), label)
-    try:
-        data = yaml.safe_load(content.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{label} is not UTF-8 (byte {exc.start:,} cannot be decoded)") from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"{label} is not valid YAML ({first_line(exc)})") from None
+    content = user_bytes(file, label)
+    check_text(content, label)
+    data = parse_structured(content.decode("utf-8-sig"), label, ".yaml")
     if not isinstance(data, list) or not all(isinstance(item, Mapping) for item in data):
         raise InputError(f"eval results file {file} is not a list of entries")
     try:

@@ -1,7 +1,9 @@
-"""A file a user names (predictions, attempts): a regular file is read where it lies; anything else that can be
-read — a pipe, a character device, standard input given as ``/dev/stdin`` or ``/dev/fd/N`` — is read once, fully,
-into memory (up to :data:`STREAM_LIMIT`), since the readers need to seek. A missing file, a folder or one that
-cannot be opened is one line saying which, never a library's text."""
+"""A file a user names (predictions, attempts, plans, score files): a regular file is read where it lies; anything
+else that can be read — a pipe, a character device, standard input given as ``/dev/stdin`` or ``/dev/fd/N`` — is
+read once, fully, into memory (up to :data:`STREAM_LIMIT`), since the readers need to seek. A missing file, a
+folder or one that cannot be opened is one line saying which, never a library's text. Its content is checked as
+text (:func:`check_text`) and parsed as JSON or YAML (:func:`parse_json`, :func:`parse_structured`: the line and
+column of an error, a bound on the values a YAML alias bomb expands to)."""
 
 from __future__ import annotations
 
@@ -12,12 +14,30 @@ import sys
 from collections.abc import Callable
 from typing import IO
 
-from ...errors import InputError, RLVRAMBenchError
+from ...errors import InputError, RLVRAMBenchError, first_line
 
 #: The most that is read from a pipe or device (a regular file has no limit).
 STREAM_LIMIT = 512 << 20
+#: Most YAML / JSON nodes a config may hold once aliases are expanded (a YAML alias bomb stops here).
+MAX_NODES = 200_000
 #: How much is read first from a stream, so that data refused on its first bytes is not read to the end.
 HEAD_BYTES = 1 << 16
+
+
+def file_mode(path: str | os.PathLike, label: str) -> int:
+    """The ``st_mode`` of ``path``, or one line saying why it has none (missing, a broken link, unreadable)."""
+    try:
+        return os.stat(path).st_mode
+    except FileNotFoundError:
+        broken = os.path.islink(path)
+        raise InputError(f"{label} {'is a symbolic link to nothing' if broken else 'does not exist'}") from None
+    except OSError as exc:
+        raise InputError(f"cannot read {label}: {reason(exc)}") from None
+
+
+def binary_head(head: bytes) -> bool:
+    """Whether the first bytes of an input already show binary data (a NUL byte): read no further."""
+    return b"\x00" in head
 
 
 def user_input(
@@ -27,13 +47,7 @@ def user_input(
     names it in errors ("predictions file p.csv"). ``refused(head)`` says that the first bytes are enough to refuse
     the input, so that nothing more is read (e.g. binary data from ``/dev/zero``)."""
     name = os.fspath(path)
-    try:
-        mode = os.stat(name).st_mode
-    except FileNotFoundError:
-        broken = os.path.islink(name)
-        raise InputError(f"{label} {'is a symbolic link to nothing' if broken else 'does not exist'}") from None
-    except OSError as exc:
-        raise InputError(f"cannot read {label}: {reason(exc)}") from None
+    mode = file_mode(name, label)
     if stat.S_ISDIR(mode):
         raise InputError(f"{label} is a directory, not a file")
     if stat.S_ISREG(mode):
@@ -71,10 +85,16 @@ def content_of(found: str | bytes, label: str) -> bytes:
         raise InputError(f"cannot read {label}: {reason(exc)}") from None
 
 
+def user_bytes(path: str | os.PathLike, label: str) -> bytes:
+    """All the bytes of the file a user names (a pipe or device read once; binary data is read no further than
+    its first bytes)."""
+    return content_of(user_input(path, label, refused=binary_head), label)
+
+
 def user_json(path: str | os.PathLike, label: str) -> object:
-    """The JSON value of the file a user names (a pipe or device read once, binary refused at its first bytes)."""
-    content = content_of(user_input(path, label, refused=lambda head: b"\x00" in head), label)
-    if b"\x00" in content:
+    """The JSON value of the file a user names (see :func:`user_bytes`)."""
+    content = user_bytes(path, label)
+    if binary_head(content):
         raise InputError(f"{label} is a binary file (NUL bytes), not JSON")
     return parse_json(content, label)
 
@@ -122,3 +142,50 @@ def parse_json(content: bytes | str, label: str, error: type[RLVRAMBenchError] =
         raise error(f"{label} is JSON nested too deeply to be read") from None
     except ValueError:  # an integer of thousands of digits (Python's own limit, not a JSON error)
         raise error(f"{label} holds an integer of more than {sys.get_int_max_str_digits():,} digits") from None
+
+
+def check_text(data: bytes, name: str) -> None:
+    """Refuse binary content: a NUL byte or bytes that are not UTF-8."""
+    if b"\0" in data:
+        raise InputError(f"{name}: is a binary file (NUL bytes), not text")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{name}: is not UTF-8 text (byte {exc.start})") from None
+
+
+def parse_structured(text: str, name: str, suffix: str) -> object:
+    """YAML (any suffix but ``.json``) or JSON text as plain values; bounded in size once expanded."""
+    import json
+
+    import yaml
+
+    try:
+        data = json.loads(text) if suffix == ".json" else yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{name}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise InputError(f"{name}: not valid YAML{where}: {exc.problem or exc.context}") from None
+    except (ValueError, yaml.YAMLError) as exc:
+        kind = "JSON" if suffix == ".json" else "YAML"
+        raise InputError(f"{name}: not valid {kind}: {first_line(exc)}") from None
+    except RecursionError:
+        raise InputError(f"{name}: nested too deeply") from None
+    count_nodes(data, name)
+    return data
+
+
+def count_nodes(data: object, name: str) -> None:
+    """Refuse a structure of more than :data:`MAX_NODES` nodes (shared YAML aliases count each time)."""
+    stack, seen = [data], 0
+    while stack:
+        node = stack.pop()
+        seen += 1
+        if seen > MAX_NODES:
+            raise InputError(f"{name}: more than {MAX_NODES} values (a YAML alias bomb?); refused")
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
