@@ -21,7 +21,7 @@ from ..data.sources.resolve import SourceLike, open_source
 from ..errors import InputError, quote
 from ..scoring.bounded import DEFAULT_TIMEOUT
 from ..scoring.intervals import IntervalsLike, interval_options
-from .evidence import RUNS, STAGES, Evidence, build_evidence
+from .evidence import ARCHITECTURE, RUNS, STAGES, Evidence, build_evidence
 from .features import FEATURE_NAMES, apply_amendment, feature_matrix
 from .folds import final_fit, fitting_pool, parameters_of, prospective, retrospective, score_rows
 from .logistic import CLASSIFIER_SETTINGS
@@ -35,8 +35,10 @@ AMENDMENT = "benchmark/estimation/amendment-01.json"
 PUBLISHED_PREDICTIONS = "benchmark/estimation/predictions.json"
 #: Peak tolerance (MiB) when checking recomputed predictions against the published file.
 PEAK_TOLERANCE_MIB = 1e-6
-#: The registry tables the comparison reads, beside its protocol and amendment.
-INPUT_CONFIGS = ("configurations", "outcomes", "estimation_targets", "model_metadata", RUNS, STAGES)
+#: The registry tables the references are fitted from, beside the protocol and amendment (the advisor's cache key).
+INPUT_CONFIGS = ("configurations", "outcomes", "estimation_targets", "model_metadata")
+#: The registry tables the pool and the estimators' views are built from.
+VIEW_TABLES: tuple[str, ...] = ("configurations", "outcomes", RUNS, STAGES, ARCHITECTURE)
 #: Fold names of the comparison; "all" scores every fold.
 ALL_FOLDS = "all"
 
@@ -74,22 +76,22 @@ def load_inputs(source: SourceLike = None, revision: str | None = None) -> Estim
     differing = sorted(k for k, v in CLASSIFIER_SETTINGS.items() if k in classifier and classifier[k] != v)
     if differing:
         raise InputError(f"{PROTOCOL}: classifier settings {', '.join(differing)} differ from the implemented ones")
-    metadata = {r["model_id"]: r for r in load_table("model_metadata", src).to_pylist()}
-    pool = fitting_pool(
-        load_table("configurations", src, decode=True).to_pylist(),
-        load_table("outcomes", src, decode=True).to_pylist(),
-        metadata,
-        protocol.get("source_configuration_ids"),
-    )
+    tables = {name: load_table(name, src, decode=name != ARCHITECTURE).to_pylist() for name in VIEW_TABLES}
     target_rows = load_table("estimation_targets", src, decode=True).to_pylist()
-    targets = Examples(tuple(target_rows), feature_matrix(target_rows, metadata))
-    evidence = build_evidence(
-        pool.ids,
-        load_table(RUNS, src, decode=True).to_pylist(),
-        load_table(STAGES, src, decode=True).to_pylist(),
-        metadata,
+    return inputs_from_tables(tables, target_rows, protocol, src)
+
+
+def inputs_from_tables(
+    tables: Mapping[str, Sequence[Mapping]], target_rows: Sequence[Mapping], protocol: Mapping, source: Source
+) -> EstimationInputs:
+    """The comparison's inputs from the rows of :data:`VIEW_TABLES` (pure: what :func:`load_inputs` read)."""
+    metadata = {r["model_id"]: r for r in tables[ARCHITECTURE]}
+    pool = fitting_pool(
+        tables["configurations"], tables["outcomes"], metadata, protocol.get("source_configuration_ids")
     )
-    return EstimationInputs(pool, metadata, targets, protocol, src, evidence)
+    targets = Examples(tuple(target_rows), feature_matrix(target_rows, metadata))
+    evidence = build_evidence(pool.ids, tables[RUNS], tables[STAGES], metadata)
+    return EstimationInputs(pool, metadata, targets, protocol, source, evidence)
 
 
 def numerical_environment() -> dict:
