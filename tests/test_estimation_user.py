@@ -317,3 +317,33 @@ def test_one_command_line_scores_a_parameterised_estimator_twice(snapshot: Path,
         cwd=tmp_path,
     )
     assert again.returncode == 2 and again.stderr.count("\n") == 1 and "given twice" in again.stderr
+
+
+def test_eval_results_carry_one_record_per_fold_naming_its_family(shapes: dict) -> None:
+    from rlvrambench_hf.release.evalresults import eval_entries, eval_results_text
+
+    identity = {"dataset_id": "kobzaond/RLVRAMBench", "dataset_revision": "abc", "version": "x"}
+    with pytest.raises(InputError, match="exactly one estimator of yours, found 'list', 'frame', 'series', 'rows'"):
+        eval_entries(shapes, **identity)
+    one = {
+        **shapes,
+        "folds": {
+            family: {**fold, "scores": {m: s for m, s in fold["scores"].items() if m in (*METHODS, "list")}}
+            for family, fold in shapes["folds"].items()
+        },
+        "estimators": {"list": {"estimator": "tests.ByRule", "arguments": {"shape": "list"}}},
+    }
+    export = eval_entries(json.loads(json.dumps(one)), **identity)
+    tasks = [e.task_id for e in export.entries]
+    assert tasks[:2] == [
+        "held_out_granite33-within_margin_recall",
+        "held_out_granite33-within_margin_approval_precision",
+    ]
+    assert {t.split("-")[0] for t in tasks} == {f"held_out_{f}" for f in FOLDS}
+    qwen = next(e for e in export.entries if e.task_id == "held_out_qwen25-approved_memory_failure")
+    assert qwen.value == shapes["folds"]["qwen25"]["scores"]["list"]["approved_memory_failure"]
+    assert "held-out family qwen25 (30 configurations), fitted on granite33, phi4" in qwen.notes
+    assert "estimator list with shape='list'" in qwen.notes and "cannot support a claim about a fourth" in qwen.notes
+    assert eval_results_text(export.entries).count("task_id") == len(tasks)
+    with pytest.raises(InputError, match="exactly one estimator of yours, found none"):
+        eval_entries({"folds": {f: {"scores": {m: {} for m in METHODS}} for f in FOLDS}}, **identity)
