@@ -159,13 +159,14 @@ def checked_predictions(result: Any, expected: int | Sequence[str], name: str) -
     order (positionally)."""
     ids = None if isinstance(expected, int) else list(expected)
     count = expected if isinstance(expected, int) else len(expected)
-    if isinstance(result, Mapping) or hasattr(result, "columns"):
+    kind = type(result)  # attributes read from the class: a pandas object's own lookup would hash its labels
+    if isinstance(result, Mapping) or hasattr(kind, "columns"):
         if STATE not in result:
             raise InputError(f"estimator {name}: predict returned a table without a {STATE} column")
         states = _column(result, STATE, name)
         peaks = _column(result, PEAK, name) if PEAK in result else [None] * len(states)
         keys = _column(result, ID, name) if ID in result else _index_keys(result, len(states))
-    elif hasattr(result, "index") and hasattr(result, "dtype") and not isinstance(result, Sequence):
+    elif hasattr(kind, "index") and hasattr(kind, "dtype") and not isinstance(result, Sequence):
         states = list(result)  # a pandas Series of labels
         peaks = [None] * len(states)
         keys = _index_keys(result, len(states))
@@ -197,15 +198,25 @@ def _index_keys(result: Any, count: int) -> list | None:
     if index is None or isinstance(result, Mapping):
         return None
     labels = list(index)
-    if labels == list(range(count)):
+    plain = [_plain(x) for x in labels]
+    if plain == list(range(count)) and all(type(x) is int for x in plain):
         return None
-    if labels and all(isinstance(x, int) and not isinstance(x, bool) or _is_integer(x) for x in labels):
-        return [_Position(int(x)) for x in labels]
+    if plain and all(type(x) is int for x in plain):
+        return [_Position(x) for x in plain]  # type: ignore[arg-type]
     return labels
 
 
-def _is_integer(value: object) -> bool:
-    return hasattr(value, "dtype") and getattr(value.dtype, "kind", "") in "iu"
+def _plain(value: object) -> str | int | None:
+    """``value`` as plain text or a plain integer, read without running its class's code (None: neither)."""
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return int.__index__(value)
+    if type(value).__module__ == "numpy" and getattr(getattr(value, "dtype", None), "kind", "") in ("i", "u"):
+        return int(value)  # type: ignore[call-overload]
+    return None
 
 
 class _Position(int):
@@ -214,19 +225,24 @@ class _Position(int):
 
 def _matched(keys: Sequence[object], ids: Sequence[str], name: str) -> list[int]:
     """For each target id, the position of its prediction in ``keys``; a missing, duplicated or foreign key is a
-    one-line error."""
-    wanted = [_Position(i) for i in range(len(ids))] if keys and isinstance(keys[0], _Position) else list(ids)
+    one-line error (keys compared as plain text or positions, never by their own class's code)."""
+    positions = bool(keys) and isinstance(keys[0], _Position)
+    wanted: list[object] = [_Position(i) for i in range(len(ids))] if positions else list(ids)
     where: dict[object, int] = {}
     duplicated, foreign = [], []
     known = set(wanted)
     for i, key in enumerate(keys):
-        text = key if isinstance(key, (str, _Position)) else None
-        if text is None or text not in known:
+        plain = _plain(key)
+        if positions and isinstance(key, _Position):
+            plain = key
+        elif positions or not isinstance(plain, str):
+            plain = None
+        if plain is None or plain not in known:
             foreign.append(key)
-        elif text in where:
+        elif plain in where:
             duplicated.append(key)
         else:
-            where[text] = i
+            where[plain] = i
     missing = [w for w in wanted if w not in where]
     if foreign or duplicated or missing:
         parts = [

@@ -163,3 +163,19 @@ def test_the_spread_over_folds_says_what_three_families_support() -> None:
     correct = spread["methods"]["m"]["correct_three_state"]
     assert (correct["low"], correct["high"], correct["per_fold"]["y"]) == (20, 27, 27)
     assert spread["methods"]["m"]["completed_peak_mae_mib"]["low"] is None
+
+
+class Evil(str):
+    def __hash__(self):
+        raise RuntimeError("hash")
+
+    def __eq__(self, other):
+        raise RuntimeError("eq")
+
+
+def test_ids_are_compared_without_running_their_class_code() -> None:
+    given = {"configuration_id": [Evil("c2"), Evil("c1"), Evil("c3")], "predicted_state": [A, W, F]}
+    assert checked_predictions(given, IDS, "e")["predicted_state"] == [W, A, F]
+    series = pd.Series([A, W, F], index=pd.Index([Evil("c2"), Evil("c1"), object()], dtype=object))
+    with pytest.raises(InputError, match="foreign an object of type object; missing 'c3'"):
+        checked_predictions(series, IDS, "e")
