@@ -14,7 +14,7 @@ from rlvrambench_hf import estimation
 from rlvrambench_hf.errors import InputError
 from rlvrambench_hf.estimation.api import VIEW_TABLES, inputs_from_tables
 from rlvrambench_hf.estimation.evidence import ARCHITECTURE_FIELDS, EVIDENCE_COLUMNS
-from rlvrambench_hf.estimation.folds import retrospective
+from rlvrambench_hf.estimation.folds import retrospective, split
 from rlvrambench_hf.estimation.references import METHODS
 from rlvrambench_hf.estimation.user import bind_estimator, checked_predictions, estimator_run
 
@@ -74,8 +74,6 @@ def test_reordered_results_score_as_their_correctly_ordered_twins(shapes: dict) 
 
 
 def test_a_reordered_frame_read_by_position_would_be_wrong(inputs) -> None:
-    from rlvrambench_hf.estimation.folds import split
-
     _, test = split(inputs.pool, "phi4")
     targets = estimation.target_view(test, inputs.evidence)
     frame = ByRule("frame").predict(targets)
@@ -196,22 +194,30 @@ def _perturbed(tables: dict, table: str, family: str, inputs) -> dict:
 
 
 def _fitted_views(tables: dict, target_rows: list, inputs) -> tuple[list, object]:
+    """What ``fit`` saw in each fold (the references are not needed: the views alone are built)."""
     perturbed = inputs_from_tables(tables, target_rows, inputs.protocol, inputs.source)
     recorder = Recorder()
     run = estimator_run(bind_estimator(recorder, "r", timeout=None), "r", perturbed.evidence, {"source": "s"})
-    retrospective(perturbed.pool, perturbed.parameters, {"r": run})
+    for family in FOLDS:
+        run(*split(perturbed.pool, family))
     return recorder.fitted, perturbed
 
 
-@pytest.mark.parametrize("table", VIEW_TABLES)
-def test_no_value_of_the_held_out_family_reaches_fit(snapshot: Path, inputs, table: str) -> None:
+@pytest.fixture(scope="module")
+def tables(snapshot: Path, inputs) -> tuple[dict, list, list]:
+    """The rows of every view table, the targets, and what ``fit`` saw from them unchanged."""
     from rlvrambench_hf.data.tables.reader import load_table
 
-    tables = {n: load_table(n, snapshot, decode=n != "model_metadata").to_pylist() for n in VIEW_TABLES}
+    rows = {n: load_table(n, snapshot, decode=n != "model_metadata").to_pylist() for n in VIEW_TABLES}
     target_rows = load_table("estimation_targets", snapshot, decode=True).to_pylist()
-    original, _ = _fitted_views(tables, target_rows, inputs)
+    return rows, target_rows, _fitted_views(rows, target_rows, inputs)[0]
+
+
+@pytest.mark.parametrize("table", VIEW_TABLES)
+def test_no_value_of_the_held_out_family_reaches_fit(tables, inputs, table: str) -> None:
+    rows, target_rows, original = tables
     for i, family in enumerate(FOLDS):
-        fitted, perturbed = _fitted_views(_perturbed(tables, table, family, inputs), target_rows, inputs)
+        fitted, perturbed = _fitted_views(_perturbed(rows, table, family, inputs), target_rows, inputs)
         pd.testing.assert_frame_equal(fitted[i], original[i])  # the held-out family's fold: nothing reached fit
         held = [r["configuration_id"] for r in inputs.pool.rows if r["model_family_coarse"] == family]
         before = [_everything(inputs, c) for c in held]
@@ -305,18 +311,12 @@ def test_one_command_line_scores_a_parameterised_estimator_twice(snapshot: Path,
     assert loose["arguments"] == {"headroom_gib": 2} and strict["arguments"] == {"headroom_gib": 12}
     assert loose["approved"] > strict["approved"]
     assert "cannot support a claim about how it would do on a fourth" in result.stdout
-    again = run_cli(
-        "--source",
-        str(snapshot),
-        "estimate",
-        "compare",
-        "--estimator",
-        "budget.py:Budget",
-        "--estimator",
-        "budget.py:Budget",
-        cwd=tmp_path,
-    )
-    assert again.returncode == 2 and again.stderr.count("\n") == 1 and "given twice" in again.stderr
+    from argparse import Namespace
+
+    from rlvrambench_hf.cli.estimate import run_compare
+
+    with pytest.raises(InputError, match="estimator name 'Budget' is given twice"):
+        run_compare(Namespace(estimator=["budget.py:Budget", "budget.py:Budget"]))
 
 
 def test_eval_results_carry_one_record_per_fold_naming_its_family(shapes: dict) -> None:
