@@ -214,7 +214,7 @@ def render_folds(report: dict) -> str:
             r["peak_mae_mib"],
             r["peaks"],
             r["peak_mae_mib_common"],
-            r["common_peaks"],
+            r["common_peaks"] if r["peak_mae_mib_common"] is not None else None,
         ]
         for r in table
     ]

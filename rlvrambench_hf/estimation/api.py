@@ -25,7 +25,7 @@ from .evidence import ARCHITECTURE, RUNS, STAGES, Evidence, build_evidence
 from .features import FEATURE_NAMES, apply_amendment, feature_matrix
 from .folds import final_fit, fitting_pool, parameters_of, prospective, retrospective, score_rows
 from .logistic import CLASSIFIER_SETTINGS
-from .references import Examples, FittedReferences
+from .references import METHODS, Examples, FittedReferences
 
 if TYPE_CHECKING:  # pragma: no cover
     from .user import Estimator
@@ -135,6 +135,8 @@ def run_retrospective(
     with contextlib.ExitStack() as bound:
         runs = {}
         for name, given in (estimators or {}).items():
+            if name in METHODS:
+                raise InputError(f"estimator name {quote(name)} is a reference method's; choose another name")
             loaded, described[name] = _estimator(given, str(name), timeout)
             user = bound.enter_context(bind_estimator(loaded, name, timeout=timeout))
             runs[name] = estimator_run(user, name, inputs.evidence, inputs.source.identity)
@@ -144,7 +146,6 @@ def run_retrospective(
         report["estimators"] = described
     if options is not None:
         from .intervals import add_retrospective_intervals
-        from .references import METHODS
 
         truth = {r["configuration_id"]: r for r in inputs.pool.rows}
         report = add_retrospective_intervals(report, truth, options, METHODS)

@@ -1,12 +1,15 @@
 """Your own estimator under the comparison's folds: the protocol, leak-free views and checked results.
 
 An estimator is any object with ``fit(training)`` and ``predict(targets)``. ``fit`` receives the training fold as
-a ``pandas.DataFrame`` (settings, the eight features, the coarse family and the outcomes); ``predict`` receives the
-held-out targets' settings, features and family — no outcome, peak or label column — and returns either one label
-per target (a sequence) or a mapping / DataFrame with ``predicted_state`` and optionally ``predicted_peak_mib``
-(MiB; None or NaN for no peak). Each call runs under a time limit (:mod:`rlvrambench_hf.scoring.bounded`: in a
-child process for an estimator named by ``module:attr``), and what ``predict`` returns is checked there, before
-anything is made of it; a failure is one line naming the estimator, the call and the fold.
+a ``pandas.DataFrame`` (settings, the eight features, the coarse family, the outcomes, the model's architecture and
+the measured evidence: runs by seed with their stage peaks, failure stage and kind); ``predict`` receives the
+held-out targets' settings, features, family and architecture — no outcome, peak, label, run or stage column —
+and returns either one label per target (a sequence, read by position) or a mapping / DataFrame / Series with
+``predicted_state`` and optionally ``predicted_peak_mib`` (MiB; None or NaN for no peak), matched to the targets by
+``configuration_id`` when it carries them. A ``context`` second parameter receives an :class:`EstimatorContext`.
+Each call runs under a time limit (:mod:`rlvrambench_hf.scoring.bounded`: in a child process for an estimator
+named by ``module:attr``), and what ``predict`` returns is checked there, before anything is made of it; a failure
+is one line naming the estimator, the call and the fold.
 """
 
 from __future__ import annotations

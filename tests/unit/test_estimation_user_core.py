@@ -179,3 +179,16 @@ def test_ids_are_compared_without_running_their_class_code() -> None:
     series = pd.Series([A, W, F], index=pd.Index([Evil("c2"), Evil("c1"), object()], dtype=object))
     with pytest.raises(InputError, match="foreign an object of type object; missing 'c3'"):
         checked_predictions(series, IDS, "e")
+
+
+def test_an_estimator_may_not_take_a_reference_name(shared_mini) -> None:
+    from rlvrambench_hf.estimation.api import run_retrospective
+
+    class Any_:
+        def fit(self, training): ...
+
+        def predict(self, targets):
+            return ["within_margin"] * len(targets)
+
+    with pytest.raises(InputError, match="estimator name 'logistic' is a reference method's"):
+        run_retrospective(shared_mini.root, estimators={"logistic": Any_()})
