@@ -12,6 +12,8 @@ from rlvrambench_hf.estimation.evidence import build_evidence, link
 from rlvrambench_hf.estimation.folds import THREE_FAMILIES, across_folds, common_peaks
 from rlvrambench_hf.estimation.user import checked_predictions, takes_context
 
+pytestmark = pytest.mark.unit
+
 W, A, F = "within_margin", "above_margin", "memory_failure"
 IDS = ["c1", "c2", "c3"]
 
