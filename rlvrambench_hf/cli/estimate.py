@@ -66,8 +66,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--estimator",
         action="append",
         required=True,
-        metavar="[NAME=]MODULE:ATTR",
-        help="an object or class with fit(training) and predict(targets) (module or path/to/file.py); repeatable",
+        metavar="[NAME=]MODULE:ATTR[,KEY=VALUE...]",
+        help="an object or class with fit(training) and predict(targets) (module or path/to/file.py); a class is "
+        "created with the KEY=VALUE keyword arguments (typed as --setting: integer, number, True/False, else text); "
+        "repeatable, also with the same class and other arguments",
     )
     _output(p, "the folds with your estimators' scores and prediction rows")
     add_interval_options(p)
@@ -162,17 +164,19 @@ def run_prospective(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from ..estimation import run_retrospective
+    from ..data.tables.output import object_file
+    from ..errors import InputError, quote
+    from ..estimation import parse_estimator, run_retrospective
 
     estimators = {}
     for given in args.estimator:
-        name, sep, spec = given.partition("=")
-        if not sep or ":" in name:
-            name, spec = given.rsplit(":", 1)[-1], given
-        estimators[name] = spec
-    from ..data.tables.output import object_file
-
-    files = {f"estimator {name}": object_file(spec) for name, spec in estimators.items()}
+        spec = parse_estimator(given)
+        if spec.name in estimators:
+            raise InputError(
+                f"estimator name {quote(spec.name)} is given twice; name them: --estimator NAME=MODULE:ATTR"
+            )
+        estimators[spec.name] = spec
+    files = {f"estimator {name}": object_file(spec.target) for name, spec in estimators.items()}
     options = interval_options_of(args)
     report = run_retrospective(
         checked_source(args, [args.output], files), estimators=estimators, intervals=options, timeout=args.timeout
@@ -189,9 +193,14 @@ def run_compare(args: argparse.Namespace) -> int:
 
 
 def render_folds(report: dict) -> str:
-    """Correct labels and approvals by observed label, per fold and method; then the source costs."""
-    from ..estimation import fold_table
+    """One table of references and estimators side by side per fold: correct labels, approvals by observed
+    label, the peak error beside the peaks it covers and over the peaks every peak-predicting method predicted;
+    then the source costs, the spread over the folds and what three families can support."""
+    table = report.get("table")
+    if table is None:
+        from ..estimation import fold_table
 
+        table = fold_table(report)
     rows = [
         [
             r["fold"],
@@ -203,10 +212,14 @@ def render_folds(report: dict) -> str:
             r["approved_memory_failure"],
             r["rejected_within_margin"],
             r["peak_mae_mib"],
+            r["peaks"],
+            r["peak_mae_mib_common"],
+            r["common_peaks"] if r["peak_mae_mib_common"] is not None else None,
         ]
-        for r in fold_table(report)
+        for r in table
     ]
-    headers = ["fold", "method", "correct", "approved", "W", "A", "F", "usable_rejected", "peak_mae_mib"]
+    headers = ["fold", "method", "correct", "approved", "W", "A", "F", "usable_rejected", "peak_mae_mib", "peaks"]
+    headers += ["mae_common", "common"]
     lines = [format_table(headers, rows), ""]
     for family, fold in report["folds"].items():
         pool, donors = (
@@ -219,6 +232,21 @@ def render_folds(report: dict) -> str:
             f"{donors['eligible_source_processes']} / {donors['recorded_source_attempts']}"
         )
     lines.append("W, A, F: approved targets observed within margin, above margin, memory failure.")
+    lines.append(
+        "peaks: held-out peaks the MAE covers; mae_common: the MAE over the common peaks every peak-predicting "
+        "method predicted."
+    )
+    spread = report.get("across_folds")
+    if spread:
+        lines.append("")
+        for method, metrics in spread["methods"].items():
+            correct = metrics["correct_three_state"]
+            failures = metrics["approved_memory_failure"]
+            lines.append(
+                f"{method}: correct {correct['low']}–{correct['high']} of 30, approved memory failures "
+                f"{failures['low']}–{failures['high']} over the {spread['units']} folds"
+            )
+        lines.append(spread["statement"])
     return "\n".join(lines)
 
 

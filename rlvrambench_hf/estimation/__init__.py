@@ -10,22 +10,33 @@ scipy and scikit-learn are imported when a method is fitted, not here.
 
 from .api import (
     ALL_FOLDS,
+    EstimatorSpec,
     check_against_published,
     load_estimator,
     load_inputs,
+    parse_estimator,
     run_final_fit,
     run_prospective,
     run_retrospective,
     score_fold_predictions,
 )
+from .evidence import ARCHITECTURE_FIELDS, EVIDENCE_COLUMNS, Evidence
 from .features import FAMILIES, FEATURE_NAMES, coarse_family, feature_matrix, feature_vector
-from .folds import fold_table, retrospective
+from .folds import THREE_FAMILIES, across_folds, fold_table, retrospective
 from .hubmeta import fetch_model_metadata, metadata_from_shapes
 from .references import METHODS, Examples, FittedReferences, fit_references
-from .user import OUTCOME_COLUMNS, Estimator, target_view, training_view
+from .user import OUTCOME_COLUMNS, Estimator, EstimatorContext, target_view, training_view
 
 __all__ = [
     "ALL_FOLDS",
+    "ARCHITECTURE_FIELDS",
+    "EVIDENCE_COLUMNS",
+    "THREE_FAMILIES",
+    "Evidence",
+    "EstimatorContext",
+    "EstimatorSpec",
+    "across_folds",
+    "parse_estimator",
     "FAMILIES",
     "FEATURE_NAMES",
     "METHODS",

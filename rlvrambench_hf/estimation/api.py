@@ -8,7 +8,9 @@ and the release's protocol with its amendment applied; the cores in :mod:`.folds
 from __future__ import annotations
 
 import contextlib
+import math
 import platform
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,10 +21,11 @@ from ..data.sources.resolve import SourceLike, open_source
 from ..errors import InputError, quote
 from ..scoring.bounded import DEFAULT_TIMEOUT
 from ..scoring.intervals import IntervalsLike, interval_options
+from .evidence import ARCHITECTURE, RUNS, STAGES, Evidence, build_evidence
 from .features import FEATURE_NAMES, apply_amendment, feature_matrix
 from .folds import final_fit, fitting_pool, parameters_of, prospective, retrospective, score_rows
 from .logistic import CLASSIFIER_SETTINGS
-from .references import Examples, FittedReferences
+from .references import METHODS, Examples, FittedReferences
 
 if TYPE_CHECKING:  # pragma: no cover
     from .user import Estimator
@@ -32,8 +35,10 @@ AMENDMENT = "benchmark/estimation/amendment-01.json"
 PUBLISHED_PREDICTIONS = "benchmark/estimation/predictions.json"
 #: Peak tolerance (MiB) when checking recomputed predictions against the published file.
 PEAK_TOLERANCE_MIB = 1e-6
-#: The registry tables the comparison reads, beside its protocol and amendment.
+#: The registry tables the references are fitted from, beside the protocol and amendment (the advisor's cache key).
 INPUT_CONFIGS = ("configurations", "outcomes", "estimation_targets", "model_metadata")
+#: The registry tables the pool and the estimators' views are built from.
+VIEW_TABLES: tuple[str, ...] = ("configurations", "outcomes", RUNS, STAGES, ARCHITECTURE)
 #: Fold names of the comparison; "all" scores every fold.
 ALL_FOLDS = "all"
 
@@ -47,6 +52,7 @@ class EstimationInputs:
     targets: Examples
     protocol: Mapping
     source: Source
+    evidence: Evidence
 
     @property
     def parameters(self) -> dict[str, int]:
@@ -70,16 +76,22 @@ def load_inputs(source: SourceLike = None, revision: str | None = None) -> Estim
     differing = sorted(k for k, v in CLASSIFIER_SETTINGS.items() if k in classifier and classifier[k] != v)
     if differing:
         raise InputError(f"{PROTOCOL}: classifier settings {', '.join(differing)} differ from the implemented ones")
-    metadata = {r["model_id"]: r for r in load_table("model_metadata", src).to_pylist()}
-    pool = fitting_pool(
-        load_table("configurations", src, decode=True).to_pylist(),
-        load_table("outcomes", src, decode=True).to_pylist(),
-        metadata,
-        protocol.get("source_configuration_ids"),
-    )
+    tables = {name: load_table(name, src, decode=name != ARCHITECTURE).to_pylist() for name in VIEW_TABLES}
     target_rows = load_table("estimation_targets", src, decode=True).to_pylist()
+    return inputs_from_tables(tables, target_rows, protocol, src)
+
+
+def inputs_from_tables(
+    tables: Mapping[str, Sequence[Mapping]], target_rows: Sequence[Mapping], protocol: Mapping, source: Source
+) -> EstimationInputs:
+    """The comparison's inputs from the rows of :data:`VIEW_TABLES` (pure: what :func:`load_inputs` read)."""
+    metadata = {r["model_id"]: r for r in tables[ARCHITECTURE]}
+    pool = fitting_pool(
+        tables["configurations"], tables["outcomes"], metadata, protocol.get("source_configuration_ids")
+    )
     targets = Examples(tuple(target_rows), feature_matrix(target_rows, metadata))
-    return EstimationInputs(pool, metadata, targets, protocol, src)
+    evidence = build_evidence(pool.ids, tables[RUNS], tables[STAGES], metadata)
+    return EstimationInputs(pool, metadata, targets, protocol, source, evidence)
 
 
 def numerical_environment() -> dict:
@@ -105,31 +117,39 @@ def run_retrospective(
     intervals: IntervalsLike = None,
     timeout: float | None = DEFAULT_TIMEOUT,
 ) -> dict:
-    """The three leave-one-family-out folds (``retrospective.json``'s structure); ``estimators`` maps names to
-    users' estimators (objects or ``module:attr`` specs) scored beside the references, each call into one within
-    ``timeout`` seconds (None: no limit; a ``module:attr`` estimator runs in a child process stopped at the limit,
-    an object you pass in a worker thread of your process). With ``intervals``, every method's fold scores get
-    their interval block and each estimator is compared with each reference (:mod:`.intervals`)."""
+    """The three leave-one-family-out folds (``retrospective.json``'s structure) with ``table`` (one row per fold
+    and method, references and estimators side by side), ``across_folds`` (each method's spread over the three
+    folds) and, with estimators, ``estimators`` (what each name is and its arguments).
+
+    ``estimators`` maps names to users' estimators: objects, or ``module:attr[,key=value...]`` specs
+    (:func:`parse_estimator`), scored beside the references, each call into one within ``timeout`` seconds (None:
+    no limit; a spec's estimator runs in a child process stopped at the limit, an object you pass in a worker
+    thread of your process). With ``intervals``, every method's fold scores get their interval block and each
+    estimator is compared with each reference (:mod:`.intervals`)."""
+    from .folds import across_folds, fold_table
     from .user import bind_estimator, estimator_run
 
     options = interval_options(intervals)
     inputs = load_inputs(source, revision)
+    described = {}
     with contextlib.ExitStack() as bound:
         runs = {}
         for name, given in (estimators or {}).items():
-            user = bound.enter_context(
-                bind_estimator(load_estimator(given, name, timeout=timeout), name, timeout=timeout)
-            )
-            runs[name] = estimator_run(user, name)
+            if name in METHODS:
+                raise InputError(f"estimator name {quote(name)} is a reference method's; choose another name")
+            loaded, described[name] = _estimator(given, str(name), timeout)
+            user = bound.enter_context(bind_estimator(loaded, name, timeout=timeout))
+            runs[name] = estimator_run(user, name, inputs.evidence, inputs.source.identity)
         folds = retrospective(inputs.pool, inputs.parameters, runs)
     report = {**folds, "numerical_environment": numerical_environment()}
-    if options is None:
-        return report
-    from .intervals import add_retrospective_intervals
-    from .references import METHODS
+    if described:
+        report["estimators"] = described
+    if options is not None:
+        from .intervals import add_retrospective_intervals
 
-    truth = {r["configuration_id"]: r for r in inputs.pool.rows}
-    return add_retrospective_intervals(report, truth, options, METHODS)
+        truth = {r["configuration_id"]: r for r in inputs.pool.rows}
+        report = add_retrospective_intervals(report, truth, options, METHODS)
+    return {**report, "table": fold_table(report), "across_folds": across_folds(report)}
 
 
 def run_final_fit(source: SourceLike = None, revision: str | None = None) -> tuple[FittedReferences, EstimationInputs]:
@@ -173,16 +193,75 @@ def check_against_published(rows: Sequence[Mapping], published: object) -> dict:
     }
 
 
+@dataclass(frozen=True)
+class EstimatorSpec:
+    """An estimator named on the command line: ``[NAME=]MODULE:ATTR[,KEY=VALUE...]``."""
+
+    name: str
+    target: str  # module:attr or path/to/file.py:attr
+    arguments: Mapping[str, object]
+
+
+_SPEC = re.compile(r"(?:(?P<name>[^=:,]+)=)?(?P<target>.+?:[A-Za-z_][\w.]*)(?:,(?P<arguments>.*))?", re.DOTALL)
+_INTEGER = re.compile(r"[+-]?\d+")
+
+
+def parse_estimator(text: str) -> EstimatorSpec:
+    """``[NAME=]MODULE:ATTR[,KEY=VALUE...]``: the class ``MODULE:ATTR`` instantiated with the keyword arguments,
+    each value typed as ``--setting`` types a cell (an integer, else a finite number, else ``True``/``False``, else
+    text); the name defaults to ``ATTR``, followed by the arguments in parentheses when there are any."""
+    match = _SPEC.fullmatch(text.strip())
+    if match is None:
+        raise InputError(f"estimator {quote(text)} must have the form [NAME=]MODULE:ATTR[,KEY=VALUE...]")
+    arguments: dict[str, object] = {}
+    for pair in filter(None, (match["arguments"] or "").split(",")):
+        key, equals, value = pair.partition("=")
+        key = key.strip()
+        if not equals or not key.isidentifier():
+            raise InputError(f"estimator {quote(text)}: argument {quote(pair)} is not KEY=VALUE with a Python name")
+        if key in arguments:
+            raise InputError(f"estimator {quote(text)}: argument {quote(key)} is given twice")
+        arguments[key] = typed_value(value)
+    target = match["target"].strip()
+    attr = target.rsplit(":", 1)[1]
+    shown = ",".join(f"{k}={v}" for k, v in arguments.items())
+    name = (match["name"] or "").strip() or (f"{attr}({shown})" if arguments else attr)
+    return EstimatorSpec(name, target, arguments)
+
+
+def typed_value(text: str) -> object:
+    """A ``KEY=VALUE`` value as ``--setting`` types a cell: integer, finite number, boolean, else text."""
+    value = text.strip()
+    if _INTEGER.fullmatch(value):
+        return int(value)
+    with contextlib.suppress(ValueError):
+        number = float(value)
+        if math.isfinite(number):
+            return number
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    return value
+
+
 def load_estimator(estimator: object, name: str, *, timeout: float | None = DEFAULT_TIMEOUT) -> Estimator:
-    """An estimator object, or the one a ``module:attr`` spec names (a class is instantiated, within ``timeout``
-    seconds)."""
+    """An estimator object, or the one a ``module:attr[,key=value...]`` spec (text or :class:`EstimatorSpec`)
+    names (a class is instantiated with the spec's arguments, within ``timeout`` seconds)."""
+    return _estimator(estimator, name, timeout)[0]
+
+
+def _estimator(given: object, name: str, timeout: float | None) -> tuple[Estimator, dict]:
+    """(the estimator, what it is: its spec or type and its arguments)."""
     from ..scoring.user import load_object
 
-    if isinstance(estimator, str):
-        return cast("Estimator", load_object(estimator, "estimator", ("fit", "predict"), timeout=timeout))
-    if not all(callable(getattr(estimator, m, None)) for m in ("fit", "predict")):
+    if isinstance(given, str):
+        given = parse_estimator(given)
+    if isinstance(given, EstimatorSpec):
+        loaded = load_object(given.target, "estimator", ("fit", "predict"), timeout=timeout, arguments=given.arguments)
+        return cast("Estimator", loaded), {"estimator": given.target, "arguments": dict(given.arguments)}
+    if not all(callable(getattr(given, m, None)) for m in ("fit", "predict")):
         raise InputError(f"estimator {name} has no fit and predict methods")
-    return cast("Estimator", estimator)
+    kind = type(given)
+    return cast("Estimator", given), {"estimator": f"{kind.__module__}.{kind.__qualname__}", "arguments": None}
 
 
 def score_fold_predictions(
@@ -233,7 +312,13 @@ def score_fold_predictions(
         if fold not in (ALL_FOLDS, family):
             continue
         rows = [
-            {"configuration_id": i, "method": "predictions", "predicted_state": s, "predicted_peak_mib": p}
+            {
+                "configuration_id": i,
+                "method": "predictions",
+                "predicted_state": s,
+                "predicted_peak_mib": p,
+                "startup_guard_changed_state": None,  # the metric's contract: reported, 0 for a user
+            }
             for i, s, p in zip(ids, checked["predicted_state"], checked["predicted_peak_mib"])
             if family_of[i] == family
         ]

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from ..data.schema.pins import OUTCOME_LABELS
 from ..errors import InputError, quote
-from ..scoring.estimators import estimator_scores
+from ..scoring.estimators import estimator_scores, peak_error_statistics
 from .features import coarse_family, feature_matrix
 from .references import METHODS, Examples, FittedReferences, evidence_cost, fit_references
 
@@ -78,7 +78,8 @@ def parameters_of(metadata: Mapping[str, Mapping]) -> dict[str, int]:
 
 
 def score_rows(rows: Sequence[Mapping], truth: Mapping[str, Mapping], methods: Sequence[str]) -> dict:
-    """Per-method scores (§6) of prediction rows against the truth rows of their targets."""
+    """Per-method scores (§6) of prediction rows against the truth rows of their targets
+    (``startup_guard_changed_states`` only for methods whose rows carry the guard, the references')."""
     scores = {}
     for method in methods:
         mine = [r for r in rows if r["method"] == method]
@@ -91,7 +92,28 @@ def score_rows(rows: Sequence[Mapping], truth: Mapping[str, Mapping], methods: S
             observed_peaks_mib=[truth[i]["max_completed_run_peak_mib"] for i in ids],
             guard_changed=[r.get("startup_guard_changed_state") for r in mine],
         )
+        if not any("startup_guard_changed_state" in r for r in mine):
+            del scores[method]["startup_guard_changed_states"]
     return scores
+
+
+def common_peaks(rows: Sequence[Mapping], truth: Mapping[str, Mapping], methods: Sequence[str]) -> dict:
+    """Peak errors over the targets whose peak every method that predicts peaks predicted (and that have an
+    observed peak): the fair comparison of ``completed_peak_mae_mib`` between methods of different coverage."""
+    observed = {i for i, r in truth.items() if r["max_completed_run_peak_mib"] is not None}
+    covered = {
+        m: {r["configuration_id"] for r in rows if r["method"] == m and r["predicted_peak_mib"] is not None} & observed
+        for m in methods
+    }
+    predicting = [m for m in methods if covered[m]]
+    common = sorted(set.intersection(*(covered[m] for m in predicting))) if predicting else []
+    errors = {}
+    for m in predicting:
+        peak = {r["configuration_id"]: r["predicted_peak_mib"] for r in rows if r["method"] == m}
+        errors[m] = peak_error_statistics(
+            [peak[i] for i in common], [truth[i]["max_completed_run_peak_mib"] for i in common]
+        )
+    return {"methods": predicting, "configuration_ids": common, "targets": len(common), "scores": errors}
 
 
 def source_cost(training: Examples, donor_ids: Sequence[str]) -> dict:
@@ -131,6 +153,7 @@ def retrospective(
                 ]
             scores.update(score_rows(user_rows, truth, list(estimators)))
             fold["user_predictions"] = user_rows
+        fold["common_peaks"] = common_peaks([*rows, *fold.get("user_predictions", [])], truth, list(scores))
         donors = [r["donor_configuration_id"] for r in rows if r["method"] == METHODS[0]]
         fold["source_cost"] = source_cost(training, donors)
         folds[family] = fold
@@ -149,26 +172,73 @@ def prospective(fitted: FittedReferences, targets: Examples) -> tuple[list[dict]
     return rows, {**fitted.model_fields(), "source_cost": source_cost(fitted.training, donors)}
 
 
+#: Why the three folds' spread is no interval about a new family.
+THREE_FAMILIES = (
+    "Three held-out families are three units: their spread shows how far a method moved from one family to "
+    "another, but three families cannot support a claim about how it would do on a fourth (the interval of "
+    "--intervals resamples configurations within a fold, which answers another question)."
+)
+#: The fold scores whose spread over the folds is reported.
+SPREAD_METRICS: tuple[str, ...] = (
+    "correct_three_state",
+    "three_state_accuracy",
+    "within_margin_recall",
+    "within_margin_approval_precision",
+    "approved_memory_failure",
+    "approved_above_margin",
+    "rejected_within_margin",
+    "completed_peak_mae_mib",
+)
+
+
 def fold_table(report: Mapping) -> list[dict]:
-    """One row per fold and method: correct labels and approvals by observed label (the card's story)."""
+    """One row per fold and method, references and users' estimators side by side: correct labels, approvals
+    by observed label, the peak error beside the number of peaks it covers and over the peaks every
+    peak-predicting method predicted; ``startup_guard_changed_states`` on references only, the arguments on
+    estimators only (any method the references list is a reference)."""
+    described = report.get("estimators", {})
     out = []
     for family, fold in report["folds"].items():
+        common = fold.get("common_peaks", {})
         for method, s in fold["scores"].items():
-            out.append(
-                {
-                    "fold": family,
-                    "method": method,
-                    "correct": s["correct_three_state"],
-                    "queries": s["queries"],
-                    "approved": s["approved"],
-                    "approved_within_margin": s["approved_within_margin"],
-                    "approved_above_margin": s["approved_above_margin"],
-                    "approved_memory_failure": s["approved_memory_failure"],
-                    "rejected_within_margin": s["rejected_within_margin"],
-                    "peak_mae_mib": s["completed_peak_mae_mib"],
-                }
-            )
+            row = {
+                "fold": family,
+                "held_out_family": family,
+                "method": method,
+                "kind": "reference" if method in METHODS else "estimator",
+                "correct": s["correct_three_state"],
+                "queries": s["queries"],
+                "approved": s["approved"],
+                "approved_within_margin": s["approved_within_margin"],
+                "approved_above_margin": s["approved_above_margin"],
+                "approved_memory_failure": s["approved_memory_failure"],
+                "rejected_within_margin": s["rejected_within_margin"],
+                "peak_mae_mib": s["completed_peak_mae_mib"],
+                "peaks": s["completed_peak_prediction_coverage"],
+                "peak_mae_mib_common": common.get("scores", {}).get(method, {}).get("completed_peak_mae_mib"),
+                "common_peaks": common.get("targets"),
+            }
+            if method in METHODS:
+                row["startup_guard_changed_states"] = s.get("startup_guard_changed_states")
+            else:
+                row["arguments"] = described.get(method, {}).get("arguments")
+            out.append(row)
     return out
+
+
+def across_folds(report: Mapping) -> dict:
+    """Each method's scores per held-out family with their lowest and highest value, and
+    :data:`THREE_FAMILIES`."""
+    methods: dict[str, dict] = {}
+    for family, fold in report["folds"].items():
+        for method, s in fold["scores"].items():
+            for metric in SPREAD_METRICS:
+                methods.setdefault(method, {}).setdefault(metric, {"per_fold": {}})["per_fold"][family] = s.get(metric)
+    for per_metric in methods.values():
+        for entry in per_metric.values():
+            values = [v for v in entry["per_fold"].values() if v is not None]
+            entry["low"], entry["high"] = (min(values), max(values)) if values else (None, None)
+    return {"unit": "held_out_family", "units": len(report["folds"]), "statement": THREE_FAMILIES, "methods": methods}
 
 
 def _cost(ids: Sequence[str], rows: Sequence[Mapping]) -> dict:

@@ -59,13 +59,15 @@ def fold_draws(
     cells[np.arange(len(ids)), predicted.astype(np.intp) * 3 + observed] = 1
     predicted_peaks = [r["predicted_peak_mib"] for r in ordered]
     observed_peaks = [truth[i]["max_completed_run_peak_mib"] for i in ids]
+    guarded = any("startup_guard_changed_state" in r for r in ordered)  # the references' rows only
     changed = np.array([bool(r.get("startup_guard_changed_state")) for r in ordered], dtype=np.int64)
     draws = []
     for w, labels in zip(weights, confusion_draws(weights @ cells)):
         drawn = np.repeat(np.arange(len(ids)), w).tolist()
         peaks = peak_error_statistics([predicted_peaks[i] for i in drawn], [observed_peaks[i] for i in drawn])
         labels.update(queries=int(w.sum()), distinct_target_configurations=int((w > 0).sum()), **peaks)
-        labels["startup_guard_changed_states"] = int(w @ changed)
+        if guarded:
+            labels["startup_guard_changed_states"] = int(w @ changed)
         draws.append(labels)
     return draws
 

@@ -1,25 +1,32 @@
 """Your own estimator under the comparison's folds: the protocol, leak-free views and checked results.
 
 An estimator is any object with ``fit(training)`` and ``predict(targets)``. ``fit`` receives the training fold as
-a ``pandas.DataFrame`` (settings, the eight features, the coarse family and the outcomes); ``predict`` receives the
-held-out targets' settings, features and family — no outcome, peak or label column — and returns either one label
-per target (a sequence) or a mapping / DataFrame with ``predicted_state`` and optionally ``predicted_peak_mib``
-(MiB; None or NaN for no peak). Each call runs under a time limit (:mod:`rlvrambench_hf.scoring.bounded`: in a
-child process for an estimator named by ``module:attr``), and what ``predict`` returns is checked there, before
-anything is made of it; a failure is one line naming the estimator, the call and the fold.
+a ``pandas.DataFrame`` (settings, the eight features, the coarse family, the outcomes, the model's architecture and
+the measured evidence: runs by seed with their stage peaks, failure stage and kind); ``predict`` receives the
+held-out targets' settings, features, family and architecture — no outcome, peak, label, run or stage column —
+and returns either one label per target (a sequence, read by position) or a mapping / DataFrame / Series with
+``predicted_state`` and optionally ``predicted_peak_mib`` (MiB; None or NaN for no peak), matched to the targets by
+``configuration_id`` when it carries them. A ``context`` second parameter receives an :class:`EstimatorContext`.
+Each call runs under a time limit (:mod:`rlvrambench_hf.scoring.bounded`: in a child process for an estimator
+named by ``module:attr``), and what ``predict`` returns is checked there, before anything is made of it; a failure
+is one line naming the estimator, the call and the fold.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
+from inspect import Parameter
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..data.schema.pins import OUTCOME_LABELS
 from ..errors import InputError, quote, summary
 from ..scoring.bounded import DEFAULT_TIMEOUT, UserObject
 from ..scoring.user import isolation_for
+from .evidence import EVIDENCE_COLUMNS, Evidence
 from .features import FEATURE_NAMES
 from .references import Examples
 
@@ -42,9 +49,10 @@ OUTCOME_COLUMNS: tuple[str, ...] = (
     "excluded_attempts",
     "label_scope",
     "completed",
+    *EVIDENCE_COLUMNS,
 )
 FAMILY_COLUMN = "model_family_coarse"
-STATE, PEAK = "predicted_state", "predicted_peak_mib"
+ID, STATE, PEAK = "configuration_id", "predicted_state", "predicted_peak_mib"
 
 
 class Estimator(Protocol):
@@ -55,14 +63,32 @@ class Estimator(Protocol):
     def predict(self, targets: pd.DataFrame) -> Any: ...
 
 
-def training_view(examples: Examples) -> pd.DataFrame:
-    """The training fold as a user sees it: every setting and outcome column, the features and the family."""
-    return _frame(examples, keep_outcomes=True)
+@dataclass(frozen=True)
+class EstimatorContext:
+    """What an estimator may know about the comparison it is scored in, passed to ``fit`` and ``predict`` when
+    they declare a second parameter named ``context``: the release (``source``: a folder or a Hub repository id,
+    ``revision`` and ``commit`` for a Hub release, else None), the fold (the held-out family) and the families
+    it trains on. Never read from the environment."""
+
+    source: str | None
+    revision: str | None
+    commit: str | None
+    fold: str
+    training_families: tuple[str, ...]
 
 
-def target_view(examples: Examples) -> pd.DataFrame:
-    """Targets as a user sees them: settings, features and family only (no outcome, peak or label)."""
-    return _frame(examples, keep_outcomes=False)
+def training_view(examples: Examples, evidence: Evidence | None = None) -> pd.DataFrame:
+    """The training fold as a user sees it: every setting and outcome column, the features and the family; with
+    ``evidence``, the architecture of each configuration's model and its measured evidence (runs with stage
+    peaks, seed peaks, stage peaks, failure stage and kind: :data:`~.evidence.EVIDENCE_COLUMNS`), each row from
+    its own configuration only."""
+    return _frame(examples, keep_outcomes=True, evidence=evidence)
+
+
+def target_view(examples: Examples, evidence: Evidence | None = None) -> pd.DataFrame:
+    """Targets as a user sees them: settings, features, family and (with ``evidence``) the architecture only —
+    no outcome, peak, label, run or stage column."""
+    return _frame(examples, keep_outcomes=False, evidence=evidence)
 
 
 def bind_estimator(estimator: Estimator, name: str, *, timeout: float | None = DEFAULT_TIMEOUT) -> UserObject:
@@ -70,16 +96,52 @@ def bind_estimator(estimator: Estimator, name: str, *, timeout: float | None = D
     return UserObject(estimator, f"estimator {name}", timeout=timeout, isolation=isolation_for(estimator))
 
 
-def estimator_run(estimator: UserObject, name: str) -> Callable[[Examples, Examples], dict[str, list]]:
+def takes_context(estimator: object, method: str) -> bool:
+    """Whether ``estimator.method`` declares ``context`` as its second parameter (a ``context`` elsewhere is a
+    one-line error saying where it must be)."""
+    try:
+        parameters = list(inspect.signature(getattr(estimator, method)).parameters.values())
+    except (TypeError, ValueError):  # no signature to read (a builtin): called with one argument
+        return False
+    names = [p.name for p in parameters]
+    if "context" not in names:
+        return False
+    if names.index("context") != 1 or parameters[1].kind not in (
+        Parameter.POSITIONAL_ONLY,
+        Parameter.POSITIONAL_OR_KEYWORD,
+    ):
+        raise InputError(f"{method}'s context must be its second parameter: def {method}(self, data, context=None)")
+    return True
+
+
+def estimator_run(
+    estimator: UserObject,
+    name: str,
+    evidence: Evidence | None = None,
+    release: Mapping[str, str | None] | None = None,
+) -> Callable[[Examples, Examples], dict[str, list]]:
     """A fold runner for :func:`~.folds.retrospective`: fit on the training view, predict the target view,
-    check the result (``estimator`` from :func:`bind_estimator`)."""
+    check the result and match it to the targets (``estimator`` from :func:`bind_estimator`; ``release`` the
+    source's identity, given to an estimator that takes a :class:`EstimatorContext`)."""
+    with_context = {m: takes_context(estimator.obj, m) for m in ("fit", "predict")}
 
     def run(training: Examples, test: Examples) -> dict[str, list]:
         families = sorted({str(r.get(FAMILY_COLUMN)) for r in test.rows})
         where = f"fold {', '.join(families)}"
-        estimator.call("fit", training_view(training), where=where)
-        check = partial(checked_predictions, expected=len(test.rows), name=name)
-        result: dict[str, list] = estimator.call("predict", target_view(test), where=where, accept=check)
+        context = EstimatorContext(
+            (release or {}).get("source"),
+            (release or {}).get("revision"),
+            (release or {}).get("commit"),
+            ", ".join(families),
+            tuple(sorted({str(r.get(FAMILY_COLUMN)) for r in training.rows})),
+        )
+        fit_args = (context,) if with_context["fit"] else ()
+        estimator.call("fit", training_view(training, evidence), *fit_args, where=where)
+        check = partial(checked_predictions, expected=test.ids, name=name)
+        predict_args = (context,) if with_context["predict"] else ()
+        result: dict[str, list] = estimator.call(
+            "predict", target_view(test, evidence), *predict_args, where=where, accept=check
+        )
         return result
 
     return run
@@ -89,22 +151,39 @@ def estimator_run(estimator: UserObject, name: str) -> Callable[[Examples, Examp
 PEAK_LIMIT_MIB = 1e9
 
 
-def checked_predictions(result: Any, expected: int, name: str) -> dict[str, list]:
-    """``{"predicted_state": [...], "predicted_peak_mib": [...]}`` from what ``predict`` returned (plain text and
-    floats), or a one-line error naming the estimator (wrong length, a label outside the three, a peak that is not
-    a finite number of MiB from 0 to :data:`PEAK_LIMIT_MIB`)."""
-    if isinstance(result, Mapping) or hasattr(result, "columns"):
+def checked_predictions(result: Any, expected: int | Sequence[str], name: str) -> dict[str, list]:
+    """``{"predicted_state": [...], "predicted_peak_mib": [...]}`` in the targets' order from what ``predict``
+    returned (plain text and floats), or a one-line error naming the estimator (wrong length, a label outside the
+    three, a peak that is not a finite number of MiB from 0 to :data:`PEAK_LIMIT_MIB`).
+
+    With ``expected`` the targets' ids, a table with a ``configuration_id`` column, or a pandas result indexed by
+    ids (or by the target view's own row labels, in any order), is matched to the targets by id: a missing,
+    duplicated or foreign id is a one-line error naming the first few. A bare sequence is taken in the targets'
+    order (positionally)."""
+    ids = None if isinstance(expected, int) else list(expected)
+    count = expected if isinstance(expected, int) else len(expected)
+    kind = type(result)  # attributes read from the class: a pandas object's own lookup would hash its labels
+    if isinstance(result, Mapping) or hasattr(kind, "columns"):
         if STATE not in result:
             raise InputError(f"estimator {name}: predict returned a table without a {STATE} column")
         states = _column(result, STATE, name)
         peaks = _column(result, PEAK, name) if PEAK in result else [None] * len(states)
+        keys = _column(result, ID, name) if ID in result else _index_keys(result, len(states))
+    elif hasattr(kind, "index") and hasattr(kind, "dtype") and not isinstance(result, Sequence):
+        states = list(result)  # a pandas Series of labels
+        peaks = [None] * len(states)
+        keys = _index_keys(result, len(states))
     elif isinstance(result, (str, bytes)) or not isinstance(result, Sequence) and not hasattr(result, "__len__"):
         raise InputError(f"estimator {name}: predict must return a sequence of labels, got {quote(result)}")
     else:
         states = list(result)
         peaks = [None] * len(states)
-    if len(states) != expected or len(peaks) != expected:
-        raise InputError(f"estimator {name}: predict returned {len(states)} labels for {expected} targets")
+        keys = None
+    if len(states) != count or len(peaks) != count:
+        raise InputError(f"estimator {name}: predict returned {len(states)} labels for {count} targets")
+    if keys is not None and ids is not None:
+        order = _matched(keys, ids, name)
+        states, peaks = [states[i] for i in order], [peaks[i] for i in order]
     labels = [_label(s) for s in states]
     unknown = [s for s, label in zip(states, labels) if label is None]
     if unknown:
@@ -113,6 +192,71 @@ def checked_predictions(result: Any, expected: int, name: str) -> dict[str, list
             f"allowed: {', '.join(OUTCOME_LABELS)}"
         )
     return {STATE: labels, PEAK: [_peak(p, name) for p in peaks]}
+
+
+def _index_keys(result: Any, count: int) -> list | None:
+    """The ids a pandas result's index carries: its text labels (ids), or its integer row labels as positions
+    of the target view (whose index is 0 … n−1); None for the target view's own order or no index."""
+    index = getattr(result, "index", None)
+    if index is None or isinstance(result, Mapping):
+        return None
+    labels = list(index)
+    plain = [_plain(x) for x in labels]
+    if plain == list(range(count)) and all(type(x) is int for x in plain):
+        return None
+    if plain and all(type(x) is int for x in plain):
+        return [_Position(x) for x in plain]  # type: ignore[arg-type]
+    return labels
+
+
+def _plain(value: object) -> str | int | None:
+    """``value`` as plain text or a plain integer, read without running its class's code (None: neither)."""
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return int.__index__(value)
+    if type(value).__module__ == "numpy" and getattr(getattr(value, "dtype", None), "kind", "") in ("i", "u"):
+        return int(value)  # type: ignore[call-overload]
+    return None
+
+
+class _Position(int):
+    """A row label of the target view (its position), as opposed to a configuration id."""
+
+
+def _matched(keys: Sequence[object], ids: Sequence[str], name: str) -> list[int]:
+    """For each target id, the position of its prediction in ``keys``; a missing, duplicated or foreign key is a
+    one-line error (keys compared as plain text or positions, never by their own class's code)."""
+    positions = bool(keys) and isinstance(keys[0], _Position)
+    wanted: list[object] = [_Position(i) for i in range(len(ids))] if positions else list(ids)
+    where: dict[object, int] = {}
+    duplicated, foreign = [], []
+    known = set(wanted)
+    for i, key in enumerate(keys):
+        plain = _plain(key)
+        if positions and isinstance(key, _Position):
+            plain = key
+        elif positions or not isinstance(plain, str):
+            plain = None
+        if plain is None or plain not in known:
+            foreign.append(key)
+        elif plain in where:
+            duplicated.append(key)
+        else:
+            where[plain] = i
+    missing = [w for w in wanted if w not in where]
+    if foreign or duplicated or missing:
+        parts = [
+            f"{label} {summary(values)}"
+            for label, values in (("foreign", foreign), ("duplicated", duplicated), ("missing", missing))
+            if values
+        ]
+        raise InputError(
+            f"estimator {name}: predict's {ID} values do not match the {len(ids)} targets: {'; '.join(parts)}"
+        )
+    return [where[w] for w in wanted]
 
 
 def _column(result: Any, key: str, name: str) -> list:
@@ -148,11 +292,18 @@ def _peak(peak: object, name: str) -> float | None:
     return value
 
 
-def _frame(examples: Examples, *, keep_outcomes: bool) -> pd.DataFrame:
+def _frame(examples: Examples, *, keep_outcomes: bool, evidence: Evidence | None) -> pd.DataFrame:
     import pandas as pd
 
     hidden = () if keep_outcomes else OUTCOME_COLUMNS
-    records = [{k: v for k, v in row.items() if k not in hidden} for row in examples.rows]
+    records = []
+    for row in examples.rows:
+        record = {k: v for k, v in row.items() if k not in hidden}
+        if evidence is not None:
+            record.update(evidence.architecture_of(row))
+            if keep_outcomes:
+                record.update(evidence.columns(row))
+        records.append(record)
     frame = pd.DataFrame.from_records(records)
     for j, feature in enumerate(FEATURE_NAMES):
         frame[feature] = examples.features[:, j] if len(records) else []

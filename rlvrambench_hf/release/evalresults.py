@@ -6,6 +6,8 @@ within-margin recall and approval precision beside the memory-failure and above-
 never one pooled number. Entries are huggingface_hub's own :class:`~huggingface_hub.EvalResultEntry`, written by
 ``eval_result_entries_to_yaml`` and read back by ``parse_eval_result_entries``; each names the dataset revision
 the scores were computed at and, in its notes, the package version and the interval when the score file has one.
+An ``estimate compare`` report of one estimator gives one record per fold and metric instead
+(``held_out_granite33-within_margin_recall``, ...), each naming its held-out family.
 Pure apart from :func:`read_eval_results`, which reads a file.
 """
 
@@ -97,6 +99,10 @@ def eval_entries(
     (and named), never written as 0."""
     from huggingface_hub import EvalResultEntry
 
+    if isinstance(scores, Mapping) and "folds" in scores and "per_track" not in scores:
+        return estimation_entries(
+            scores, dataset_id=dataset_id, dataset_revision=dataset_revision, version=version, source=source
+        )
     scores = check_scores(scores, source)
     entries, left_out = [], []
     about = scores.get("interval_settings")
@@ -122,6 +128,84 @@ def eval_entries(
     if not entries:
         raise InputError(f"{source} has no non-null value of {', '.join(REPORTED_METRICS)} to export")
     return Export(entries, left_out)
+
+
+def fold_task_id(family: str, metric: str) -> str:
+    """The Hub task id of one held-out family of the estimator comparison and one metric."""
+    return f"held_out_{family}-{metric}"
+
+
+def estimation_entries(
+    report: Mapping[str, Any], *, dataset_id: str, dataset_revision: str, version: str, source: str = "score file"
+) -> Export:
+    """One record per fold (naming its held-out family) and reported metric of the one estimator of an
+    ``estimate compare`` report; the notes name the estimator, its arguments, the families it was fitted on, the
+    interval when the report has one, and that three families cannot support a claim about a fourth."""
+    from huggingface_hub import EvalResultEntry
+
+    name, folds = _estimator_folds(report, source)
+    about = report.get("interval_settings")
+    described = report.get("estimators", {}).get(name) or {}
+    arguments = described.get("arguments")
+    shown = f" with {', '.join(f'{k}={quote(v)}' for k, v in arguments.items())}" if arguments else ""
+    entries, left_out = [], []
+    for family, scores in folds.items():
+        trained = [f for f in folds if f != family]
+        for metric in REPORTED_METRICS:
+            value = scores.get(metric)
+            if value is None:
+                left_out.append(fold_task_id(family, metric))
+                continue
+            notes = (
+                f"rlvrambench-hf {version}; estimator {name}{shown}; held-out family {family} "
+                f"({scores.get('queries')} configurations), fitted on {', '.join(trained)}; three held-out families "
+                "cannot support a claim about a fourth"
+            )
+            block = scores.get("intervals")
+            if block and about and metric in block.get("metrics", {}):
+                notes += "; " + interval_note(block, metric, about)
+            entries.append(
+                EvalResultEntry(
+                    dataset_id=dataset_id,
+                    task_id=fold_task_id(family, metric),
+                    value=value,
+                    dataset_revision=dataset_revision,
+                    notes=notes,
+                )
+            )
+    if not entries:
+        raise InputError(f"{source} has no non-null value of {', '.join(REPORTED_METRICS)} to export")
+    return Export(entries, left_out)
+
+
+def _estimator_folds(report: Mapping[str, Any], source: str) -> tuple[str, dict[str, Mapping]]:
+    """(the report's one estimator, its scores per held-out family), checked as :func:`check_scores` checks a
+    transfer score file."""
+    from ..estimation.references import METHODS
+
+    folds = report.get("folds")
+    if not isinstance(folds, Mapping) or not folds or not all(isinstance(f, Mapping) for f in folds.values()):
+        raise InputError(f"{source} is not an estimate compare report (no folds of scores)")
+    names: list[str] = []
+    for fold in folds.values():
+        scores = fold.get("scores")
+        if not isinstance(scores, Mapping):
+            raise InputError(f"{source}: a fold has no scores mapping")
+        names += [m for m in scores if m not in METHODS and m not in names]
+    if len(names) != 1:
+        found = ", ".join(quote(n) for n in names[:5]) or "none (the references are the release's own)"
+        raise InputError(f"{source}: export needs a report of exactly one estimator of yours, found {found}")
+    (name,) = names
+    out: dict[str, Mapping] = {}
+    for family, fold in folds.items():
+        scores = fold["scores"].get(name)
+        where = f"{source}: fold {quote(family)} estimator {quote(name)}"
+        if not isinstance(family, str) or not isinstance(scores, Mapping):
+            raise InputError(f"{where} has no scores")
+        for metric in REPORTED_METRICS:
+            _check_value(scores.get(metric), f"{where} {metric}", metric)
+        out[family] = scores
+    return name, out
 
 
 def check_scores(scores: object, source: str) -> Mapping[str, Any]:

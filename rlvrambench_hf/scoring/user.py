@@ -17,7 +17,7 @@ import inspect
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType, SimpleNamespace
 from typing import Any
@@ -32,10 +32,17 @@ class _Expired(BaseException):
     """Raised in the main thread when loading user code takes longer than its time limit."""
 
 
-def load_object(spec: str, what: str, methods: Sequence[str], *, timeout: float | None = DEFAULT_TIMEOUT) -> Any:
-    """The object named by ``spec`` (a class is instantiated), which must have every method of ``methods``;
-    ``what`` names it in errors (``"policy"``, ``"estimator"``). Importing and instantiating are bounded by
-    ``timeout`` seconds where signals allow it (the main thread on POSIX)."""
+def load_object(
+    spec: str,
+    what: str,
+    methods: Sequence[str],
+    *,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    arguments: Mapping[str, Any] | None = None,
+) -> Any:
+    """The object named by ``spec`` (a class is instantiated, with ``arguments`` as keyword arguments), which must
+    have every method of ``methods``; ``what`` names it in errors (``"policy"``, ``"estimator"``). Importing and
+    instantiating are bounded by ``timeout`` seconds where signals allow it (the main thread on POSIX)."""
     limit = checked_timeout(timeout)
     if not isinstance(spec, str):
         raise InputError(f"{what} {quote(spec)} must be given as 'module:attribute' text")
@@ -50,8 +57,11 @@ def load_object(spec: str, what: str, methods: Sequence[str], *, timeout: float 
             raise InputError(f"{label}: module {module_name} has no attribute {quote(attr)}")
         obj = getattr(obj, part)
     if inspect.isclass(obj):
-        cls = obj
-        obj = _guarded(cls, f"{label}: creating {attr}()", limit)
+        cls, given = obj, dict(arguments or {})
+        shown = ", ".join(f"{k}={quote(v)}" for k, v in given.items())
+        obj = _guarded(lambda: cls(**given), f"{label}: creating {attr}({shown})", limit)
+    elif arguments:
+        raise InputError(f"{label}: {attr} is not a class, so it takes no arguments")
     missing = [m for m in methods if not callable(getattr(obj, m, None))]
     if missing:
         raise InputError(f"{label} has no method {' or '.join(missing)}")
