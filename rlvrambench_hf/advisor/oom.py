@@ -1,0 +1,204 @@
+"""Where a failure log meets the release and, when given, the launch file: :func:`explain_failure` returns the
+:class:`~.diagnosis.Diagnosis` of :func:`~.diagnosis.diagnose_text` completed with the release's failures of the same
+kind (:mod:`.failures`) and, with the plans of the launch file, the advisor's answer to them: the verdict, the
+device the log reports against the plan's, the floors that fail, and the advisor's changes in the user's own keys,
+those of the diagnosed phase first. A per-phase memory model, when given, is matched by :mod:`.phasematch`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import replace
+
+from ..data.sources.resolve import SourceLike
+from .diagnosis import MEMORY_CLASSES, Diagnosis, diagnose_text
+from .failures import TABLES_NEEDED, release_failures
+from .hardware import BENCHMARK_HARDWARE, Hardware
+from .logs import LogText, read_log
+from .mapping import VERL_MAPPING
+from .phasematch import PhaseModel, match_phases
+from .plans import Plans
+
+#: The settings whose changes address each phase (listed first among the advisor's changes).
+PHASE_SETTINGS = {
+    "initializing": (
+        "vllm_gpu_memory_utilization",
+        "parameter_offload",
+        "optimizer_offload",
+        "gpu_count",
+        "rollout_tp_size",
+        "max_model_len",
+    ),
+    "weight_sync": ("vllm_gpu_memory_utilization", "parameter_offload", "gpu_count"),
+    "rollout": ("vllm_gpu_memory_utilization", "max_num_seqs", "max_response_length", "parameter_offload"),
+    "reference_logprob": ("rollout_logprob_micro_batch", "ref_logprob_micro_batch", "max_response_length"),
+    "actor_update": ("actor_micro_batch", "optimizer_offload", "max_response_length", "vllm_gpu_memory_utilization"),
+}
+#: The floors that fail at start-up.
+STARTUP_FLOORS = ("generation_weights", "actor_shards_at_startup", "sequence_length")
+NO_LAUNCH_FILE = "give the launch file too (--verl or --trl) to have these fixes in your own keys and values"
+
+
+def explain_failure(
+    log: str | os.PathLike | LogText,
+    source: SourceLike = None,
+    revision: str | None = None,
+    *,
+    plans: Plans | None = None,
+    hardware: Hardware = BENCHMARK_HARDWARE,
+    phase_model: PhaseModel | Mapping | None = None,
+) -> Diagnosis:
+    """Why did the run of ``log`` (a path, ``-`` for standard input, or :class:`~.logs.LogText`) fail? With
+    ``plans`` (what :func:`~.read.read_plans` read from the launch file) the answer is that plan's; with
+    ``phase_model`` (a per-phase model of the plan, or its JSON entry) its terms are matched too."""
+    text = log if isinstance(log, LogText) else read_log(log)
+    found = diagnose_text(text)
+    if found.failure_class is None:
+        return found
+    from ..data.tables.reader import load_table
+
+    tables = {name: load_table(name, source, revision, decode=True) for name in TABLES_NEEDED}
+    release = release_failures(found.failure_class, tables)
+    fixes = (*_release_fixes(release), *found.fixes) if found.is_memory else found.fixes
+    found = replace(found, release=release, fixes=_unique(fixes))
+    if plans is None:
+        return found
+    return with_plan(found, plans, source, revision, hardware=hardware, phase_model=phase_model)
+
+
+def with_plan(
+    found: Diagnosis,
+    plans: Plans,
+    source: SourceLike = None,
+    revision: str | None = None,
+    *,
+    hardware: Hardware = BENCHMARK_HARDWARE,
+    phase_model: PhaseModel | Mapping | None = None,
+) -> Diagnosis:
+    """``found`` made specific to the first plan of ``plans``: the advisor's answer to it, its changes in the user's
+    keys (the diagnosed phase's first), and the per-phase model's match when given."""
+    from .api import advise
+    from .document import configuration
+
+    answer = configuration(advise(plans, source, revision, hardware=hardware), 0)
+    written = {s: plans.written[s].split(" (")[0] for s in plans.written}
+    specific = {
+        "plan": answer["configuration_id"],
+        "origin": answer["origin"],
+        "verdict": answer["verdict"],
+        "device": _device_against_plan(found, hardware),
+        "floors_failed": [f for f in answer["floors"] if f["holds"] is False],
+        "measured": answer["measured"],
+        "plans_in_file": len(plans),
+    }
+    changes = _changes(answer["changes"], found.phase, written)
+    if phase_model is not None:
+        model = phase_model if isinstance(phase_model, PhaseModel) else PhaseModel.of(phase_model)
+        numbers = {n.name: n.value for n in found.numbers if n.unit == "MiB"}
+        specific["phases"] = match_phases(model, found.phase, numbers, answer["settings"], written)
+        changes = [*(_model_fix(f) for f in specific["phases"]["fixes"]), *changes]
+    return replace(
+        found, specific=specific, fixes=_unique((*changes, *found.fixes)) if found.is_memory else found.fixes
+    )
+
+
+def _device_against_plan(found: Diagnosis, hardware: Hardware) -> dict | None:
+    if found.device is None:
+        return None
+    capacity = hardware.device_capacity_mib
+    total = found.device["log_total_mib"]
+    agrees = 0.95 * capacity <= total <= capacity
+    return {
+        "plan_capacity_mib": capacity,
+        "log_total_mib": total,
+        "agrees": agrees,
+        "note": None
+        if agrees
+        else f"the log's device ({total:,.0f} MiB) is not the plan's {capacity:,} MiB device: pass "
+        "--device-capacity-mib to advise for the device that failed",
+    }
+
+
+def _changes(changes: list[dict], phase: str | None, written: Mapping[str, str]) -> list[dict]:
+    """The advisor's changes as fixes in the user's keys, those addressing ``phase`` first."""
+    relevant = PHASE_SETTINGS.get(phase or "", ())
+    ordered = sorted(changes, key=lambda c: c["setting"] not in relevant)  # stable: smallest first within each
+    out = []
+    for c in ordered:
+        support = c["supporting_configuration"]
+        peak = c.get("predicted_peak_change_mib")
+        why = f"measured within the margin: {support['configuration_id']}" if support else "predicted within the margin"
+        if peak is not None:
+            why += f"; predicted peak change {peak:+,.0f} MiB"
+        out.append(
+            {
+                "key": written.get(c["setting"], _verl_key(c["setting"])),
+                "trl": None,
+                "change": _value(c["to"]),
+                "why": f"from {_value(c['from'])}: {why}",
+                "basis": "launch",
+                "setting": c["setting"],
+            }
+        )
+    return out
+
+
+def _model_fix(fix: Mapping) -> dict:
+    after = fix["peak_after_mib"]
+    why = f"shrinks {fix['term']}" + (f"; the model's peak after it: {after:,.0f} MiB" if after is not None else "")
+    return {
+        "key": fix["key"],
+        "trl": None,
+        "change": _value(fix["to"]),
+        "why": why,
+        "basis": "model",
+        "setting": fix["setting"],
+    }
+
+
+def _release_fixes(release: Mapping) -> list[dict]:
+    """The single-setting changes that the release measured within the margin for configurations that failed this way
+    (one per setting, the most frequent first)."""
+    seen: dict[str, dict] = {}
+    for configuration in release["configurations"]:
+        for n in configuration["within_margin_neighbours"]:
+            if n["setting"] in seen:
+                continue
+            seen[n["setting"]] = {
+                "key": _verl_key(n["setting"]),
+                "trl": None,
+                "change": f"{_value(n['failed'])} -> {_value(n['within_margin'])}",
+                "to": _value(n["within_margin"]),
+                "why": f"the release measured {n['configuration_id']} within the margin"
+                + (f" (peak {n['max_completed_peak_mib']:,.0f} MiB)" if n["max_completed_peak_mib"] else "")
+                + f", one setting away from {configuration['configuration_id']} that failed this way",
+                "basis": "release",
+                "setting": n["setting"],
+            }
+    return list(seen.values())
+
+
+def _verl_key(setting: str) -> str:
+    return next((m.keys[0] for m in VERL_MAPPING if m.setting == setting), setting)
+
+
+def _value(value: object) -> str:
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _unique(fixes: tuple[dict, ...] | list[dict]) -> tuple[dict, ...]:
+    """The fixes with each key once (the first, most specific, kept)."""
+    seen: set[str] = set()
+    out = []
+    for fix in fixes:
+        if fix["key"] not in seen:
+            seen.add(fix["key"])
+            out.append(fix)
+    return tuple(out)
+
+
+__all__ = ["MEMORY_CLASSES", "NO_LAUNCH_FILE", "explain_failure", "with_plan"]
