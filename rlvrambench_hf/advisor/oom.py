@@ -80,7 +80,8 @@ def with_plan(
     from .api import advise
     from .document import configuration
 
-    answer = configuration(advise(plans, source, revision, hardware=hardware), 0)
+    answers = advise(plans, source, revision, hardware=hardware)
+    answer = configuration(answers, 0)
     written = {s: plans.written[s].split(" (")[0] for s in plans.written}
     specific = {
         "plan": answer["configuration_id"],
@@ -95,7 +96,9 @@ def with_plan(
     if phase_model is not None:
         model = phase_model if isinstance(phase_model, PhaseModel) else PhaseModel.of(phase_model)
         numbers = {n.name: n.value for n in found.numbers if n.unit == "MiB"}
-        specific["phases"] = match_phases(model, found.phase, numbers, answer["settings"], written)
+        layers = answers.context.metadata.get(answer["model_id"] or "", {}).get("num_hidden_layers")
+        settings = {**answer["settings"], "num_hidden_layers": int(layers) if layers else None}
+        specific["phases"] = match_phases(model, found.phase, numbers, settings, written)
         changes = [*(_model_fix(f) for f in specific["phases"]["fixes"]), *changes]
     return replace(
         found, specific=specific, fixes=_unique((*changes, *found.fixes)) if found.is_memory else found.fixes

@@ -18,6 +18,8 @@ from ..errors import InputError, quote
 
 #: PyTorch reports a device's total as somewhat less than NVML does (the driver's reservation): the share accepted.
 CAPACITY_SHARE = (0.95, 1.0)
+#: How close (share of the term) a failed allocation must be to a term's size to be that term.
+ALLOCATION_SHARE = 0.1
 #: The step in which a utilization is suggested.
 UTILIZATION_STEP = 0.05
 
@@ -157,9 +159,11 @@ def match_phases(
         "capacity_mib": model.capacity_mib,
     }
     target = diagnosed or binding
-    out["overflowing_term"] = overflowing_term(target, model.capacity_mib)
+    out["overflowing_term"] = overflowing_term(target, model.capacity_mib, log_numbers.get("tried_to_allocate"))
     out["log_against_model"] = log_check(target, log_numbers, model.band_mib)
-    out["fixes"] = fixes_for(target, limit, model.capacity_mib, settings or {}, written or {})
+    term = out["overflowing_term"]
+    fixes = fixes_for(target, limit, model.capacity_mib, settings or {}, written or {})
+    out["fixes"] = sorted(fixes, key=lambda f: (_fit_rank(f), term is None or f["term"] != term["term"], f["size"]))
     return out
 
 
@@ -176,17 +180,24 @@ def device_check(model: PhaseModel, log_capacity: float | None) -> dict:
     return {"name": model.device_name, "agrees": agrees, "why": why}
 
 
-def overflowing_term(phase: Phase, capacity: float) -> dict | None:
-    """The term at which the phase's running total crosses the capacity (the largest term when it never does)."""
+def overflowing_term(phase: Phase, capacity: float, tried: float | None = None) -> dict | None:
+    """The term that overflowed: the one whose size the failed allocation matches (``tried``, MiB, within
+    :data:`ALLOCATION_SHARE`), else the one at which the phase's running total crosses the capacity, else the
+    largest."""
     if not phase.terms:
         return None
+    if tried:
+        near = [t for t in phase.terms if abs(t.mib - tried) <= ALLOCATION_SHARE * t.mib]
+        if near:
+            term = min(near, key=lambda t: abs(t.mib - tried))
+            return {"term": term.term, "mib": term.mib, "arithmetic": term.arithmetic, "basis": "failed allocation"}
     total = 0.0
     for term in phase.terms:
         total += term.mib
         if total > capacity:
-            return {"term": term.term, "mib": term.mib, "arithmetic": term.arithmetic, "crosses_capacity": True}
+            return {"term": term.term, "mib": term.mib, "arithmetic": term.arithmetic, "basis": "crosses capacity"}
     largest = max(phase.terms, key=lambda t: t.mib)
-    return {"term": largest.term, "mib": largest.mib, "arithmetic": largest.arithmetic, "crosses_capacity": False}
+    return {"term": largest.term, "mib": largest.mib, "arithmetic": largest.arithmetic, "basis": "largest term"}
 
 
 def log_check(phase: Phase, numbers: Mapping[str, float], band: float) -> dict | None:
@@ -213,7 +224,8 @@ def log_check(phase: Phase, numbers: Mapping[str, float], band: float) -> dict |
 def fixes_for(
     phase: Phase, limit: float, capacity: float, settings: Mapping[str, object], written: Mapping[str, str]
 ) -> list[dict]:
-    """For each term of ``phase`` the overrides that bring its peak within ``limit``, smallest change first."""
+    """For each term of ``phase`` the overrides that shrink it, with the peak after each: those that bring the peak
+    within ``limit`` first, smallest change first (:func:`match_phases` puts the overflowing term's first)."""
     excess = phase.peak_mib - limit
     found: list[dict] = []
     for term in sorted(phase.terms, key=lambda t: -t.mib):
@@ -226,8 +238,13 @@ def fixes_for(
                 fix["peak_after_mib"] = None if reduction is None else round(phase.peak_mib - reduction, 1)
                 fix["fits"] = None if reduction is None else fix["peak_after_mib"] <= limit
                 found.append(fix)
-    found.sort(key=lambda f: ({True: 0, None: 1, False: 2}[f["fits"]], f["size"]))
+    found.sort(key=lambda f: (_fit_rank(f), f["size"]))
     return found
+
+
+def _fit_rank(fix: Mapping) -> int:
+    """Fixes that make the phase fit first, then those whose effect is not known, then those that do not suffice."""
+    return {True: 0, None: 1, False: 2}[fix["fits"]]
 
 
 def _fix(override: Override, term: Term, excess: float, capacity: float, settings: Mapping[str, object]) -> dict | None:
