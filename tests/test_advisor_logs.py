@@ -14,6 +14,7 @@ from rlvrambench_hf.advisor.document import configuration
 from rlvrambench_hf.advisor.phasematch import match_phases
 from rlvrambench_hf.cli import main
 from rlvrambench_hf.errors import InputError
+from rlvrambench_hf.reporting.advice import diagnosis_section
 
 LOGS = Path(__file__).parent / "logs"
 
@@ -121,6 +122,10 @@ def test_release_evidence_of_the_same_kind(snapshot: Path) -> None:
     host = explain_failure(LOGS / "kernel_oom.log", snapshot).release
     assert host is not None and host["counts"]["larger_model_processes"] == 7
     assert all(c["within_margin_neighbours"] == [] for c in host["configurations"])  # no GPU change fixes host memory
+    free = explain_failure(LOGS / "vllm_free_memory.log", snapshot)  # the log's own figures outrank the release's
+    assert [(f["change"], f["basis"]) for f in free.fixes if "gpu_memory_utilization" in f["key"]] == [("0.3", "log")]
+    html = diagnosis_section(free.as_dict(), "vllm_free_memory.log")
+    assert html.count("<table") == 3 and "cfg-966f5804dc918967" in html and "gpu_memory_utilization=0.3" in html
     port = explain_failure(LOGS / "port_collision.log", snapshot)
     assert port.release is not None and port.release["counts"]["recorded_attempts"] == 35
     assert all(f["basis"] == "docs" for f in port.fixes)

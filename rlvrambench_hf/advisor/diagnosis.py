@@ -399,6 +399,7 @@ def _log_fixes(signal: Signal, failure_class: str) -> list[dict]:
                     "trl": "vllm_gpu_memory_utilization",
                     "change": f"{value}",
                     "basis": "log",
+                    "setting": "vllm_gpu_memory_utilization",
                     "why": f"below the {share:.3f} of the device that was free at start-up",
                 }
             ]
@@ -411,6 +412,7 @@ def _log_fixes(signal: Signal, failure_class: str) -> list[dict]:
                     "trl": "vllm_max_model_length",
                     "change": f"{int(fit)}",
                     "basis": "log",
+                    "setting": "max_model_len",
                     "why": "at most the tokens the KV cache holds; prompt + response must still fit",
                 }
             ]

@@ -59,7 +59,8 @@ def explain_failure(
 
     tables = {name: load_table(name, source, revision, decode=True) for name in TABLES_NEEDED}
     release = release_failures(found.failure_class, tables)
-    fixes = (*_release_fixes(release), *found.fixes) if found.is_memory else found.fixes
+    logged, documented = _split(found.fixes)
+    fixes = (*logged, *_release_fixes(release), *documented) if found.is_memory else found.fixes
     found = replace(found, release=release, fixes=_unique(fixes))
     if plans is None:
         return found
@@ -100,9 +101,11 @@ def with_plan(
         settings = {**answer["settings"], "num_hidden_layers": int(layers) if layers else None}
         specific["phases"] = match_phases(model, found.phase, numbers, settings, written)
         changes = [*(_model_fix(f) for f in specific["phases"]["fixes"]), *changes]
-    return replace(
-        found, specific=specific, fixes=_unique((*changes, *found.fixes)) if found.is_memory else found.fixes
-    )
+    if not found.is_memory:
+        return replace(found, specific=specific)
+    logged, others = _split(found.fixes)
+    logged = [{**f, "key": written.get(f["setting"], f["key"])} for f in logged]  # the log's figures decide first
+    return replace(found, specific=specific, fixes=_unique((*logged, *changes, *others)))
 
 
 def _device_against_plan(found: Diagnosis, hardware: Hardware) -> dict | None:
@@ -193,13 +196,20 @@ def _value(value: object) -> str:
     return str(value)
 
 
+def _split(fixes: tuple[dict, ...]) -> tuple[list[dict], list[dict]]:
+    """(the fixes whose values the log's own figures give, the others)."""
+    return [f for f in fixes if f["basis"] == "log"], [f for f in fixes if f["basis"] != "log"]
+
+
 def _unique(fixes: tuple[dict, ...] | list[dict]) -> tuple[dict, ...]:
-    """The fixes with each key once (the first, most specific, kept)."""
+    """The fixes with each setting (or key) once: the first, most specific, kept, so that no later fix contradicts
+    what the log's own figures say (a utilization the free memory at start-up could not hold)."""
     seen: set[str] = set()
     out = []
     for fix in fixes:
-        if fix["key"] not in seen:
-            seen.add(fix["key"])
+        names = {fix["key"], fix.get("setting") or fix["key"]}
+        if not names & seen:
+            seen |= names
             out.append(fix)
     return tuple(out)
 
