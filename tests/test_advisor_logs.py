@@ -260,7 +260,8 @@ def test_no_secret_in_any_output(snapshot: Path, tmp_path: Path, capsys: pytest.
     log = tmp_path / "secret.log"
     log.write_text(
         f"Downloading https://alice:s3cretpassw0rd@huggingface.co/Qwen/Qwen2.5-3B-Instruct with token {secret}\n"
-        f'Traceback (most recent call last):\n  File "/opt/verl/verl/workers/fsdp_workers.py", line 611, in update_actor\n'
+        "Traceback (most recent call last):\n"
+        '  File "/opt/verl/verl/workers/fsdp_workers.py", line 611, in update_actor\n'
         f"RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 39.39 GiB total capacity; 38.10 GiB "
         f"already allocated; 5.19 MiB free; 38.60 GiB reserved in total by PyTorch) at https://bob:hunter2hunter2@h/x "
         f"Authorization: Bearer {secret}\n"

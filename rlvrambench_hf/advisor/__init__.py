@@ -12,7 +12,7 @@ distance to the measured cloud (:mod:`.trust`); :mod:`.answer` decides the verdi
 
 Why did my run run out of memory? :func:`explain_failure` reads a failure log (:mod:`.logs`), diagnoses it in the
 release's taxonomy (:mod:`.diagnosis`), adds the release's failures of that kind (:mod:`.failures`) and, with the
-launch file's plans, the advisor's answer and a per-phase model's match (:mod:`.oom`, :mod:`.phasematch`).
+launch file's plans, the advisor's answer and a per-phase model's match (:mod:`.oom`, :mod:`.phasematch`); :mod:`.oomfixes` holds the documented fixes.
 """
 
 from .api import advise, advise_planned

@@ -18,8 +18,9 @@ def add_log_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run_log(args: argparse.Namespace) -> int:
-    """Diagnose ``args.log`` (with the plans of ``--verl`` / ``--trl`` / ``--planned`` when given)."""
+def run_log(args: argparse.Namespace, settings: dict[str, str]) -> int:
+    """Diagnose ``args.log`` (with the plans of ``--verl`` / ``--trl`` / ``--planned`` when given; ``settings``: the
+    ``--setting`` options)."""
     from ..advisor import Hardware, read_plans
     from ..advisor.oom import explain_failure
     from ._common import checked_source
@@ -34,10 +35,7 @@ def run_log(args: argparse.Namespace) -> int:
     source = checked_source(args, [args.output], {k: v for k, v in inputs.items() if v != "-"})
     plans = None
     if named:
-        from .advise import given_settings
-
         kind, given = named[0]
-        settings = given_settings(args.setting)
         plans = read_plans(given, kind=kind, workload=args.workload, settings=settings, source=source)  # type: ignore[arg-type]
     found = explain_failure(args.log, source, plans=plans, hardware=hardware)
     if args.output:

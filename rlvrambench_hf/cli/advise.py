@@ -85,7 +85,7 @@ def run_advise(args: argparse.Namespace) -> int:
     from ..advisor import Hardware, advise, read_plans
 
     if args.log:
-        return run_log(args)
+        return run_log(args, given_settings(args.setting))
     if not (args.planned or args.verl or args.trl):
         raise InputError("give the run to advise on: --planned, --verl, --trl, or the log of a failed run with --log")
     if args.output and not args.output.lower().endswith(OUTPUT_SUFFIXES):
