@@ -5,6 +5,8 @@ file, a per-phase model, and hostile logs."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,8 @@ from rlvrambench_hf.advisor.phasematch import match_phases
 from rlvrambench_hf.cli import main
 from rlvrambench_hf.errors import InputError
 from rlvrambench_hf.reporting.advice import diagnosis_section
+
+from conftest import cli_env
 
 LOGS = Path(__file__).parent / "logs"
 
@@ -81,6 +85,14 @@ def test_no_over_diagnosis() -> None:
     assert not any(n.name == "total_capacity" for n in host.numbers)
     lost = diagnose_text("ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n")
     assert (lost.failure_class, lost.memory) == ("runtime", None)
+    ray_kind = diagnose_text(
+        "The actor is dead because its worker process has died. Worker exit type: NODE_OUT_OF_MEMORY\n"
+    )
+    assert (ray_kind.failure_class, ray_kind.memory) == ("vllm_executor_failure", "host")
+    warned = diagnose_text("WARNING flash_attn: ImportError: cannot import name 'x' (falling back)\nKilled\n")
+    assert warned.failure_class == "runtime"  # a warning that mentions ImportError is not the environment's failure
+    env = diagnose_text("(WorkerDict pid=3) ModuleNotFoundError: No module named 'vllm'\n")
+    assert env.failure_class == "environment"
     killed = diagnose_text("torch.distributed.elastic: failed (exitcode: -9)\nKilled\n")
     assert (killed.failure_class, killed.memory) == ("runtime", None)  # a SIGKILL alone is not called an OOM
     assert diagnose_text("step:1 - loss:0.2\nall good\n").failure_class is None
@@ -275,6 +287,20 @@ def test_no_secret_in_any_output(snapshot: Path, tmp_path: Path, capsys: pytest.
     assert status == 0 and printed.out.splitlines()[0].startswith("memory failure in actor_update (actor_update_oom)")
     answer = json.loads(written)["diagnosis"]
     assert answer["failure_class"] == "actor_update_oom" and "***" in answer["message"]["excerpt"]
+
+
+def test_standard_input_on_the_command_line(snapshot: Path, tmp_path: Path) -> None:
+    """``--log -`` reads the log piped in (the process boundary is what is tested)."""
+    out = tmp_path / "why.json"
+    command = [sys.executable, "-m", "rlvrambench_hf", "--source", str(snapshot), "estimate", "advise"]
+    log = (LOGS / "vllm_kv_cache_v0.log").read_text()
+    command += ["--log", "-", "--output", str(out)]
+    done = subprocess.run(command, input=log, capture_output=True, text=True, env=cli_env(), timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("memory failure in initializing (rollout_init_memory)")
+    assert json.loads(out.read_text())["diagnosis"]["numbers"][1] == {
+        "name": "kv_cache_tokens", "value": 912.0, "unit": "tokens", "written": "912"
+    }  # fmt: skip
 
 
 def test_command_line_errors(snapshot: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

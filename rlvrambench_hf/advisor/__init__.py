@@ -10,9 +10,10 @@ physical floors (:mod:`.floors`), the three reference methods' predictions with 
 distance to the measured cloud (:mod:`.trust`); :mod:`.answer` decides the verdict (measured > floor > predicted),
 :mod:`.document` writes the JSON, :mod:`.sweep` the one-row-per-plan table. :mod:`.api` meets a source.
 
-Why did my run run out of memory? :func:`explain_failure` reads a failure log (:mod:`.logs`), diagnoses it in the
-release's taxonomy (:mod:`.diagnosis`), adds the release's failures of that kind (:mod:`.failures`) and, with the
-launch file's plans, the advisor's answer and a per-phase model's match (:mod:`.oom`, :mod:`.phasematch`); :mod:`.oomfixes` holds the documented fixes.
+Why did my run run out of memory? :func:`explain_failure` reads a failure log (:mod:`.logs`, its figures in
+:mod:`.logfigures`, its phase in :mod:`.logphase`), diagnoses it in the release's taxonomy (:mod:`.diagnosis`, the
+documented fixes in :mod:`.oomfixes`), adds the release's failures of that kind (:mod:`.failures`) and, with the
+launch file's plans, the advisor's answer and a per-phase model's match (:mod:`.oom`, :mod:`.phasematch`).
 """
 
 from .api import advise, advise_planned

@@ -171,7 +171,8 @@ FAMILIES: tuple[Family, ...] = (
     _family(
         "environment",
         "Python",
-        r"ModuleNotFoundError: No module named|ImportError: |undefined symbol: |CUDA driver version is insufficient"
+        r"(?m)^(?:\([^)\n]*\)\s*)?(?:\[rank\d+\]:\s*)?(?:ModuleNotFoundError|ImportError): "
+        r"|undefined symbol: |CUDA driver version is insufficient"
         r"|no kernel image is available for execution|no CUDA-capable device is detected",
     ),
     _family("killed", "process", r"(?m)died with <Signals\.SIGKILL: 9>|exit code:? 137\b|exitcode\s*:\s*-9\b|^Killed$"),

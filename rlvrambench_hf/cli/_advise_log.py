@@ -53,7 +53,8 @@ def render(d: dict) -> str:
     message = d["message"]
     if message:
         lines.append(f"message ({message['source']}, line {message['line']}): {message['excerpt']}")
-    lines.append(f"phase: {d['phase'] or 'not stated in the log'} ({d['phase_basis']})")
+    if d["failure_class"] is not None:
+        lines.append(f"phase: {d['phase'] or 'not stated in the log'} ({d['phase_basis']})")
     for n in d["numbers"]:
         lines.append(f"figure {n['name']}: {n['value']:,} {n['unit']} (written {n['written']})")
     device = d["device"]
