@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..data.tables.userfile import binary_head, file_mode, standard_input, user_input
@@ -20,9 +21,12 @@ from ..errors import InputError, one_line
 from .logfigures import KV_NEW, KV_OLD, NUMBER, UNIT, VLLM_FREE, Number, numbers_of
 
 #: Bytes read from the start and from the end of a larger log.
-HEAD_BYTES, TAIL_BYTES = 1 << 20, 8 << 20
+HEAD_BYTES, TAIL_BYTES = 1 << 20, 4 << 20
 #: Characters of a log line an answer quotes.
 EXCERPT_LIMIT = 240
+#: Messages of one family read in full: the first ones and the last (the root cause is the first, the final
+#: exception the last).
+SIGNALS_PER_FAMILY = 20
 #: Share of undecodable characters above which a log is binary, not text.
 BINARY_SHARE = 0.05
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -152,8 +156,8 @@ FAMILIES: tuple[Family, ...] = (
     _family(
         "nccl_timeout",
         "NCCL",
-        r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(\d+), OpType=(\w+)[^\n]*?ran for (\d+) "
-        r"milliseconds",
+        r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(\d+), OpType=(\w{1,40})[^\n]{0,400}?"
+        r"ran for (\d+) milliseconds",
     ),
     _family(
         "nccl_error",
@@ -216,7 +220,7 @@ def recognise(text: str, lines: Lines | None = None) -> list[Signal]:
     lines = lines or Lines(text)
     found: dict[tuple[int, str], Signal] = {}
     for family in FAMILIES:
-        for match in family.pattern.finditer(text):
+        for match in _bounded(family.pattern.finditer(text)):
             number = lines.number(match.start())
             key = (number, family.name)
             if key in found or any((number, f) in found for f in _SHADOWED.get(family.name, ())):
@@ -228,6 +232,18 @@ def recognise(text: str, lines: Lines | None = None) -> list[Signal]:
                 family.name, family.source, match.start(), number, excerpt(line), tuple(numbers_of(family.name, line))
             )
     return sorted(found.values(), key=lambda s: (s.position, s.family))
+
+
+def _bounded(matches: Iterator[re.Match[str]]) -> list[re.Match[str]]:
+    """The first :data:`SIGNALS_PER_FAMILY` matches and the last (a log repeating one message a million times)."""
+    kept: list[re.Match[str]] = []
+    last = None
+    for last in matches:
+        if len(kept) < SIGNALS_PER_FAMILY:
+            kept.append(last)
+    if last is not None and kept[-1] is not last:
+        kept.append(last)
+    return kept
 
 
 #: Families a quoted source line never hides (their wording does not occur in code).
