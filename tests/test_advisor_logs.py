@@ -183,6 +183,16 @@ def test_with_the_launch_file_the_first_fix_makes_it_fit(snapshot: Path, tmp_pat
     assert configuration(advise(fixed, snapshot), 0)["verdict"]["state"] == "within_margin"
 
 
+def test_the_plan_is_answered_on_the_device_of_the_log(snapshot: Path, tmp_path: Path) -> None:
+    plans = read_plans(_script(tmp_path), kind="verl", workload="gsm8k", source=snapshot)
+    found = explain_failure(LOGS / "torch21_rollout.log", snapshot, plans=plans)
+    assert found.specific is not None
+    device = found.specific["device"]
+    assert device["plan_capacity_mib"] == 81559 and device["capacity_from"] == "the log's device" and device["agrees"]
+    assert any(f.startswith("hardware not measured: 81559 MiB") for f in found.specific["scope_flags"])
+    assert found.specific["measured"] is None  # the release measured no 80 GB device
+
+
 def _model(**peaks: float) -> PhaseModel:
     terms = {
         "initializing": [("vLLM reservation 0.65 x 40,960", 26624.0), ("resident actor shards", 7000.0)],

@@ -45,12 +45,13 @@ def explain_failure(
     revision: str | None = None,
     *,
     plans: Plans | None = None,
-    hardware: Hardware = BENCHMARK_HARDWARE,
+    hardware: Hardware | None = None,
     phase_model: PhaseModel | Mapping | None = None,
 ) -> Diagnosis:
     """Why did the run of ``log`` (a path, ``-`` for standard input, or :class:`~.logs.LogText`) fail? With
     ``plans`` (what :func:`~.read.read_plans` read from the launch file) the answer is that plan's; with
-    ``phase_model`` (a per-phase model of the plan, or its JSON entry) its terms are matched too."""
+    ``phase_model`` (a per-phase model of the plan, or its JSON entry) its terms are matched too. The plan is
+    answered on ``hardware``, by default on the device the log reports (the release's A100 when it names none)."""
     text = log if isinstance(log, LogText) else read_log(log)
     found = diagnose_text(text)
     if found.failure_class is None:
@@ -73,7 +74,7 @@ def with_plan(
     source: SourceLike = None,
     revision: str | None = None,
     *,
-    hardware: Hardware = BENCHMARK_HARDWARE,
+    hardware: Hardware | None = None,
     phase_model: PhaseModel | Mapping | None = None,
 ) -> Diagnosis:
     """``found`` made specific to the first plan of ``plans``: the advisor's answer to it, its changes in the user's
@@ -81,6 +82,8 @@ def with_plan(
     from .api import advise
     from .document import configuration
 
+    given = hardware is not None
+    hardware = hardware or log_hardware(found)
     answers = advise(plans, source, revision, hardware=hardware)
     answer = configuration(answers, 0)
     written = {s: plans.written[s].split(" (")[0] for s in plans.written}
@@ -88,9 +91,10 @@ def with_plan(
         "plan": answer["configuration_id"],
         "origin": answer["origin"],
         "verdict": answer["verdict"],
-        "device": _device_against_plan(found, hardware),
+        "device": _device_against_plan(found, hardware, given),
         "floors_failed": [f for f in answer["floors"] if f["holds"] is False],
         "measured": answer["measured"],
+        "scope_flags": answer["scope_flags"],
         "plans_in_file": len(plans),
     }
     changes = _changes(answer["changes"], found.phase, written)
@@ -108,7 +112,16 @@ def with_plan(
     return replace(found, specific=specific, fixes=_unique((*logged, *changes, *others)))
 
 
-def _device_against_plan(found: Diagnosis, hardware: Hardware) -> dict | None:
+def log_hardware(found: Diagnosis) -> Hardware:
+    """The device the log reports (NVML's capacity of the device its total names, else its total), or the release's
+    A100 when the log names none or names it."""
+    device = found.device
+    if device is None or device["measured"]:
+        return BENCHMARK_HARDWARE
+    return Hardware.of(int(device["capacity_mib"] or device["log_total_mib"]), None)
+
+
+def _device_against_plan(found: Diagnosis, hardware: Hardware, given: bool) -> dict | None:
     if found.device is None:
         return None
     capacity = hardware.device_capacity_mib
@@ -116,6 +129,7 @@ def _device_against_plan(found: Diagnosis, hardware: Hardware) -> dict | None:
     agrees = 0.95 * capacity <= total <= capacity
     return {
         "plan_capacity_mib": capacity,
+        "capacity_from": "--device-capacity-mib" if given else "the log's device",
         "log_total_mib": total,
         "agrees": agrees,
         "note": None

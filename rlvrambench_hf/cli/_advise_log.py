@@ -29,7 +29,8 @@ def run_log(args: argparse.Namespace, settings: dict[str, str]) -> int:
         raise InputError(
             f"--output {quote(args.output)}: with --log, write the answer as JSON (a file ending in .json)"
         )
-    hardware = Hardware.of(args.device_capacity_mib, args.margin_limit_mib)
+    given = args.device_capacity_mib is not None or args.margin_limit_mib is not None
+    hardware = Hardware.of(args.device_capacity_mib, args.margin_limit_mib) if given else None  # None: the log's
     named = [(k, v) for k, v in (("planned", args.planned), ("verl", args.verl), ("trl", args.trl)) if v]
     inputs = {"--log": args.log, **{f"--{k}": v for k, v in named}}
     source = checked_source(args, [args.output], {k: v for k, v in inputs.items() if v != "-"})
