@@ -98,6 +98,26 @@ def test_no_over_diagnosis() -> None:
     assert diagnose_text("step:1 - loss:0.2\nall good\n").failure_class is None
 
 
+@pytest.mark.parametrize(
+    ("frames", "phase"),
+    [
+        ("verl/workers/engine_workers.py, in train_batch", "actor_update"),
+        ("verl/workers/engine_workers.py, in infer_batch", "reference_logprob"),
+        ("verl/workers/rollout/vllm_rollout/vllm_async_server.py, in resume_kv_cache", "weight_sync"),
+        ('verl/trainer/ppo/ray_trainer.py, in _validate\n  File "x.py", line 3, in generate_sequences', "validation"),
+        ("verl/trainer/ppo/ray_trainer.py, in _save_checkpoint", "checkpoint"),
+    ],
+)
+def test_the_phase_of_newer_verl_workers(frames: str, phase: str) -> None:
+    path, _, function = frames.partition(", in ")
+    text = (
+        f'Traceback (most recent call last):\n  File "/opt/{path}", line 1, in {function}\n'
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of "
+        "39.39 GiB of which 10.00 MiB is free.\n"
+    )
+    assert diagnose_text(text).phase == phase
+
+
 def test_the_quoted_source_line_is_not_the_message() -> None:
     found = diagnose_text(read_log(LOGS / "config_assert.log"))
     assert found.signal is not None and found.signal.excerpt.startswith("AssertionError: real_train_batch_size (30)")

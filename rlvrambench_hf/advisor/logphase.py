@@ -8,7 +8,9 @@ import re
 from .logs import Lines, Signal
 
 #: Frames and Ray task names that place a failure in a phase of the colocated loop, most specific first: the
-#: weight sync runs inside generate_sequences in older VERL, vLLM's start-up inside init_model.
+#: weight sync runs inside generate_sequences in older VERL, vLLM's start-up inside init_model. VERL 0.3-0.5 name
+#: the fused worker's methods (``actor_rollout_update_actor``), 0.6 and later the engine workers' (``train_batch``,
+#: ``infer_batch``, ``update_weights``, ``resume`` of the vLLM server); TRL names the trainer's.
 PHASE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (phase, re.compile(pattern))
     for phase, pattern in (
@@ -16,7 +18,7 @@ PHASE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             "weight_sync",
             r"sharding_manager|ShardingManager|sync_weights|update_weights|load_weights|layered_summon|"
             r"collect_lora_params|summon_full_params|merge_and_unload|rollout_mode|_sync_fsdp_params_to_vllm|"
-            r"_move_model_to_vllm|get_peft_model_state_dict|\bwake_up\b",
+            r"_move_model_to_vllm|get_peft_model_state_dict|\bwake_up\b|\bresume\b|resume_kv_cache",
         ),
         (
             "initializing",
@@ -29,9 +31,12 @@ PHASE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         (
             "actor_update",
             r"update_policy|update_actor|\bbackward\b|optimizer\.step|_optimizer_step|compute_loss|"
-            r"training_step|clip_grad_norm",
+            r"training_step|clip_grad_norm|train_mini_batch|\btrain_batch\b",
         ),
-        ("reference_logprob", r"compute_ref_log_prob|compute_log_prob|_get_per_token_logps|logprobs_from_logits"),
+        (
+            "reference_logprob",
+            r"compute_ref_log_prob|compute_log_prob|_get_per_token_logps|logprobs_from_logits|\binfer_batch\b",
+        ),
         ("rollout", r"generate_sequences|_generate_and_score_completions|\bgenerate\b|_run_engine|execute_model"),
         ("initializing", r"init_model|WorkerDict.__init__|__init__"),
     )

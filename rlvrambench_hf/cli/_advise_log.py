@@ -14,7 +14,7 @@ def add_log_option(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="the log of a run that failed (- reads standard input; read as text, never run): its failure in the "
         "release's taxonomy, phase and figures, the release's failures of that kind and the fixes; with --verl or "
-        "--trl as well, specific to that launch file",
+        "--trl as well, specific to that launch file on the device the log reports",
     )
 
 
