@@ -195,8 +195,16 @@ def test_with_the_launch_file_the_first_fix_makes_it_fit(snapshot: Path, tmp_pat
     assert specific is not None and specific["verdict"]["state"] == "memory_failure"
     assert [r["configuration_id"] for r in specific["measured"]] == ["cfg-a188f9742074d270"]
     assert specific["device"]["agrees"] is True
-    first = found.fixes[0]
-    assert first["basis"] == "launch" and first["key"].startswith("actor_rollout_ref.")
+    first = found.fixes[0]  # the change a measurement supports: the release's within-margin neighbour
+    assert (first["basis"], first["key"], first["change"]) == (
+        "launch",
+        "actor_rollout_ref.rollout.free_cache_engine",
+        "True",
+    )
+    launch = [f for f in found.fixes if f["basis"] == "launch"]
+    assert all(float(f["change"]) < 0.65 for f in launch if f["setting"] == "vllm_gpu_memory_utilization")  # never up
+    assert "trainer.n_gpus_per_node" in [f["key"] for f in launch]  # one key to set, not "… × trainer.nnodes"
+    assert not [f for f in found.fixes if f["basis"] == "release" and f["from"] != "0.65" and "utilization" in f["key"]]
     fixed = read_plans(
         _script(tmp_path, **{first["key"]: first["change"]}), kind="verl", workload="gsm8k", source=snapshot
     )

@@ -19,6 +19,8 @@ from .mapping import VERL_MAPPING
 from .phasematch import PhaseModel, match_phases
 from .plans import Plans
 
+#: Failures where the KV cache was short: a larger vLLM reservation is then a fix.
+KV_FAMILIES = ("vllm_kv_cache", "vllm_no_cache_blocks")
 #: The settings whose changes address each phase (listed first among the advisor's changes).
 PHASE_SETTINGS = {
     "initializing": (
@@ -29,7 +31,7 @@ PHASE_SETTINGS = {
         "rollout_tp_size",
         "max_model_len",
     ),
-    "weight_sync": ("vllm_gpu_memory_utilization", "parameter_offload", "gpu_count"),
+    "weight_sync": ("free_cache_engine", "vllm_gpu_memory_utilization", "parameter_offload", "gpu_count"),
     "rollout": ("vllm_gpu_memory_utilization", "max_num_seqs", "max_response_length", "parameter_offload"),
     "reference_logprob": ("rollout_logprob_micro_batch", "ref_logprob_micro_batch", "max_response_length"),
     "actor_update": ("actor_micro_batch", "optimizer_offload", "max_response_length", "vllm_gpu_memory_utilization"),
@@ -97,7 +99,8 @@ def with_plan(
         "scope_flags": answer["scope_flags"],
         "plans_in_file": len(plans),
     }
-    changes = _changes(answer["changes"], found.phase, written)
+    kv_short = found.signal is not None and found.signal.family in KV_FAMILIES
+    changes = _changes([c for c in answer["changes"] if physical(c, kv_short)], found.phase, written)
     if phase_model is not None:
         model = phase_model if isinstance(phase_model, PhaseModel) else PhaseModel.of(phase_model)
         numbers = {n.name: n.value for n in found.numbers if n.unit == "MiB"}
@@ -109,6 +112,8 @@ def with_plan(
         return replace(found, specific=specific)
     logged, others = _split(found.fixes)
     logged = [{**f, "key": written.get(f["setting"], f["key"])} for f in logged]  # the log's figures decide first
+    plan = answer["settings"]
+    others = [f for f in others if f["basis"] != "release" or f["from"] == _value(plan.get(f["setting"]))]
     return replace(found, specific=specific, fixes=_unique((*logged, *changes, *others)))
 
 
@@ -139,10 +144,22 @@ def _device_against_plan(found: Diagnosis, hardware: Hardware, given: bool) -> d
     }
 
 
+def physical(change: Mapping, kv_short: bool) -> bool:
+    """Whether a change of the advisor can relieve a device memory failure: a larger vLLM reservation or less tensor
+    parallelism only adds memory (except a larger reservation when the KV cache was what was short)."""
+    up = change["to"] > change["from"]
+    if change["setting"] == "vllm_gpu_memory_utilization":
+        return kv_short or not up
+    if change["setting"] == "rollout_tp_size":
+        return up
+    return True
+
+
 def _changes(changes: list[dict], phase: str | None, written: Mapping[str, str]) -> list[dict]:
-    """The advisor's changes as fixes in the user's keys, those addressing ``phase`` first."""
+    """The advisor's changes as fixes in the user's keys: those a measurement supports first, then those addressing
+    ``phase``, each group in the advisor's own order (smallest change first)."""
     relevant = PHASE_SETTINGS.get(phase or "", ())
-    ordered = sorted(changes, key=lambda c: c["setting"] not in relevant)  # stable: smallest first within each
+    ordered = sorted(changes, key=lambda c: (c["supporting_configuration"] is None, c["setting"] not in relevant))
     out = []
     for c in ordered:
         support = c["supporting_configuration"]
@@ -152,7 +169,7 @@ def _changes(changes: list[dict], phase: str | None, written: Mapping[str, str])
             why += f"; predicted peak change {peak:+,.0f} MiB"
         out.append(
             {
-                "key": written.get(c["setting"], _verl_key(c["setting"])),
+                "key": _one_key(written.get(c["setting"], _verl_key(c["setting"]))),
                 "trl": None,
                 "change": _value(c["to"]),
                 "why": f"from {_value(c['from'])}: {why}",
@@ -161,6 +178,12 @@ def _changes(changes: list[dict], phase: str | None, written: Mapping[str, str])
             }
         )
     return out
+
+
+def _one_key(written: str) -> str:
+    """The key to set of a setting written over several (``trainer.n_gpus_per_node × trainer.nnodes``: the first,
+    the GPUs per node of one node; ``ref micro-batch, lora_rank``: the micro-batch)."""
+    return written.split(" × ")[0].split(", ")[0]
 
 
 def _model_fix(fix: Mapping) -> dict:
@@ -189,6 +212,7 @@ def _release_fixes(release: Mapping) -> list[dict]:
                 "trl": None,
                 "change": f"{_value(n['failed'])} -> {_value(n['within_margin'])}",
                 "to": _value(n["within_margin"]),
+                "from": _value(n["failed"]),
                 "why": f"the release measured {n['configuration_id']} within the margin"
                 + (f" (peak {n['max_completed_peak_mib']:,.0f} MiB)" if n["max_completed_peak_mib"] else "")
                 + f", one setting away from {configuration['configuration_id']} that failed this way",
