@@ -158,6 +158,11 @@ def test_release_evidence_of_the_same_kind(snapshot: Path) -> None:
     assert [(f["change"], f["basis"]) for f in free.fixes if "gpu_memory_utilization" in f["key"]] == [("0.3", "log")]
     html = diagnosis_section(free.as_dict(), "vllm_free_memory.log")
     assert html.count("<table") == 3 and "cfg-966f5804dc918967" in html and "gpu_memory_utilization=0.3" in html
+    kv = explain_failure(LOGS / "vllm_kv_cache_v0.log", snapshot)  # the cache was short: never a smaller reservation
+    assert [f["basis"] for f in kv.fixes] == ["log", "docs", "docs"]
+    assert next(f for f in kv.fixes if "utilization" in f["key"])["change"].startswith("raise")
+    rollout = explain_failure(LOGS / "torch21_rollout.log", snapshot)  # the user's utilization is not known
+    assert rollout.fixes[0]["to"] is None and rollout.headline().endswith("gpu_memory_utilization: 0.8 -> 0.7`")
     port = explain_failure(LOGS / "port_collision.log", snapshot)
     assert port.release is not None and port.release["counts"]["recorded_attempts"] == 35
     assert all(f["basis"] == "docs" for f in port.fixes)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from .logfigures import Number, startup_numbers
 from .logphase import phase_near
 from .logs import Lines, LogText, Signal, log_text, recognise
-from .oomfixes import DESCRIPTION, FIXES, HOST_KIND, UTILIZATION_KEY, device_of
+from .oomfixes import DESCRIPTION, FIXES, HOST_KIND, KV_SHORT, UTILIZATION_KEY, device_of
 
 #: Families by how telling they are (first: the root cause when present), memory families first.
 TIERS: tuple[tuple[str, ...], ...] = (
@@ -37,6 +37,8 @@ TIERS: tuple[tuple[str, ...], ...] = (
     ("ray_worker_lost", "killed", "segfault"),
     ("exception",),
 )
+#: Failures where the KV cache was short: a larger vLLM reservation is then a fix, a smaller one never.
+KV_FAMILIES = ("vllm_kv_cache", "vllm_no_cache_blocks")
 DEVICE_FAMILIES = ("torch_oom", "cuda_error_oom", "vllm_free_memory", "vllm_kv_cache", "vllm_no_cache_blocks")
 HOST_FAMILIES = ("ray_host_oom", "kernel_oom")
 #: A device OOM's failure kind by phase (any other phase: cuda_oom, the release's kind for the rest).
@@ -169,7 +171,8 @@ def diagnose_text(log: LogText | str) -> Diagnosis:
     basis = "traceback frames" if traced and traced == phase else ("the message" if phase else "not stated")
     numbers = (*signal.numbers, *_new(startup_numbers(log.text), signal.numbers))
     others = tuple(s for s in signals if s is not signal and s.family != "exception")[:10]
-    fixes = tuple(_log_fixes(signal, failure_class)) + tuple(f.as_dict() for f in FIXES[failure_class])
+    documented = FIXES[KV_SHORT if signal.family in KV_FAMILIES else failure_class]
+    fixes = tuple(_log_fixes(signal, failure_class)) + tuple(f.as_dict() for f in documented)
     return Diagnosis(
         failure_class,
         memory,

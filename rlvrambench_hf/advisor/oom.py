@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from ..data.sources.resolve import SourceLike
-from .diagnosis import MEMORY_CLASSES, Diagnosis, diagnose_text
+from .diagnosis import KV_FAMILIES, MEMORY_CLASSES, Diagnosis, diagnose_text
 from .failures import TABLES_NEEDED, release_failures
 from .hardware import BENCHMARK_HARDWARE, Hardware
 from .logs import LogText, read_log
@@ -19,8 +19,8 @@ from .mapping import VERL_MAPPING
 from .phasematch import PhaseModel, match_phases
 from .plans import Plans
 
-#: Failures where the KV cache was short: a larger vLLM reservation is then a fix.
-KV_FAMILIES = ("vllm_kv_cache", "vllm_no_cache_blocks")
+#: Settings in which a within-margin neighbour may differ that are no fix (another model, another workload).
+NOT_A_FIX = ("model_id", "workload_id", "algorithm", "adaptation")
 #: The settings whose changes address each phase (listed first among the advisor's changes).
 PHASE_SETTINGS = {
     "initializing": (
@@ -63,7 +63,10 @@ def explain_failure(
     tables = {name: load_table(name, source, revision, decode=True) for name in TABLES_NEEDED}
     release = release_failures(found.failure_class, tables)
     logged, documented = _split(found.fixes)
-    fixes = (*logged, *_release_fixes(release), *documented) if found.is_memory else found.fixes
+    kv_short = found.signal is not None and found.signal.family in KV_FAMILIES
+    # the release's start-up failures are its free-memory check, not a KV cache too small: no evidence for that
+    measured = [] if kv_short else [f for f in _release_fixes(release) if physical(f, kv_short)]
+    fixes = (*logged, *measured, *documented) if found.is_memory else found.fixes
     found = replace(found, release=release, fixes=_unique(fixes))
     if plans is None:
         return found
@@ -113,7 +116,11 @@ def with_plan(
     logged, others = _split(found.fixes)
     logged = [{**f, "key": written.get(f["setting"], f["key"])} for f in logged]  # the log's figures decide first
     plan = answer["settings"]
-    others = [f for f in others if f["basis"] != "release" or f["from"] == _value(plan.get(f["setting"]))]
+    others = [
+        {**f, "to": f["release_to"]} if f["basis"] == "release" else f
+        for f in others
+        if f["basis"] != "release" or f["from"] == _value(plan.get(f["setting"]))
+    ]
     return replace(found, specific=specific, fixes=_unique((*logged, *changes, *others)))
 
 
@@ -145,11 +152,14 @@ def _device_against_plan(found: Diagnosis, hardware: Hardware, given: bool) -> d
 
 
 def physical(change: Mapping, kv_short: bool) -> bool:
-    """Whether a change of the advisor can relieve a device memory failure: a larger vLLM reservation or less tensor
-    parallelism only adds memory (except a larger reservation when the KV cache was what was short)."""
-    up = change["to"] > change["from"]
+    """Whether a change (the advisor's, or the release's: ``setting``, ``from``, ``to``) can relieve a device memory
+    failure: a larger vLLM reservation or less tensor parallelism only adds memory, except that when the KV cache
+    was what was short a larger reservation is the fix and a smaller one never is."""
+    if change["setting"] not in ("vllm_gpu_memory_utilization", "rollout_tp_size"):
+        return True
+    up = float(change.get("release_to", change["to"])) > float(change["from"])
     if change["setting"] == "vllm_gpu_memory_utilization":
-        return kv_short or not up
+        return up if kv_short else not up
     if change["setting"] == "rollout_tp_size":
         return up
     return True
@@ -205,14 +215,15 @@ def _release_fixes(release: Mapping) -> list[dict]:
     seen: dict[str, dict] = {}
     for configuration in release["configurations"]:
         for n in configuration["within_margin_neighbours"]:
-            if n["setting"] in seen:
+            if n["setting"] in seen or n["setting"] in NOT_A_FIX:
                 continue
             seen[n["setting"]] = {
                 "key": _verl_key(n["setting"]),
                 "trl": None,
                 "change": f"{_value(n['failed'])} -> {_value(n['within_margin'])}",
-                "to": _value(n["within_margin"]),
+                "to": None,  # pasted only where the plan starts from the same value (with the launch file)
                 "from": _value(n["failed"]),
+                "release_to": _value(n["within_margin"]),
                 "why": f"the release measured {n['configuration_id']} within the margin"
                 + (f" (peak {n['max_completed_peak_mib']:,.0f} MiB)" if n["max_completed_peak_mib"] else "")
                 + f", one setting away from {configuration['configuration_id']} that failed this way",

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 #: The release's failure kind for host memory (the larger-model panel's).
 HOST_KIND = "vllm_executor_failure"
+#: The fixes of a KV cache too small for one sequence (a kind of rollout_init_memory).
+KV_SHORT = "rollout_init_memory/kv_cache"
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,27 @@ FIXES: dict[str, tuple[Fix, ...]] = {
             "vLLM's weights are split over more devices",
         ),
         Fix("trainer.n_gpus_per_node", "num_processes", "raise", "the actor's FSDP shards get smaller"),
+    ),
+    # vLLM started but its budget left too little KV cache: the cache gets what the weights leave of the budget
+    KV_SHORT: (
+        Fix(
+            UTILIZATION_KEY,
+            "vllm_gpu_memory_utilization",
+            "raise, if the device has room beside the actor",
+            "the KV cache gets what the weights leave of vLLM's budget",
+        ),
+        Fix(
+            "actor_rollout_ref.rollout.max_model_len",
+            "vllm_max_model_length",
+            "prompt + response",
+            "one sequence of max_model_len tokens must fit in the KV cache; null means the model's whole context",
+        ),
+        Fix(
+            "actor_rollout_ref.rollout.tensor_model_parallel_size",
+            "vllm_tensor_parallel_size",
+            "raise",
+            "each device holds a smaller share of the weights, leaving more for the cache",
+        ),
     ),
     "weight_sync_oom": (
         Fix(
