@@ -97,7 +97,7 @@ TERM_OVERRIDES: tuple[tuple[tuple[str, ...], tuple[Override, ...]], ...] = (
         (Override("layered_summon", "actor_rollout_ref.rollout.layered_summon", "switch"),),
     ),
     (
-        ("reservation", "kv", "vllm", "budget"),
+        ("reservation", "budget", "kv cache", "kv-cache"),
         (Override("vllm_gpu_memory_utilization", "actor_rollout_ref.rollout.gpu_memory_utilization", "fraction"),),
     ),
     (
@@ -257,7 +257,10 @@ def _fix(override: Override, term: Term, excess: float, capacity: float, setting
             reduction = term.mib * (1 - 1 / layers) if isinstance(layers, int) and layers > 0 else None
         return {"setting": override.setting, "to": True, "size": 0.5, "reduction_mib": reduction}
     if override.kind == "fraction":
-        current = term.mib / capacity
+        given = settings.get(override.setting)  # the plan's utilization, else the reservation's share of the device
+        current = (
+            float(given) if isinstance(given, (int, float)) and not isinstance(given, bool) else term.mib / capacity
+        )
         steps = max(math.ceil(max(excess, 0.0) / (UTILIZATION_STEP * capacity) - 1e-9), 1)
         new = round(current - steps * UTILIZATION_STEP, 2)
         if new <= 0:
