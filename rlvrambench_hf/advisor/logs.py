@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..data.tables.userfile import binary_head, file_mode, standard_input, user_input
-from ..errors import InputError, one_line
+from ..errors import InputError, one_line, redact
 from .logfigures import KV_NEW, KV_OLD, NUMBER, UNIT, VLLM_FREE, Number, numbers_of
 
 #: Bytes read from the start and from the end of a larger log.
@@ -75,7 +75,7 @@ def read_log(path: str | os.PathLike) -> LogText:
     """The text of the log at ``path`` (``-``: standard input), bounded as the module says; one line of
     :class:`~rlvrambench_hf.errors.InputError` when it is missing, a folder or binary."""
     name = os.fspath(path)
-    label = "log (standard input)" if name == "-" else f"log {name}"
+    label = "log (standard input)" if name == "-" else f"log {redact(name)}"
     if name == "-":
         return log_text(standard_input(label, refused=binary_head), label)
     found = user_input(name, label, refused=binary_head)
