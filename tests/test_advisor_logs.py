@@ -151,6 +151,7 @@ def test_release_evidence_of_the_same_kind(snapshot: Path) -> None:
     assert first["observed_state"] == "memory_failure"
     assert {n["setting"] for n in first["within_margin_neighbours"]} == {"free_cache_engine"}
     assert found.fixes[0]["basis"] == "release" and found.specific is None
+    assert found.as_dict()["note"].startswith("give the launch file too")
     host = explain_failure(LOGS / "kernel_oom.log", snapshot).release
     assert host is not None and host["counts"]["larger_model_processes"] == 7
     assert all(c["within_margin_neighbours"] == [] for c in host["configurations"])  # no GPU change fixes host memory

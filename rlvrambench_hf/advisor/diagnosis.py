@@ -76,6 +76,7 @@ class Diagnosis:
     release: dict | None = None
     specific: dict | None = None
     fixes: tuple[dict, ...] = field(default=())
+    note: str | None = None
 
     @property
     def is_memory(self) -> bool:
@@ -112,6 +113,7 @@ class Diagnosis:
             "fixes": list(self.fixes),
             "specific": self.specific,
             "log": self.log_note,
+            "note": self.note,
         }
 
 

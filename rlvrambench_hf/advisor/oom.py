@@ -69,7 +69,7 @@ def explain_failure(
     fixes = (*logged, *measured, *documented) if found.is_memory else found.fixes
     found = replace(found, release=release, fixes=_unique(fixes))
     if plans is None:
-        return found
+        return replace(found, note=NO_LAUNCH_FILE if found.is_memory else None)
     return with_plan(found, plans, source, revision, hardware=hardware, phase_model=phase_model)
 
 

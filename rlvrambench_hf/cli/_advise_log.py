@@ -70,10 +70,8 @@ def render(d: dict) -> str:
     for f in d["fixes"]:
         trl = f" (TRL: {f['trl']})" if f["trl"] else ""
         lines.append(f"fix [{f['basis']}]: {f['key']} {f['change']}{trl}: {f['why']}")
-    if d["specific"] is None and d["failure_class"] is not None:
-        from ..advisor.oom import NO_LAUNCH_FILE
-
-        lines.append(f"note: {NO_LAUNCH_FILE}")
+    if d["note"]:
+        lines.append(f"note: {d['note']}")
     lines.append(f"log: {d['log']}")
     return "\n".join(lines)
 
