@@ -227,6 +227,20 @@ def test_the_plan_is_answered_on_the_device_of_the_log(snapshot: Path, tmp_path:
     assert found.specific["measured"] is None  # the release measured no 80 GB device
 
 
+def test_a_utilization_too_small_for_the_weights_is_not_first(snapshot: Path, tmp_path: Path) -> None:
+    """The start-up check's free memory allows 0.3 of the device, but 0.3 x 40,960 MiB cannot hold Qwen2.5-7B's
+    bf16 weights: that fix goes last, saying why."""
+    script = _script(tmp_path, **{"actor_rollout_ref.model.path": "Qwen/Qwen2.5-7B-Instruct"})
+    plans = read_plans(script, kind="verl", workload="gsm8k", source=snapshot)
+    found = explain_failure(LOGS / "vllm_free_memory.log", snapshot, plans=plans)
+    assert found.fixes[0]["basis"] != "log"
+    last = found.fixes[-1]
+    assert last["basis"] == "log" and last["change"] == "0.3" and "bf16 weights need 14,526 MiB" in last["why"]
+    small = explain_failure(LOGS / "vllm_free_memory.log", snapshot, plans=read_plans(_script(tmp_path), kind="verl",
+                            workload="gsm8k", source=snapshot))  # fmt: skip
+    assert small.fixes[0]["basis"] == "log"  # Qwen2.5-3B's weights fit in 0.3 of the device
+
+
 def _model(**peaks: float) -> PhaseModel:
     terms = {
         "initializing": [("vLLM reservation 0.65 x 40,960", 26624.0), ("resident actor shards", 7000.0)],

@@ -115,13 +115,28 @@ def with_plan(
         return replace(found, specific=specific)
     logged, others = _split(found.fixes)
     logged = [{**f, "key": written.get(f["setting"], f["key"])} for f in logged]  # the log's figures decide first
+    weights = next((f["required_mib"] for f in answer["floors"] if f["check"] == "generation_weights"), None)
+    held = [f for f in logged if not _too_small(f, weights, hardware)]
+    short = [_with_weights(f, weights) for f in logged if _too_small(f, weights, hardware)]
+    logged = held
     plan = answer["settings"]
     others = [
         {**f, "to": f["release_to"]} if f["basis"] == "release" else f
         for f in others
         if f["basis"] != "release" or f["from"] == _value(plan.get(f["setting"]))
     ]
-    return replace(found, specific=specific, fixes=_unique((*logged, *changes, *others)))
+    return replace(found, specific=specific, fixes=_unique((*logged, *changes, *others, *short)))
+
+
+def _too_small(fix: Mapping, weights: float | None, hardware: Hardware) -> bool:
+    """Whether a utilization the log's free memory allows cannot hold vLLM's copy of the plan's weights."""
+    if fix["setting"] != "vllm_gpu_memory_utilization" or weights is None:
+        return False
+    return float(fix["change"]) * hardware.device_capacity_mib < weights
+
+
+def _with_weights(fix: Mapping, weights: float | None) -> dict:
+    return {**fix, "why": f"{fix['why']}; but vLLM's bf16 weights need {weights:,.0f} MiB: free the device instead"}
 
 
 def log_hardware(found: Diagnosis) -> Hardware:
