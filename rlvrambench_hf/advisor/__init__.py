@@ -9,25 +9,39 @@ physical floors (:mod:`.floors`), the three reference methods' predictions with 
 (:mod:`.predict`, :mod:`.fitted`), the single-setting changes that would make it fit (:mod:`.changes`) and its
 distance to the measured cloud (:mod:`.trust`); :mod:`.answer` decides the verdict (measured > floor > predicted),
 :mod:`.document` writes the JSON, :mod:`.sweep` the one-row-per-plan table. :mod:`.api` meets a source.
+
+Why did my run run out of memory? :func:`explain_failure` reads a failure log (:mod:`.logs`, its figures in
+:mod:`.logfigures`, its phase in :mod:`.logphase`), diagnoses it in the release's taxonomy (:mod:`.diagnosis`, the
+documented fixes in :mod:`.oomfixes`), adds the release's failures of that kind (:mod:`.failures`) and, with the
+launch file's plans, the advisor's answer and a per-phase model's match (:mod:`.oom`, :mod:`.phasematch`).
 """
 
 from .api import advise, advise_planned
+from .diagnosis import Diagnosis, diagnose_text
 from .document import STATEMENT
 from .hardware import BENCHMARK_HARDWARE, Hardware
+from .logs import read_log
 from .mapping import TRL_MAPPING, TRL_SCOPE, VERL_MAPPING, VERL_SCOPE
+from .oom import explain_failure
+from .phasematch import PhaseModel
 from .plans import Plans
 from .read import read_plans
 
 __all__ = [
     "BENCHMARK_HARDWARE",
+    "Diagnosis",
     "STATEMENT",
     "TRL_MAPPING",
     "TRL_SCOPE",
     "VERL_MAPPING",
     "VERL_SCOPE",
     "Hardware",
+    "PhaseModel",
     "Plans",
     "advise",
     "advise_planned",
+    "diagnose_text",
+    "explain_failure",
+    "read_log",
     "read_plans",
 ]

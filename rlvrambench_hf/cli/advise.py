@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import InputError, quote
+from ._advise_log import add_log_option, run_log
 from ._common import checked_source, format_table
 
 #: Plans whose details are printed; above it stdout has the verdict lines and a summary.
@@ -28,7 +29,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "with their leave-one-family-out track record, the single-setting changes that would make it fit, its "
         "distance to the measured cloud and scope flags. The verdict is measured > floor > predicted.",
     )
-    given = p.add_mutually_exclusive_group(required=True)
+    given = p.add_mutually_exclusive_group(required=False)  # one of them, or --log (advise_log)
     given.add_argument(
         "--planned",
         metavar="F.yaml|F.json|F.csv",
@@ -76,12 +77,17 @@ def register(commands: argparse._SubParsersAction) -> None:
         metavar="F.json|F.csv|F.parquet",
         help="write the answer as JSON, or one row per plan as CSV or Parquet (atomically)",
     )
+    add_log_option(p)
     p.set_defaults(handler=run_advise)
 
 
 def run_advise(args: argparse.Namespace) -> int:
     from ..advisor import Hardware, advise, read_plans
 
+    if args.log:
+        return run_log(args, given_settings(args.setting))
+    if not (args.planned or args.verl or args.trl):
+        raise InputError("give the run to advise on: --planned, --verl, --trl, or the log of a failed run with --log")
     if args.output and not args.output.lower().endswith(OUTPUT_SUFFIXES):
         raise InputError(f"--output {quote(args.output)}: use a file ending in {', '.join(OUTPUT_SUFFIXES)}")
     hardware = Hardware.of(args.device_capacity_mib, args.margin_limit_mib)

@@ -45,3 +45,37 @@ def advice_section(document: Mapping, planned: str) -> str:
         s.paragraph(f"{c['configuration_id']}: {c['verdict']['sentence']}", "note") for c in document["configurations"]
     ]
     return s.section("Your planned runs: will they fit?", "".join(body), "advice")
+
+
+#: Columns of the fixes table of a failure diagnosis.
+FIX_COLUMNS = ("key", "change", "TRL", "basis", "why")
+
+
+def diagnosis_section(diagnosis: Mapping, log: str) -> str:
+    """The section on a failure log (``Diagnosis.as_dict()`` of :mod:`rlvrambench_hf.advisor.diagnosis`): its one
+    line, the figures the log states, the release's failures of that kind and the fixes."""
+    body = [s.paragraph(f"{log}: {diagnosis['headline']}")]
+    if diagnosis["numbers"]:
+        rows = [[n["name"], n["value"], n["unit"], n["written"]] for n in diagnosis["numbers"]]
+        body.append(s.table(("figure", "value", "unit", "as written"), rows))
+    release = diagnosis["release"]
+    if release:
+        counts = ", ".join(f"{n} {table}" for table, n in release["counts"].items() if n) or "none"
+        body.append(s.paragraph(f"The release's {release['failure_kind']} failures: {counts}.", "note"))
+        rows = [
+            [
+                c["configuration_id"],
+                c["observed_state"],
+                c["model_id"],
+                c["gpu_count"],
+                n["setting"],
+                n["within_margin"],
+            ]
+            for c in release["configurations"]
+            for n in c["within_margin_neighbours"] or [{"setting": None, "within_margin": None}]
+        ]
+        body.append(s.table(("failed configuration", "state", "model", "GPUs", "within margin with", "value"), rows))
+    fixes = [[f["key"], f["change"], f["trl"], f["basis"], f["why"]] for f in diagnosis["fixes"]]
+    if fixes:
+        body.append(s.table(FIX_COLUMNS, fixes))
+    return s.section("Why did the run fail?", "".join(body), "diagnosis")
