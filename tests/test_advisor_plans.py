@@ -24,6 +24,7 @@ import yaml
 
 from rlvrambench_hf import advisor
 from rlvrambench_hf.advisor import TRL_MAPPING, VERL_MAPPING, Plans, read_plans
+from rlvrambench_hf.advisor.knobs import KNOB_BY_NAME
 from rlvrambench_hf.advisor.mapping import NULL_CONTEXT_FLAG, TRL_STACK_FLAG
 from rlvrambench_hf.advisor.measured import LEVEL_PATTERN, LEVEL_SETTINGS
 from rlvrambench_hf.advisor.plans import RowLabels
@@ -35,7 +36,7 @@ from conftest import run_cli
 MEASURED = "cfg-338d9224eb9d2f3a"  # Qwen2.5-3B, gsm8k, c2, 2 GPUs, boundary study
 VERL_VERSION = "0.9.1"
 #: The settings of a plan in the dataset's vocabulary (a row of configurations.csv, ids and names aside).
-PLANNED_COLUMNS = ("model_id", "workload_id", *(m.setting for m in VERL_MAPPING[1:]))
+PLANNED_COLUMNS = ("model_id", "workload_id", *(m.setting for m in VERL_MAPPING[1:] if m.setting not in KNOB_BY_NAME))
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +56,8 @@ def verl_overrides(row: dict) -> list[str]:
         if value is None:
             continue
         for key, written in zip(mapped.keys, mapped.write(value, row)):
-            words.append(f"{key}={_hydra(written)}")
+            if written is not None:  # None: the write leaves that key as it is
+                words.append(f"{key}={_hydra(written)}")
     return words + [
         "actor_rollout_ref.rollout.name=vllm",
         "actor_rollout_ref.actor.strategy=fsdp",
@@ -102,7 +104,11 @@ def launch_script(overrides: list[str], *, model_variable: bool = True) -> str:
 
 
 def same_plans(a: Plans, b: Plans) -> None:
-    assert a.table.equals(b.table), [n for n in a.table.column_names if not a.table[n].equals(b.table[n])]
+    """The same settings (and the same knobs where both readers give them: a planned CSV gives none)."""
+    shared = [n for n in a.table.column_names if n in b.table.column_names]
+    assert shared == b.table.column_names or shared == a.table.column_names
+    left, right = a.table.select(shared), b.table.select(shared)
+    assert left.equals(right), [n for n in shared if not left[n].equals(right[n])]
     assert [a.row_flags(i) for i in range(len(a))] == [b.row_flags(i) for i in range(len(b))]
 
 
@@ -116,7 +122,7 @@ def test_a_verl_launch_script_the_equivalent_yaml_and_the_planned_csv_give_the_s
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(nested(overrides)))
     planned = tmp_path / "plans.csv"
-    columns = ["model_id", "workload_id", *(m.setting for m in VERL_MAPPING[1:])]
+    columns = ["model_id", "workload_id", *(m.setting for m in VERL_MAPPING[1:] if m.setting not in KNOB_BY_NAME)]
     with open(planned, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
@@ -201,7 +207,7 @@ def test_every_configuration_of_the_release_round_trips_through_the_verl_reader(
     snapshot: Path, configurations: list[dict]
 ) -> None:
     """Each of the 212 rows written as a VERL command line and read back gives the row's settings."""
-    mapped = [m.setting for m in VERL_MAPPING]
+    mapped = [m.setting for m in VERL_MAPPING if m.setting not in KNOB_BY_NAME]
     levels = 0
     for row in configurations:
         line = "python3 -m verl.trainer.main_ppo " + " ".join(verl_overrides(row))
@@ -264,6 +270,7 @@ def test_absent_settings_take_the_installed_verls_defaults(
     script.write_text(
         "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo data.train_batch_size=32 \\\n"
         "  actor_rollout_ref.model.path=Qwen/Qwen2.5-3B-Instruct actor_rollout_ref.model.lora_rank=64 \\\n"
+        "  actor_rollout_ref.actor.ppo_mini_batch_size=16 \\\n"
         "  actor_rollout_ref.rollout.name=vllm trainer.n_gpus_per_node=2 \\\n"
         "  actor_rollout_ref.rollout.tensor_model_parallel_size=1 \\\n"
         "  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8 \\\n"
@@ -281,6 +288,10 @@ def test_absent_settings_take_the_installed_verls_defaults(
     assert got["parameter_offload"] is False and got["free_cache_engine"] is True
     assert got["gpu_count"] == 2 * generated["trainer"]["nnodes"]
     assert "configuration_level" not in got
+    # each value says where it came from: the script's line, or VERL's defaults
+    assert plans.source("rollout_n", 0) == "VERL's default (verl/trainer/config/_generated_ppo_trainer.yaml)"
+    assert plans.source("actor_micro_batch", 0) == f"{script} line 6"
+    assert plans.source("model_id", 0) == f"{script} line 2"
     assert plans.row_flags(0) == [
         "actor_rollout_ref.rollout.max_model_len not set: read as prompt + response = 1024 tokens, as every measured "
         "run set it; VERL 0.7 and later and TRL give vLLM the model's own context length instead (set it to compare "
@@ -362,8 +373,13 @@ def test_a_trl_config_maps_where_the_meaning_holds_with_a_flag_on_the_stack(snap
     assert plans.row_flags(0) == [
         TRL_STACK_FLAG,
         NULL_CONTEXT_FLAG.format(key="vllm_max_model_length", value=1024),  # not set: TRL gives vLLM the model's
-        "TRL settings with no counterpart in the measurements, not taken into account: gradient_checkpointing",
     ]
+    # the knobs the memory model reads, with accelerate's meaning (no accelerate config: plain data parallelism)
+    knobs = {k: got[k] for k in ("strategy", "gradient_checkpointing", "lora_rank", "rollout_engine", "vllm_mode")}
+    assert knobs == {"strategy": "ddp", "gradient_checkpointing": True, "lora_rank": 64, "rollout_engine": "vllm",
+                     "vllm_mode": "colocate"}  # fmt: skip
+    assert plans.source("gpu_count", 0) == str(config) and plans.source("rollout_tp_size", 0) == str(config)
+    assert plans.source("max_model_len", 0) == "not given"
     batch = next(m for m in TRL_MAPPING if m.setting == "train_batch_size")
     assert plans.written["train_batch_size"] == batch.written == ", ".join(batch.keys)
     # JSON, as trl grpo --config also takes it, gives the same plans
@@ -450,5 +466,6 @@ def test_a_launch_with_its_own_config_name_reads_that_yaml_under_the_overrides(
     script.write_text("python3 -m verl.trainer.main_ppo " + " ".join(overrides))
     same_plans(from_base, read_plans(script, workload="gsm8k", source=snapshot))
     script.write_text("python3 -m verl.trainer.main_ppo --config-name=elsewhere " + " ".join(rest))
-    with pytest.raises(Exception, match=r"run.sh line 1: --config-name elsewhere names a config not found under"):
+    refused = r"run.sh line 1: --config-name 'elsewhere': no elsewhere.yaml under VERL's trainer module \(VERL is not "
+    with pytest.raises(Exception, match=refused + r"installed here\) nor under '.*config'"):
         read_plans(script, workload="gsm8k", source=snapshot)

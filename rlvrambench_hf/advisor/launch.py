@@ -68,10 +68,12 @@ def read_launches(text: str, name: str, environ: Mapping[str, str] | None = None
     variables = dict(os.environ if environ is None else environ)
     launches: list[Launch] = []
     loose = Launch(1)
-    text = re.sub(r"\\\r?\n", " ", text.replace("\r\n", "\n"))
+    text = text.replace("\r\n", "\n")
+    starts = _line_starts(text)
+    text = re.sub(r"\\\n", " ", text)
     text = text[:-1] if text.endswith("\\") and not text.endswith("\\\\") else text  # a continuation into the end
     for number, command in _commands(text, name, variables):
-        launch = _launch_of(command, number, name)
+        launch = _launch_of(command, starts[min(number, len(starts)) - 1], name)
         if launch is not None:
             launches.append(launch)
         else:
@@ -81,6 +83,30 @@ def read_launches(text: str, name: str, environ: Mapping[str, str] | None = None
     if not launches:
         raise InputError(f"{name}: no VERL launch (python3 -m verl.trainer.main_ppo key=value ...) and no overrides")
     return launches
+
+
+def _line_starts(text: str) -> list[int]:
+    """Per line of ``text`` with its ``\\``-continuations joined, the number of the line it starts on."""
+    starts, continued = [], False
+    for number, line in enumerate(text.split("\n"), 1):
+        if not continued:
+            starts.append(number)
+        continued = line.endswith("\\") and not line.endswith("\\\\")
+    return starts
+
+
+def key_lines(text: str, launch: Launch, name: str) -> dict[str, str]:
+    """Where each override of ``launch`` is written: ``{key: "run.sh line 12"}`` (the first line at or after the
+    launch's that writes ``key=``)."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    found: dict[str, str] = {}
+    for _, key, _ in launch.overrides:
+        pattern = re.compile(rf"(^|[\s'\"])[+~]{{0,2}}{re.escape(key)}=")
+        for number in range(launch.line, len(lines) + 1):
+            if pattern.search(lines[number - 1]):
+                found[key] = f"{name} line {number}"
+                break
+    return found
 
 
 def _commands(text: str, name: str, variables: dict[str, str]) -> list[tuple[int, list[str]]]:
@@ -263,6 +289,10 @@ def _variable(text: str, i: int, variables: Mapping[str, str], depth: int) -> tu
     ``${P-word}``, ``${P:=word}``, ``${P:+word}`` as the shell has them, for names and for positional and special
     parameters (a script is read with none: ``${1:-vllm}`` is ``vllm``)."""
     rest = text[i + 1 :]
+    if rest.startswith("(("):
+        end = _closing_parens(rest)
+        if end is not None:
+            return _arithmetic(rest[2:end], variables, depth), i + 1 + end + 2
     if rest.startswith("("):
         parens, j = 0, 0
         for j, char in enumerate(rest):  # noqa: B007 (j is read after the loop)
@@ -287,6 +317,87 @@ def _variable(text: str, i: int, variables: Mapping[str, str], depth: int) -> tu
         value = variables.get(key)
         return (value if value is not None else _marker(f"${key}")), i + 1 + plain.end()
     return "$", i + 1
+
+
+def _closing_parens(rest: str) -> int | None:
+    """The index of the ``))`` that closes ``rest[:2] == '(('``, nested parentheses counted; None when none does."""
+    depth = 0
+    for j, char in enumerate(rest):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0:
+            return j - 1 if j > 0 and rest[j - 1] == ")" and _balanced(rest[2 : j - 1]) else None
+    return None
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _arithmetic(body: str, variables: Mapping[str, str], depth: int) -> str:
+    """``$(( body ))`` as the shell computes it over integers, from the script's own values; a marker when it uses
+    a value the script does not give (or an operator this reader does not evaluate)."""
+    expanded = _expand(body, variables, depth + 1)
+    if _OPEN in expanded:
+        return _marker(f"$(({body.strip()}))")
+    try:
+        return str(integer_expression(expanded, variables))
+    except (ValueError, ZeroDivisionError, RecursionError):
+        return _marker(f"$(({body.strip()})) (arithmetic over values the script does not give)")
+
+
+def integer_expression(text: str, variables: Mapping[str, str], depth: int = 0) -> int:
+    """The value of a shell arithmetic expression of integers, names (their values, themselves expressions),
+    ``+ - * / % **`` and parentheses; ``/`` and ``%`` truncate toward zero as the shell's do. ValueError for
+    anything else (an unset name, a comparison, an assignment)."""
+    import ast
+
+    if depth > MAX_NESTING or len(text) > 4096:
+        raise ValueError(text)
+    try:
+        tree = ast.parse(text.strip() or "0", mode="eval").body
+    except SyntaxError:
+        raise ValueError(text) from None
+    return _evaluate(tree, variables, depth)
+
+
+def _evaluate(node: object, variables: Mapping[str, str], depth: int) -> int:
+    import ast
+
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id not in variables:
+            raise ValueError(node.id)
+        return integer_expression(variables[node.id], variables, depth + 1)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        value = _evaluate(node.operand, variables, depth)
+        return -value if isinstance(node.op, ast.USub) else value
+    if not isinstance(node, ast.BinOp):
+        raise ValueError(type(node).__name__)
+    result = _binary(
+        type(node.op).__name__, _evaluate(node.left, variables, depth), _evaluate(node.right, variables, depth)
+    )
+    if abs(result) >= 2**63:
+        raise ValueError("overflow")
+    return result
+
+
+def _binary(operator: str, a: int, b: int) -> int:
+    """One shell arithmetic operation by its Python AST name; ``/`` and ``%`` truncate toward zero."""
+    if operator in ("Div", "FloorDiv", "Mod"):
+        quotient = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
+        return a - b * quotient if operator == "Mod" else quotient
+    if operator == "Pow" and not 0 <= b <= 64:
+        raise ValueError("exponent")
+    results = {"Add": lambda: a + b, "Sub": lambda: a - b, "Mult": lambda: a * b, "Pow": lambda: a**b}
+    if operator not in results:
+        raise ValueError(operator)
+    return results[operator]()
 
 
 def _closing_brace(rest: str) -> int | None:

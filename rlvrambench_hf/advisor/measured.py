@@ -79,14 +79,12 @@ class Measured:
         return pc.if_else(pc.is_valid(given), given, inferred)
 
     def model_id(self, path: str) -> str:
-        """A model path as a Hub id: a local folder named as a measured model (``~/models/Qwen2.5-3B-Instruct``)
-        stands for that model; anything else is kept as written."""
-        if path in self.models:
-            return path
-        name = path.rstrip("/").rsplit("/", 1)[-1].lower()
-        matches = [m for m in self.models if m.rsplit("/", 1)[-1].lower() == name]
-        local = path.startswith(("/", "~", ".", "$")) or path.count("/") != 1
-        return matches[0] if local and len(matches) == 1 else path
+        """A model path as the model it stands for (:func:`~.models.model_of_path`): a local folder named as a
+        measured model (``~/models/Qwen2.5-3B-Instruct``) stands for that model; anything else as written, or as
+        the Hub id its last two parts make when the folder is not on this machine."""
+        from .models import model_of_path
+
+        return model_of_path(path, self.models)[0]
 
     def scope_flags(self, table: pa.Table) -> list[tuple[str, ...]]:
         """Per plan, the flags of its workload and level (none, unknown, or no level with these settings)."""

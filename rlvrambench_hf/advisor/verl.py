@@ -14,12 +14,12 @@ import copy
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..data.schema.spec import Column
 from ..data.tables.userfile import parse_structured
-from ..errors import InputError
+from ..errors import InputError, summary
 from .checks import quoted
 from .mapping import NULL_CONTEXT_FLAG, VERL_MAPPING, VERL_SCOPE, Mapped, Scope
 from .userfile import read_text
@@ -36,25 +36,52 @@ DEFAULT_CONFIGS = ("trainer/config/_generated_ppo_trainer.yaml", "trainer/config
 
 @dataclass(frozen=True)
 class Config:
-    """A merged config tree, what it was read from, and whether VERL's defaults are under it."""
+    """A merged config tree, what it was read from, and whether VERL's defaults are under it; ``given`` is the
+    user's own tree (None: all of ``tree``), ``lines`` where each key was written (``run.sh line 12``) and ``notes``
+    how a value was derived (a deprecated key converted)."""
 
     tree: dict
     origin: str
     defaults: str | None
     tool: str = "VERL"
+    given: dict | None = None
+    lines: Mapping[str, str] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+
+    def source(self, key: str) -> str:
+        """Where the value of ``key`` comes from: the user's file (and line), a conversion, or the defaults."""
+        if key in self.notes:
+            return self.notes[key]
+        if self.given is None or _raw(self.given, key) is not _ABSENT:
+            return self.lines.get(key, self.origin)
+        if self.tool == "VERL" and self.defaults:
+            return f"VERL's default ({short_path(self.defaults)})"
+        return f"{self.tool}'s default"
 
 
-def installed_defaults() -> tuple[dict, str] | None:
-    """VERL's packaged trainer config and where it is, or None when VERL is not importable here."""
+def short_path(path: str) -> str:
+    """A packaged config's path from ``verl/trainer/`` on."""
+    path = path.replace(os.sep, "/")
+    return path[path.rfind("verl/trainer/") :] if "verl/trainer/" in path else path
+
+
+def verl_folders() -> list[Path]:
+    """The folders of the installed ``verl`` package (found, never imported); empty when it is not installed."""
     import importlib.util
 
     try:
         spec = importlib.util.find_spec("verl")
     except (ImportError, ValueError):
-        return None
-    for folder in (spec.submodule_search_locations or []) if spec else []:
-        for relative in DEFAULT_CONFIGS:
-            path = Path(folder) / relative
+        return []
+    return [Path(folder) for folder in (spec.submodule_search_locations or [])] if spec else []
+
+
+def installed_defaults(relatives: Sequence[str] = DEFAULT_CONFIGS) -> tuple[dict, str] | None:
+    """VERL's packaged trainer config (the first of ``relatives`` found) and where it is, or None when VERL is not
+    importable here."""
+    for folder in verl_folders():
+        for relative in relatives:
+            path = folder / relative
             if path.is_file():
                 tree = parse_structured(read_text(path, "VERL's trainer config"), str(path), ".yaml")
                 if isinstance(tree, dict):
@@ -134,11 +161,22 @@ def yaml_tree(path: str | os.PathLike, name: str, text: str | None = None) -> di
     return data
 
 
-def with_defaults(top: Mapping, origin: str) -> Config:
-    """``top`` over VERL's installed defaults (when VERL is importable)."""
-    found = installed_defaults()
+def with_defaults(
+    top: Mapping,
+    origin: str,
+    *,
+    packaged: Sequence[str] = DEFAULT_CONFIGS,
+    lines: Mapping[str, str] | None = None,
+) -> Config:
+    """``top`` over VERL's installed defaults (when VERL is importable; ``packaged``: which of its configs), the
+    deprecated keys VERL still accepts converted and its own checks before a run applied."""
+    found = installed_defaults(packaged)
     base, where = found if found else ({}, None)
-    return Config(deep_update(copy.deepcopy(base), top), origin, where)
+    config = Config(deep_update(copy.deepcopy(base), top), origin, where, given=copy.deepcopy(dict(top)),
+                    lines=dict(lines or {}))  # fmt: skip
+    from .verlcheck import checked
+
+    return checked(config)
 
 
 def lookup(tree: Mapping, key: str, origin: str, depth: int = 0) -> object:
@@ -184,8 +222,9 @@ def record_of(
     mapping: Sequence[Mapped] = VERL_MAPPING,
     scope: Sequence[Scope] = VERL_SCOPE,
     preset: Mapping[str, object] | None = None,
-) -> tuple[dict, dict[str, str], list[str]]:
-    """The settings of a VERL config (through the mapping table), each as written, and its scope flags.
+) -> tuple[dict, dict[str, str], list[str], dict[str, str]]:
+    """The settings of a VERL config (through the mapping table), each as written, its scope flags and where each
+    setting's value comes from.
 
     ``columns`` maps each setting to its registry column; a key's value is checked against the type of the setting
     it gives before any conversion. A key whose setting is needed and that has no value is a one-line error listing
@@ -195,11 +234,15 @@ def record_of(
 
     settings: dict[str, object] = {}
     missing, flags = [], []
+    sources: dict[str, str] = {}
     for mapped in mapping:
         if preset and mapped.setting in preset:
             settings[mapped.setting] = preset[mapped.setting]
+            sources[mapped.setting] = "given setting"
             continue
         values = [lookup(config.tree, key, config.origin) for key in mapped.keys]
+        used = [config.source(k) for k, v in zip(mapped.keys, values) if v is not _ABSENT and v is not None]
+        sources[mapped.setting] = "; ".join(dict.fromkeys(used)) or "not given"
         kinds = mapped.kinds or (columns[mapped.setting].kind,) * len(mapped.keys)
         for key, kind, value in zip(mapped.keys, kinds, values):
             column = Column(key, kind, key)
@@ -215,7 +258,7 @@ def record_of(
     if missing:
         raise InputError(_missing_text(config, list(dict.fromkeys(missing))))
     written = {m.setting: m.written for m in mapping}
-    return settings, written, scope_flags(config, scope) + flags
+    return settings, written, scope_flags(config, scope) + flags, sources
 
 
 def _waits_on_another(mapped: Mapped, given: list[object], settings: Mapping[str, object]) -> bool:
@@ -243,7 +286,7 @@ def _missing_text(config: Config, keys: list[str]) -> str:
         where = "not set, and VERL is not installed here to give its defaults"
     if lookup(config.tree, "actor_rollout_ref.actor.use_dynamic_bsz", config.origin) is True:
         where += "; with use_dynamic_bsz give the per-GPU micro-batches the release would compare (it measured those)"
-    return f"{config.origin}: missing {config.tool} setting(s) {', '.join(keys)}: {where}"
+    return f"{config.origin}: missing {config.tool} setting(s) {summary(keys, quoted=False)}: {where}"
 
 
 def scope_flags(config: Config, scope: Sequence[Scope]) -> list[str]:
