@@ -90,11 +90,49 @@ def installed_defaults(relatives: Sequence[str] = DEFAULT_CONFIGS) -> tuple[dict
     return None
 
 
+class HydraSweep(InputError):
+    """An override whose value Hydra reads as a sweep (``a,b``), which a single run refuses."""
+
+
 def hydra_value(text: str | None) -> object:
-    """An override's value as Hydra reads it: null, booleans, integers, floats (``1e-3``, ``inf``), quoted strings,
-    ``[a, b]`` lists; anything else is a string."""
+    """An override's value as Hydra reads it, through Hydra's own override grammar (hydra-core, the library VERL
+    parses its command line with) when it is installed: null, booleans, integers, floats (``1e-3``, ``inf``),
+    quoted strings, ``[a, b]`` lists, ``{a: 1}`` mappings; anything else is a string. A value the script computes
+    (a marker of :mod:`.launch`) stays text. Without hydra-core, the same rules by hand."""
     if text is None:
         return None
+    parsed = _hydra_parsed(text)
+    if parsed is not _ABSENT:
+        return parsed
+    return _by_hand(text)
+
+
+_PARSER: list = []
+
+
+def _hydra_parsed(text: str) -> object:
+    """Hydra's reading of ``text`` (:data:`_ABSENT`: hydra-core is not installed, or the text is not Hydra's)."""
+    if "\ue000" in text:
+        return _ABSENT
+    try:
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+    except ImportError:
+        return _ABSENT
+    if not _PARSER:
+        _PARSER.append(OverridesParser.create())
+    try:
+        value = _PARSER[0].parse_override(f"k={text}").value()
+    except Exception:  # Hydra's grammar refuses it: read it as the text it is
+        return _ABSENT
+    if not isinstance(value, (str, int, float, bool, list, dict, type(None))):
+        raise HydraSweep(
+            f"{quoted(text)} is a Hydra sweep (several runs, --multirun); a single run refuses it: quote it "
+            "('a,b') or give a list ([a,b])"
+        )
+    return plain(value)
+
+
+def _by_hand(text: str) -> object:
     value = text.strip()
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
         return value[1:-1]
@@ -109,7 +147,7 @@ def hydra_value(text: str | None) -> object:
         return float(value.replace("_", ""))
     if value.startswith("[") and value.endswith("]"):
         inner = value[1:-1].strip()
-        return [hydra_value(v) for v in inner.split(",")] if inner else []
+        return [_by_hand(v) for v in inner.split(",")] if inner else []
     return value
 
 
@@ -126,8 +164,11 @@ def merged(base: Mapping, overrides: Sequence[tuple[str, str, str | None]], name
             node = child
         if prefix == "~":
             node.pop(parts[-1], None)
-        else:
+            continue
+        try:
             node[parts[-1]] = hydra_value(text)
+        except HydraSweep as exc:
+            raise HydraSweep(f"{name}: {prefix}{key}={exc}") from None
     return tree
 
 

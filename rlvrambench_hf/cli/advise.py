@@ -44,6 +44,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--trl", metavar="FILE", help="your TRL GRPOConfig as YAML or JSON (as trl grpo --config takes it)"
     )
     p.add_argument(
+        "--accelerate-config",
+        metavar="FILE",
+        help="with --trl: the accelerate config the run is launched with (accelerate launch --config_file FILE): "
+        "processes over all machines, machines, DeepSpeed / FSDP / DDP and their offloads",
+    )
+    p.add_argument(
         "--workload",
         metavar="NAME",
         help="the measured workload your run resembles (gsm8k, math, code_standard, longer_prompt_code); VERL and "
@@ -86,9 +92,17 @@ def run_advise(args: argparse.Namespace) -> int:
         raise InputError(f"--output {quote(args.output)}: use a file ending in {', '.join(OUTPUT_SUFFIXES)}")
     hardware = Hardware.of(args.device_capacity_mib, args.margin_limit_mib)
     kind, given = next((k, v) for k, v in (("planned", args.planned), ("verl", args.verl), ("trl", args.trl)) if v)
-    source = checked_source(args, [args.output], {f"--{kind}": given})
+    inputs = {f"--{kind}": given, **({"--accelerate-config": args.accelerate_config} if args.accelerate_config else {})}
+    source = checked_source(args, [args.output], inputs)
     settings = given_settings(args.setting)
-    plans = read_plans(given, kind=kind, workload=args.workload, settings=settings, source=source)  # type: ignore[arg-type]
+    plans = read_plans(
+        given,  # type: ignore[arg-type]
+        kind=kind,  # type: ignore[arg-type]
+        workload=args.workload,
+        settings=settings,
+        source=source,
+        accelerate_config=args.accelerate_config,
+    )
     answers = advise(plans, source, hardware=hardware, model_revision=args.model_revision, nearest=args.nearest)
     write_answers(answers, args.output)
     print(render(answers))
