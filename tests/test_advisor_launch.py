@@ -169,7 +169,7 @@ def test_a_verl_config_mapping_is_read_directly(snapshot: Path) -> None:
         "path": "microsoft/Phi-4-mini-instruct", "lora_rank": 8, "target_modules": ["q_proj", "v_proj"]}}}  # fmt: skip
     flags = read_plans(lora, workload="math", source=snapshot).row_flags(0)
     assert flags[:2] == [
-        "LoRA rank 8 (the measurements use rank-64 adapters; rank 0 is full fine-tuning)",
+        "LoRA rank 8 (the measurements use rank-64 adapters)",
         "LoRA target modules ['q_proj', 'v_proj'] (the measurements adapt all linear layers)",
     ]
 

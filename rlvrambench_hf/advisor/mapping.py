@@ -253,7 +253,7 @@ VERL_SCOPE: tuple[Scope, ...] = (
     Scope(
         "actor_rollout_ref.model.lora_rank",
         (64,),
-        "LoRA rank {value} (the measurements use rank-64 adapters; rank 0 is full fine-tuning)",
+        "LoRA rank {value} (the measurements use rank-64 adapters)",
     ),  # fmt: skip
     Scope(
         "actor_rollout_ref.model.target_modules",
@@ -388,6 +388,8 @@ def _interval(values: Values, settings: Mapping[str, object]) -> object:
     steps, strategy = values
     if isinstance(strategy, str) and strategy.lower() == "no":
         return -1
+    if isinstance(strategy, str) and strategy.lower() != "steps":  # epoch, best: not a number of steps
+        return None
     if isinstance(steps, float):
         total = settings.get("total_training_steps")
         if steps < 1:
@@ -471,7 +473,7 @@ TRL_MAPPING: tuple[Mapped, ...] = (
     Mapped(
         ("save_steps", "save_strategy"),
         "save_freq",
-        "save_steps; -1 when save_strategy is no",
+        "save_steps (a ratio of max_steps below 1); -1 when save_strategy is no, null for epoch",
         _interval,
         _interval_back,
         False,
@@ -480,7 +482,7 @@ TRL_MAPPING: tuple[Mapped, ...] = (
     Mapped(
         ("eval_steps", "eval_strategy"),
         "test_freq",
-        "eval_steps; -1 when eval_strategy is no",
+        "eval_steps (a ratio of max_steps below 1); -1 when eval_strategy is no, null for epoch",
         _interval,
         _interval_back,
         False,

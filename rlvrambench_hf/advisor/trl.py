@@ -172,6 +172,8 @@ def trl_record(
             f"{int(settings['train_batch_size'] * settings['rollout_n'])} completions is not divisible by "
             f"num_generations = {settings['rollout_n']}"
         )
+    if tree.get("use_vllm") is not True or tree.get("vllm_mode") != "colocate":  # no vLLM here: no context
+        flags = [f for f in flags if not f.startswith("vllm_max_model_length not set")]
     settings.update(TRL_CONSTANTS)
     sources.update(dict.fromkeys(TRL_CONSTANTS, "trl grpo"))
     peft = tree.get("use_peft")

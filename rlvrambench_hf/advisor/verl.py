@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -315,26 +315,42 @@ def _missing_text(config: Config, keys: list[str]) -> str:
     if config.tool != "VERL" and "max_prompt_length" in keys:  # GRPOConfig no longer has it (trl 1.16)
         where = (
             "not set (this TRL does not cap prompts: give the longest prompt of your data in tokens, "
-            "--setting max_prompt_length=N or settings={'max_prompt_length': N})"
+            "--setting max_prompt_length=N)"
         )
     elif config.tool != "VERL":
         where = f"not set (give them in the {config.tool} config)"
     elif config.defaults:
-        packaged = config.defaults.replace(os.sep, "/")
-        packaged = packaged[packaged.rfind("verl/trainer/") :] if "verl/trainer/" in packaged else packaged
-        where = f"not set, and null in VERL's defaults ({packaged})"
+        where = f"not set, and null in VERL's defaults ({short_path(config.defaults)})"
     else:
         where = "not set, and VERL is not installed here to give its defaults"
-    if lookup(config.tree, "actor_rollout_ref.actor.use_dynamic_bsz", config.origin) is True:
-        where += "; with use_dynamic_bsz give the per-GPU micro-batches the release would compare (it measured those)"
-    return f"{config.origin}: missing {config.tool} setting(s) {summary(keys, quoted=False)}: {where}"
+    return fitting(keys, lambda named: f"{config.origin}: missing {config.tool} setting(s) {named}: {where}")
+
+
+def fitting(items: Sequence[str], render: Callable[[str], str]) -> str:
+    """``render`` of as many whole ``items`` as keep the line within the error length ("a, b and 3 more"), so that
+    no name is ever cut."""
+    from ..errors import MESSAGE_LIMIT
+
+    for shown in range(len(items), 0, -1):
+        text = render(summary(items, shown=shown, quoted=False))
+        if len(text) <= MESSAGE_LIMIT:
+            return text
+    return render(summary(items, shown=1, quoted=False))
 
 
 def scope_flags(config: Config, scope: Sequence[Scope]) -> list[str]:
     """The flags of the keys whose value differs from the measured one (or that no config or default gives)."""
     flags = []
+    adapter = _raw(config.tree, "actor_rollout_ref.model.lora_adapter_path")
     for s in scope:
         value = lookup(config.tree, s.key, config.origin)
+        if s.key == "actor_rollout_ref.model.lora_rank" and isinstance(adapter, str) and value in (0, None):
+            flags.append(f"LoRA rank not known: the adapter at lora_adapter_path {quoted(adapter)} is not here to read "
+                         f"its r (the measurements use rank-64 adapters)")  # fmt: skip
+            continue
+        if s.key == "actor_rollout_ref.model.lora_rank" and value == 0:
+            flags.append("full fine-tuning: lora_rank 0 (the measurements train rank-64 LoRA adapters)")
+            continue
         if value is _ABSENT or value is None:
             measured = ", ".join(map(str, s.measured))
             if _raw(config.tree, s.key) == MISSING_VALUE:

@@ -41,8 +41,31 @@ def checked(config: Config) -> Config:
     if _get(config, f"{_ARR}.actor.use_dynamic_bsz") is not True:
         for old, new, section in DEPRECATED:
             _convert(config, old, new, section)
+    else:
+        for key, budget in TOKEN_BUDGETS:
+            _from_budget(config, key, budget)
     _validate(config)
     return config
+
+
+#: With dynamic batch sizes, each per-GPU micro-batch key and the token budget that replaces it.
+TOKEN_BUDGETS = (
+    (f"{_ARR}.actor.ppo_micro_batch_size_per_gpu", f"{_ARR}.actor.ppo_max_token_len_per_gpu"),
+    (f"{_ARR}.rollout.log_prob_micro_batch_size_per_gpu", f"{_ARR}.rollout.log_prob_max_token_len_per_gpu"),
+    (f"{_ARR}.ref.log_prob_micro_batch_size_per_gpu", f"{_ARR}.ref.log_prob_max_token_len_per_gpu"),
+)
+
+
+def _from_budget(config: Config, key: str, budget: str) -> None:
+    """A token budget per GPU as the micro-batch of full-length sequences it holds (its memory at the worst case:
+    budget // (prompt + response), at least one), when the per-GPU micro-batch is not given."""
+    tokens = _count(_get(config, budget))
+    prompt, response = _count(_get(config, "data.max_prompt_length")), _count(_get(config, "data.max_response_length"))
+    if _get(config, key) is not None or not (tokens and prompt and response):
+        return
+    sequences = max(tokens // (prompt + response), 1)
+    note = f"{config.source(budget)} (use_dynamic_bsz: {budget.rsplit('.', 1)[-1]}={tokens} holds {sequences} "
+    _set(config, key, sequences, note + f"sequence(s) of {prompt} + {response} tokens)")
 
 
 def _get(config: Config, key: str) -> object:
