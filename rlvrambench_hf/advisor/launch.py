@@ -347,7 +347,7 @@ def _arithmetic(body: str, variables: Mapping[str, str], depth: int) -> str:
     try:
         return str(integer_expression(expanded, variables))
     except (ValueError, ZeroDivisionError, RecursionError):
-        return _marker(f"$(({body.strip()})) (arithmetic over values the script does not give)")
+        return _marker(f"$(({body.strip()}))")
 
 
 def integer_expression(text: str, variables: Mapping[str, str], depth: int = 0) -> int:

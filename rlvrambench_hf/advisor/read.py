@@ -230,7 +230,11 @@ def _refuse_unresolved(overrides: Sequence[tuple[str, str, str | None]], origin:
     for _, key, text in overrides:
         missing = unresolved(text or "")
         if key in used and missing:
-            how = "is computed when the script runs" if "(" in missing else "is not set in the script or environment"
+            how = (
+                "is arithmetic over a value the script does not give" if missing.startswith("$((")
+                else "is computed when the script runs" if "(" in missing
+                else "is not set in the script or environment"
+            )  # fmt: skip
             raise InputError(f"{origin}: {key} uses {missing}, which {how}; write its value or set it")
 
 

@@ -323,6 +323,8 @@ def _missing_text(config: Config, keys: list[str]) -> str:
         where = f"not set, and null in VERL's defaults ({short_path(config.defaults)})"
     else:
         where = "not set, and VERL is not installed here to give its defaults"
+    if lookup(config.tree, "actor_rollout_ref.actor.use_dynamic_bsz", config.origin) is True:
+        where += "; with use_dynamic_bsz its token budget per GPU (..._max_token_len_per_gpu) gives it"
     return fitting(keys, lambda named: f"{config.origin}: missing {config.tool} setting(s) {named}: {where}")
 
 
@@ -344,7 +346,7 @@ def scope_flags(config: Config, scope: Sequence[Scope]) -> list[str]:
     adapter = _raw(config.tree, "actor_rollout_ref.model.lora_adapter_path")
     for s in scope:
         value = lookup(config.tree, s.key, config.origin)
-        if s.key == "actor_rollout_ref.model.lora_rank" and isinstance(adapter, str) and value in (0, None):
+        if s.key == "actor_rollout_ref.model.lora_rank" and isinstance(adapter, str) and value in (0, None, _ABSENT):
             flags.append(f"LoRA rank not known: the adapter at lora_adapter_path {quoted(adapter)} is not here to read "
                          f"its r (the measurements use rank-64 adapters)")  # fmt: skip
             continue
