@@ -380,7 +380,7 @@ def test_a_trl_config_maps_where_the_meaning_holds_with_a_flag_on_the_stack(snap
     assert knobs == {"strategy": "ddp", "gradient_checkpointing": True, "lora_rank": 64, "rollout_engine": "vllm",
                      "vllm_mode": "colocate"}  # fmt: skip
     assert plans.source("gpu_count", 0) == str(config) and plans.source("rollout_tp_size", 0) == str(config)
-    assert plans.source("max_model_len", 0) == "not given"
+    assert plans.source("max_model_len", 0) == "not given (same; null: prompt + completion)"
     batch = next(m for m in TRL_MAPPING if m.setting == "train_batch_size")
     assert plans.written["train_batch_size"] == batch.written == ", ".join(batch.keys)
     # JSON, as trl grpo --config also takes it, gives the same plans
@@ -508,7 +508,7 @@ def test_trl_runs_as_accelerate_launches_them(snapshot: Path, tmp_path: Path) ->
     assert (zero2["gpu_count"], zero2["strategy"], zero2["zero_stage"], zero2["lora_rank"]) == (8, "deepspeed", 2, 0)
     four = _trl("grpo_multinode_zero3.yaml", snapshot, "zero3_four_nodes.yaml")
     assert (four.settings(0)["gpu_count"], four.settings(0)["nnodes"]) == (32, 4)
-    assert four.source("gpu_count", 0) == "the accelerate config"
+    assert four.source("gpu_count", 0) == f"the accelerate config {CORPUS / 'accelerate' / 'zero3_four_nodes.yaml'}"
     # save_steps below 1 is a ratio of the run's steps, as transformers takes it
     ratio = _trl("grpo_save_ratio.yaml", snapshot, "ddp.yaml")
     assert ratio.settings(0)["save_freq"] == 20 and ratio.settings(0)["strategy"] == "ddp"

@@ -175,7 +175,12 @@ def _config_records(
             origin = "TRL config"
         launcher = accelerate_fields(accelerate, fields, origin) if accelerate is not None else {}
         with_model = isinstance(plans, (str, os.PathLike, Mapping))  # what trl grpo reads, model keys included
-        found = [trl_record(fields, given, origin, columns, preset, with_model=with_model, launcher=launcher)]
+        found = [
+            trl_record(
+                fields, given, origin, columns, preset, with_model=with_model,
+                launcher=(launcher, str(accelerate)) if accelerate is not None else None,
+            )
+        ]  # fmt: skip
         origins = [origin]
     else:
         configs = _verl_configs(plans)

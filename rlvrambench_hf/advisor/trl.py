@@ -150,20 +150,20 @@ def trl_record(
     preset: Mapping[str, object],
     *,
     with_model: bool,
-    launcher: Mapping[str, object] | None = None,
+    launcher: tuple[Mapping[str, object], str] | None = None,
 ) -> tuple[dict, dict[str, str], list[str], dict[str, str]]:
     """Settings, how each was written, the scope flags and each setting's source of one TRL config (``given``: the
     fields it sets; ``with_model``: a file or mapping for ``trl grpo``, whose model keys take ModelConfig's
-    defaults; ``launcher``: the accelerate config's keys)."""
+    defaults; ``launcher``: the accelerate config's keys and its file)."""
     odd = sorted(k for k in given if not (k.isascii() and k.isidentifier()))
     if odd:  # no field of GRPOConfig, ModelConfig or accelerate: an invisible character or a look-alike letter
         raise InputError(f"{origin}: key {quote(odd[0])} is not a TRL field name (those are ASCII identifiers)")
-    launcher = dict(launcher or {})
-    user = {**launcher, **{k: fields[k] for k in given if k in fields}}
+    accelerate, launcher_origin = launcher or ({}, "")
+    user = {**accelerate, **{k: fields[k] for k in given if k in fields}}
     if "torch_dtype" in user and "dtype" not in user:  # older TRL's name wins over ModelConfig's default
         user["dtype"] = user["torch_dtype"]
     tree = {**TRL_DEFAULTS, **(TRL_MODEL_DEFAULTS if with_model else {}), **fields, **user}
-    lines = {k: "the accelerate config" for k in launcher}
+    lines = {k: f"the accelerate config {launcher_origin}" for k in accelerate}
     config = Config(tree, origin, None, "TRL", given=user, lines=lines)
     settings, written, flags, sources = record_of(config, columns, TRL_MAPPING, _scope(tree), preset)
     if isinstance(settings.get("train_batch_size"), float):

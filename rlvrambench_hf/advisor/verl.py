@@ -283,7 +283,7 @@ def record_of(
             continue
         values = [lookup(config.tree, key, config.origin) for key in mapped.keys]
         used = [config.source(k) for k, v in zip(mapped.keys, values) if v is not _ABSENT and v is not None]
-        sources[mapped.setting] = "; ".join(dict.fromkeys(used)) or "not given"
+        sources[mapped.setting] = "; ".join(dict.fromkeys(used)) or f"not given ({mapped.conversion})"
         kinds = mapped.kinds or (columns[mapped.setting].kind,) * len(mapped.keys)
         for key, kind, value in zip(mapped.keys, kinds, values):
             column = Column(key, kind, key)
@@ -318,7 +318,7 @@ def _missing_text(config: Config, keys: list[str]) -> str:
             "--setting max_prompt_length=N)"
         )
     elif config.tool != "VERL":
-        where = f"not set (give them in the {config.tool} config)"
+        where = f"not set (give them in the {config.tool} config, or the accelerate config with --accelerate-config)"
     elif config.defaults:
         where = f"not set, and null in VERL's defaults ({short_path(config.defaults)})"
     else:

@@ -8,6 +8,7 @@ sweep gets a count of verdicts instead). ``--output`` writes the JSON answer (``
 from __future__ import annotations
 
 import argparse
+import re
 
 from ..errors import InputError, quote
 from ._common import checked_source, format_table
@@ -96,7 +97,7 @@ def run_advise(args: argparse.Namespace) -> int:
     source = checked_source(args, [args.output], inputs)
     settings = given_settings(args.setting)
     plans = read_plans(
-        given,  # type: ignore[arg-type]
+        given,
         kind=kind,  # type: ignore[arg-type]
         workload=args.workload,
         settings=settings,
@@ -149,8 +150,26 @@ def render(answers: object) -> str:
         return "\n".join([*lines, "", f"{len(lines)} plans; details of each are in --output F.json", summary])
     out = [*lines, "", STATEMENT]
     for i in range(len(lines)):
-        out += ["", *detail(configuration(answers, i))]  # type: ignore[arg-type]
+        out += ["", *detail(configuration(answers, i)), *read_from(answers.plans, i)]  # type: ignore[arg-type, attr-defined]
     return "\n".join(out)
+
+
+def read_from(plans: object, row: int) -> list[str]:
+    """The values a plan did not write itself: taken from defaults, another file or a conversion, each named by the
+    user's own key and where it came from."""
+    sources = getattr(plans, "sources", ())
+    if not sources:
+        return []
+    values = plans.settings(row)  # type: ignore[attr-defined]
+    lines = []
+    origin = plans.origins[row]  # type: ignore[attr-defined]
+    for setting, where in sources[row].items():
+        written = plans.written.get(setting, setting)  # type: ignore[attr-defined]
+        if setting not in values or where == origin or re.fullmatch(r".* line \d+", where):
+            continue
+        named = f"{written} -> {setting} {values[setting]}" if written != setting else f"{setting} {values[setting]}"
+        lines.append(f"read: {named}" + (f": {where}" if where.startswith("not given") else f" from {where}"))
+    return lines
 
 
 def detail(c: dict) -> list[str]:
