@@ -1,14 +1,13 @@
 """A VERL launch script read as text, never run: the ``key=value`` overrides of each ``python3 -m verl...`` command.
 
-The script is split into commands with :mod:`shlex` after joining ``\\``-continued lines. Variables are expanded
-as the shell would, from the script's own assignments (``NAME=value``, ``export NAME=value``, in order) and the
-environment: ``$NAME``, ``${NAME}``, ``${NAME:-default}``, ``${NAME:=default}`` and ``${NAME:+word}`` (positional
-parameters are unset: ``${1:-vllm}`` is ``vllm``), never inside single quotes. What the script would compute at
-run time (``$(...)``, backquotes, ``$1``, an unset variable) is left as a marker
-that becomes a one-line error only if a VERL override uses it. A command is a VERL launch when it runs a module
-or script of VERL's trainer (``-m verl.trainer.main_ppo``, ``.../main_ppo.py``); its words of the form
-``key=value`` (with Hydra's ``+`` / ``++`` prefixes) are its overrides, ``--config-path`` / ``--config-name`` its
-base config. Text without any launch but with overrides (a pasted command line) is one launch.
+Commands are split with :mod:`shlex` after joining ``\\``-continued lines. Variables expand as the shell would, from
+the script's own assignments (in order) and the environment: ``$NAME``, ``${NAME}``, ``${NAME:-default}``,
+``${NAME:=default}``, ``${NAME:+word}`` (positional parameters unset: ``${1:-vllm}`` is ``vllm``), and ``$(( ... ))``
+over known values (:mod:`.shellmath`), never inside single quotes. What the script computes at run time (``$(...)``,
+backquotes, ``$1``, an unset variable) is a marker, an error only if an override the advisor reads uses it. A VERL
+launch runs VERL's trainer (``-m verl.trainer.main_ppo``, ``.../main_ppo.py``); its ``key=value`` words (Hydra's
+``+`` / ``++`` / ``~`` too) are its overrides, ``--config-path`` / ``--config-name`` its base config. Text without a
+launch but with overrides (a pasted command line) is one launch.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import InputError
+from .shellmath import closing_brace, closing_parens, integer_expression
 
 _OPEN, _CLOSE = "\ue000", "\ue001"
 _MARKER = re.compile(f"{_OPEN}([0-9a-f]*){_CLOSE}")
@@ -290,7 +290,7 @@ def _variable(text: str, i: int, variables: Mapping[str, str], depth: int) -> tu
     parameters (a script is read with none: ``${1:-vllm}`` is ``vllm``)."""
     rest = text[i + 1 :]
     if rest.startswith("(("):
-        end = _closing_parens(rest)
+        end = closing_parens(rest)
         if end is not None:
             return _arithmetic(rest[2:end], variables, depth), i + 1 + end + 2
     if rest.startswith("("):
@@ -300,7 +300,7 @@ def _variable(text: str, i: int, variables: Mapping[str, str], depth: int) -> tu
             if parens == 0:
                 break
         return _marker("$(...) (a command substitution)"), i + 2 + j
-    end = _closing_brace(rest) if rest.startswith("{") else None
+    end = closing_brace(rest) if rest.startswith("{") else None
     braced = _BRACED.fullmatch(rest[1:end]) if end is not None else None
     if end is not None and braced:
         key, colon, operator, word = braced.groups()
@@ -319,25 +319,6 @@ def _variable(text: str, i: int, variables: Mapping[str, str], depth: int) -> tu
     return "$", i + 1
 
 
-def _closing_parens(rest: str) -> int | None:
-    """The index of the ``))`` that closes ``rest[:2] == '(('``, nested parentheses counted; None when none does."""
-    depth = 0
-    for j, char in enumerate(rest):
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if depth == 0:
-            return j - 1 if j > 0 and rest[j - 1] == ")" and _balanced(rest[2 : j - 1]) else None
-    return None
-
-
-def _balanced(text: str) -> bool:
-    depth = 0
-    for char in text:
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if depth < 0:
-            return False
-    return depth == 0
-
-
 def _arithmetic(body: str, variables: Mapping[str, str], depth: int) -> str:
     """``$(( body ))`` as the shell computes it over integers, from the script's own values; a marker when it uses
     a value the script does not give (or an operator this reader does not evaluate)."""
@@ -348,74 +329,6 @@ def _arithmetic(body: str, variables: Mapping[str, str], depth: int) -> str:
         return str(integer_expression(expanded, variables))
     except (ValueError, ZeroDivisionError, RecursionError):
         return _marker(f"$(({body.strip()}))")
-
-
-def integer_expression(text: str, variables: Mapping[str, str], depth: int = 0) -> int:
-    """The value of a shell arithmetic expression of integers, names (their values, themselves expressions),
-    ``+ - * / % **`` and parentheses; ``/`` and ``%`` truncate toward zero as the shell's do. ValueError for
-    anything else (an unset name, a comparison, an assignment)."""
-    import ast
-
-    if depth > MAX_NESTING or len(text) > 4096:
-        raise ValueError(text)
-    try:
-        tree = ast.parse(text.strip() or "0", mode="eval").body
-    except SyntaxError:
-        raise ValueError(text) from None
-    return _evaluate(tree, variables, depth)
-
-
-def _evaluate(node: object, variables: Mapping[str, str], depth: int) -> int:
-    import ast
-
-    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
-        return node.value
-    if isinstance(node, ast.Name):
-        if node.id not in variables:
-            raise ValueError(node.id)
-        return integer_expression(variables[node.id], variables, depth + 1)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        value = _evaluate(node.operand, variables, depth)
-        return -value if isinstance(node.op, ast.USub) else value
-    if not isinstance(node, ast.BinOp):
-        raise ValueError(type(node).__name__)
-    result = _binary(
-        type(node.op).__name__, _evaluate(node.left, variables, depth), _evaluate(node.right, variables, depth)
-    )
-    if abs(result) >= 2**63:
-        raise ValueError("overflow")
-    return result
-
-
-def _binary(operator: str, a: int, b: int) -> int:
-    """One shell arithmetic operation by its Python AST name; ``/`` and ``%`` truncate toward zero."""
-    if operator in ("Div", "FloorDiv", "Mod"):
-        quotient = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
-        return a - b * quotient if operator == "Mod" else quotient
-    if operator == "Pow" and not 0 <= b <= 64:
-        raise ValueError("exponent")
-    results = {"Add": lambda: a + b, "Sub": lambda: a - b, "Mult": lambda: a * b, "Pow": lambda: a**b}
-    if operator not in results:
-        raise ValueError(operator)
-    return results[operator]()
-
-
-def _closing_brace(rest: str) -> int | None:
-    """The index of the ``}`` that closes ``rest[0] == '{'``, nested ``${...}`` counted; None when none does."""
-    depth, j = 1, 1
-    while j < len(rest):
-        if rest[j] == "\\":
-            j += 2
-            continue
-        if rest.startswith("${", j):
-            depth, j = depth + 1, j + 2
-            continue
-        if rest[j] == "}":
-            depth -= 1
-            if depth == 0:
-                return j
-        j += 1
-    return None
 
 
 def _marker(what: str) -> str:

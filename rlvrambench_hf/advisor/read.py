@@ -201,9 +201,10 @@ def _config_records(
 def _verl_configs(plans: object) -> list:
     from .launch import key_lines
     from .verl import Config, merged, plain, with_defaults, yaml_tree
+    from .verlcheck import checked
 
     if isinstance(plans, Mapping):
-        return [with_defaults(plain(plans), "VERL config")]  # type: ignore[arg-type]
+        return [checked(with_defaults(plain(plans), "VERL config"))]  # type: ignore[arg-type]
     if not isinstance(plans, (str, os.PathLike)):
         raise InputError(f"a {type(plans).__name__} is not a VERL config (give a path, a command line or a mapping)")
     if isinstance(plans, str) and _is_command_line(plans):
@@ -213,17 +214,19 @@ def _verl_configs(plans: object) -> list:
     else:
         path = Path(plans)
         if path.suffix.lower() in _YAML:
-            return [with_defaults(yaml_tree(path, str(path)), str(path))]
+            return [checked(with_defaults(yaml_tree(path, str(path)), str(path)))]
         text, name, folder = read_text(path, "VERL launch script", MAX_SCRIPT_BYTES), str(path), path.parent
         if path.suffix.lower() not in _SCRIPTS and looks_structured(text):  # a config YAML through a pipe
-            return [with_defaults(yaml_tree(path, name, text), name)]
+            return [checked(with_defaults(yaml_tree(path, name, text), name))]
     configs: list[Config] = []
     for launch in read_launches(text, name):
         origin = f"{name} line {launch.line}"
         _refuse_unresolved(launch.overrides, origin)
         base, packaged = _base_config(launch, folder, origin)
         lines = key_lines(text, launch, name)
-        configs.append(with_defaults(merged(base, launch.overrides, origin), origin, packaged=packaged, lines=lines))
+        configs.append(
+            checked(with_defaults(merged(base, launch.overrides, origin), origin, packaged=packaged, lines=lines))
+        )
     return configs
 
 
