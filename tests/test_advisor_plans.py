@@ -611,9 +611,12 @@ def test_offline_a_measured_model_without_metadata_gets_its_measured_records(
 
     from rlvrambench_hf.advisor.context import load_context
 
+    from rlvrambench_hf.advisor.measured import load_measured
+
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     rows = [r for r in configurations if r["model_id"] == "Qwen/Qwen2.5-1.5B-Instruct"]
     assert len(rows) == 13
+    assert load_measured(snapshot).families["Qwen/Qwen2.5-1.5B-Instruct"] == "qwen25_1p5b"  # the release's own family
     settings = rows[0]
     words = [w for w in verl_overrides(settings) if not w.startswith("actor_rollout_ref.model.path=")]
     words += ["actor_rollout_ref.model.path=/models/Qwen2.5-1.5B-Instruct",
