@@ -610,7 +610,6 @@ def test_offline_a_measured_model_without_metadata_gets_its_measured_records(
     from huggingface_hub import constants
 
     from rlvrambench_hf.advisor.context import load_context
-
     from rlvrambench_hf.advisor.measured import load_measured
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
