@@ -167,3 +167,16 @@ def test_a_cut_name_and_contradicting_flags_are_caught() -> None:
         _whole_names("missing VERL setting(s) actor_rollout_ref.actor.ppo_micro_batch_size_pe … ", "x")
     with pytest.raises(AssertionError):
         _consistent(["use_peft False: full fine-tuning", "LoRA rank 16 (the measurements use rank-64)"], "x")
+
+
+def test_what_a_script_says_beyond_the_settings_passed_on_is_named(
+    snapshot: Path, verl_defaults: Path, monkeypatch
+) -> None:
+    monkeypatch.syspath_prepend(str(verl_defaults))
+    gae = next(c for c in CASES if c.path == "verl/ppo_gae_critic_qwen2_5_3b.sh")
+    (flag,) = [f for f in _read(gae, snapshot).row_flags(0) if "read but not passed on" in f]
+    assert "critic.model.enable_gradient_checkpointing" in flag and flag.endswith(" more")
+    megatron = next(c for c in CASES if c.path == "verl/grpo_megatron_qwen2_5_7b.sh")
+    (flag,) = [f for f in _read(megatron, snapshot).row_flags(0) if "read but not passed on" in f]
+    assert "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size" in flag
+    assert "megatron.param_offload" not in flag  # read: it is the actor's parameter offload

@@ -183,8 +183,13 @@ def _config_records(
         ]  # fmt: skip
         origins = [origin]
     else:
+        from .verlcheck import DEPRECATED, unread_flag
+
         configs = _verl_configs(plans)
         found = [record_of(config, columns, preset=preset) for config in configs]
+        read = mapped_keys(VERL_MAPPING, VERL_SCOPE) | {old for old, _, _ in DEPRECATED}
+        for config, (_, _, row_flags_, _) in zip(configs, found):
+            row_flags_ += unread_flag(config, read)
         origins = [c.origin for c in configs]
     records, flags, sources = [], [], []
     for settings, _, row_flags_, row_sources in found:

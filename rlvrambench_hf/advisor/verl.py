@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..data.schema.spec import Column
 from ..data.tables.userfile import parse_structured
-from ..errors import InputError, summary
+from ..errors import InputError
 from .checks import quoted
 from .hydravalues import HydraSweep, hydra_value, plain
 from .mapping import NULL_CONTEXT_FLAG, VERL_MAPPING, VERL_SCOPE, Mapped, Scope
@@ -260,10 +260,16 @@ def fitting(items: Sequence[str], render: Callable[[str], str]) -> str:
     from ..errors import MESSAGE_LIMIT
 
     for shown in range(len(items), 0, -1):
-        text = render(summary(items, shown=shown, quoted=False))
+        text = render(whole_names(items, shown))
         if len(text) <= MESSAGE_LIMIT:
             return text
-    return render(summary(items, shown=1, quoted=False))
+    return render(whole_names(items, 1))
+
+
+def whole_names(items: Sequence[str], shown: int) -> str:
+    """The first ``shown`` names, each whole (non-printable characters escaped, never cut), and how many more."""
+    names = ["".join(c if c.isprintable() else repr(c)[1:-1] for c in str(item)) for item in items[:shown]]
+    return ", ".join(names) + (f" and {len(items) - shown:,} more" if len(items) > shown else "")
 
 
 def scope_flags(config: Config, scope: Sequence[Scope]) -> list[str]:

@@ -123,7 +123,8 @@ def _megatron_offloads(config: Config) -> None:
     for name in ("param_offload", "optimizer_offload"):
         value, target = _get(config, f"{_ARR}.actor.megatron.{name}"), f"{_ARR}.actor.fsdp_config.{name}"
         if value is not None and _get(config, target) is None:
-            _set(config, target, value, f"{config.source(f'{_ARR}.actor.megatron.{name}')} (actor.megatron.{name})")
+            source = f"{_ARR}.actor.megatron.{name}"
+            _set(config, target, value, f"{config.source(source)} ({source})")
 
 
 def _adapter_rank(config: Config) -> None:
@@ -169,3 +170,44 @@ def _validate(config: Config) -> None:
             f"{_ARR}.actor.ppo_micro_batch_size",
             f"ppo_mini_batch_size = {mini} is not divisible by ppo_micro_batch_size = {micro}",
         )
+
+
+#: Sections of a VERL config whose keys change memory beyond what the mapping reads (a critic or reward model, a
+#: Megatron layout, the reference's own offload, vLLM's scheduler).
+MEMORY_SECTIONS = (
+    "critic.",
+    "reward_model.",
+    f"{_ARR}.actor.megatron.",
+    f"{_ARR}.ref.megatron.",
+    f"{_ARR}.ref.fsdp_config.",
+    f"{_ARR}.actor.fsdp_config.",
+    f"{_ARR}.rollout.enable_chunked_prefill",
+    f"{_ARR}.rollout.mode",
+    f"{_ARR}.rollout.cpu_offload",
+    f"{_ARR}.model.use_shm",
+)
+#: How many such keys the flag names before it counts the rest.
+NAMED = 6
+
+
+def unread_flag(config: Config, read: set[str]) -> list[str]:
+    """One flag naming the keys the user wrote that matter for memory and that no mapping row reads."""
+    from .verl import whole_names
+
+    given: list[str] = []
+    _flatten(config.given or {}, "", given)
+    converted = " ".join(config.notes.values())  # keys a conversion read (named in its note)
+    keys = sorted(k for k in given if k not in read and k not in converted and k.startswith(MEMORY_SECTIONS))
+    if not keys:
+        return []
+    named = whole_names(keys, NAMED)
+    parts = "critic, reward model, Megatron layout, offloads, vLLM scheduler"
+    return [f"VERL settings of parts that take memory ({parts}), read but not passed on: {named}"]
+
+
+def _flatten(tree: object, prefix: str, out: list[str]) -> None:
+    if isinstance(tree, dict):
+        for key, value in tree.items():
+            _flatten(value, f"{prefix}{key}.", out)
+    elif prefix:
+        out.append(prefix[:-1])
