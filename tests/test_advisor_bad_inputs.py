@@ -163,8 +163,29 @@ CASES: dict[str, tuple] = {
     "setting twice": (lambda w, r: [*_trl(w), "--setting", "max_prompt_length=1", "--setting", "max_prompt_length=2"],
                       "--setting 'max_prompt_length' is given twice with different values"),
     "trl missing": (lambda w, r: _trl(w, num_processes=None),
-                    "grpo.yaml: missing TRL setting(s) num_processes: not set (give them in the TRL config)"),
+                    "grpo.yaml: missing TRL setting(s) num_processes: not set (give them in the TRL config, or the "
+                    "accelerate config with --accelerate-config)"),
+    "accelerate processes disagree": (lambda w, r: _accelerate(w, "num_processes: 4\n"),
+                                      "grpo.yaml: num_processes = 2 but the accelerate config accelerate.yaml gives 4"),
+    "accelerate not a config": (lambda w, r: _accelerate(w, "- a list\n"),
+                                "accelerate.yaml: an accelerate config is a mapping (distributed_type:, "
+                                "num_processes:, ...)"),
+    "accelerate with verl": (lambda w, r: [*_verl(w), "--accelerate-config", _write(w, "a.yaml", "num_processes: 2\n")],
+                             "an accelerate config goes with a TRL run (--trl), not with a VERL one"),
+    "verl refuses its config": (lambda w, r: _verl(w, "data.train_batch_size=32", "data.train_batch_size=32 "
+                                                   "actor_rollout_ref.actor.ppo_mini_batch_size=64"),
+                                "run.sh line 3: VERL refuses this config before running: data.train_batch_size = 32 is "
+                                "below actor_rollout_ref.actor.ppo_mini_batch_size = 64"),
 }  # fmt: skip
+
+
+def _write(work: Path, name: str, text: str) -> str:
+    (work / name).write_text(text)
+    return name
+
+
+def _accelerate(work: Path, text: str) -> list[str]:
+    return [*_trl(work), "--accelerate-config", _write(work, "accelerate.yaml", text)]
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

@@ -3,6 +3,7 @@ Hydra's prefixes and values, OmegaConf interpolations and a config mapping given
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -169,7 +170,7 @@ def test_a_verl_config_mapping_is_read_directly(snapshot: Path) -> None:
         "path": "microsoft/Phi-4-mini-instruct", "lora_rank": 8, "target_modules": ["q_proj", "v_proj"]}}}  # fmt: skip
     flags = read_plans(lora, workload="math", source=snapshot).row_flags(0)
     assert flags[:2] == [
-        "LoRA rank 8 (the measurements use rank-64 adapters; rank 0 is full fine-tuning)",
+        "LoRA rank 8 (the measurements use rank-64 adapters)",
         "LoRA target modules ['q_proj', 'v_proj'] (the measurements adapt all linear layers)",
     ]
 
@@ -202,7 +203,7 @@ def test_a_mandatory_value_left_unset_is_not_a_value() -> None:
     ]
 
 
-def test_dynamic_batch_sizes_are_flagged_and_their_micro_batches_still_asked_for(snapshot: Path) -> None:
+def test_dynamic_batch_sizes_are_flagged_and_their_micro_batches_read_from_the_token_budget(snapshot: Path) -> None:
     actor = {**VERL_TREE["actor_rollout_ref"]["actor"], "use_dynamic_bsz": True}
     tree = {**VERL_TREE, "actor_rollout_ref": {**VERL_TREE["actor_rollout_ref"], "actor": actor}}
     flags = read_plans(tree, workload="math", source=snapshot).row_flags(0)
@@ -210,5 +211,117 @@ def test_dynamic_batch_sizes_are_flagged_and_their_micro_batches_still_asked_for
         flags
     )
     del actor["ppo_micro_batch_size_per_gpu"]
-    with pytest.raises(InputError, match=r"ppo_micro_batch_size_per_gpu: not set, .*; with use_dynamic_bsz give the"):
+    with pytest.raises(InputError, match=r"ppo_micro_batch_size_per_gpu: not set, .*; with use_dynamic_bsz its token"):
         read_plans(tree, workload="math", source=snapshot)
+    # with its token budget, the micro-batch is the number of full-length sequences the budget holds
+    actor["ppo_max_token_len_per_gpu"] = 4 * (512 + 512) + 100
+    plans = read_plans(tree, workload="math", source=snapshot)
+    assert (
+        plans.settings(0)["actor_micro_batch"] == 4
+        and plans.settings(0)["max_token_len_per_gpu"] == actor["ppo_max_token_len_per_gpu"]
+    )
+    assert "use_dynamic_bsz: ppo_max_token_len_per_gpu=" in plans.source("actor_micro_batch", 0)
+
+
+# --- launch files as they exist (issue 25) ---
+
+
+def test_arithmetic_over_the_scripts_own_values_is_computed(snapshot: Path) -> None:
+    text = (
+        "nproc_per_gpu=62\nnnodes=1\nngpu_per_node=2\n"
+        "total_procs=$(( nproc_per_gpu * nnodes * ngpu_per_node ))\n"
+        "python3 -m verl.trainer.main_ppo data.train_batch_size=${total_procs} data.max_response_length=$((1024 * 2)) "
+        "data.x=$(( (7 - 10) / 2 )) data.y=$((7 % -3)) data.z=$((2 ** 3 + $nnodes)) data.w=$(( UNSET + 1 ))\n"
+    )
+    got = overrides(text)
+    assert (got["data.train_batch_size"], got["data.max_response_length"]) == ("124", "2048")
+    assert (got["data.x"], got["data.y"], got["data.z"]) == ("-1", "1", "9")  # the shell truncates toward zero
+    assert unresolved(got["data.w"] or "") == "$((UNSET + 1))"  # a value the script does not give
+    refused = "python3 -m verl.trainer.main_ppo data.train_batch_size=$(( STEPS * 2 ))\n"
+    arithmetic = r"data.train_batch_size uses \$\(\(STEPS \* 2\)\), which is arithmetic over a value the script"
+    with pytest.raises(InputError, match=arithmetic):
+        read_plans(refused, kind="verl", source=snapshot)
+
+
+def _tree(**changes: object) -> dict:
+    """VERL_TREE with dotted ``changes`` (None deletes the key)."""
+    import copy
+
+    tree = copy.deepcopy(VERL_TREE)
+    for dotted, value in changes.items():
+        *parents, leaf = dotted.split("__")
+        node = tree
+        for part in parents:
+            node = node.setdefault(part, {})
+        if value is None:
+            node.pop(leaf, None)
+        else:
+            node[leaf] = value
+    return tree
+
+
+def test_deprecated_global_micro_batches_are_converted_as_verls_workers_divide_them(snapshot: Path) -> None:
+    tree = _tree(
+        actor_rollout_ref__actor__ppo_micro_batch_size_per_gpu=None,
+        actor_rollout_ref__actor__ppo_micro_batch_size=32,
+        actor_rollout_ref__actor__ppo_mini_batch_size=64,
+        actor_rollout_ref__rollout__log_prob_micro_batch_size_per_gpu=None,
+        actor_rollout_ref__rollout__log_prob_micro_batch_size=16,
+    )
+    plans = read_plans(tree, workload="math", source=snapshot)
+    got = plans.settings(0)
+    assert (got["actor_micro_batch"], got["rollout_logprob_micro_batch"]) == (32 // 4, 16 // 4)  # over 4 GPUs
+    assert "ppo_micro_batch_size=32, deprecated: 32 / 4 data-parallel ranks" in plans.source("actor_micro_batch", 0)
+    both = _tree(actor_rollout_ref__actor__ppo_micro_batch_size=32, actor_rollout_ref__actor__ppo_mini_batch_size=64)
+    with pytest.raises(InputError, match=r"VERL refuses this config before running: both .*ppo_micro_batch_size "
+                       r"\(deprecated\) and .*ppo_micro_batch_size_per_gpu are set"):  # fmt: skip
+        read_plans(both, workload="math", source=snapshot)
+
+
+def test_config_problems_are_the_errors_verl_raises_before_running(snapshot: Path) -> None:
+    small = _tree(data__train_batch_size=16, actor_rollout_ref__actor__ppo_mini_batch_size=32)
+    with pytest.raises(InputError, match=r"VERL refuses this config before running: data.train_batch_size = 16 is "
+                       r"below actor_rollout_ref.actor.ppo_mini_batch_size = 32"):  # fmt: skip
+        read_plans(small, workload="math", source=snapshot)
+    uneven = _tree(data__train_batch_size=3, actor_rollout_ref__rollout__n=1)
+    with pytest.raises(InputError, match=r"train_batch_size × rollout.n = 3 is not divisible by the 4 GPUs"):
+        read_plans(uneven, workload="math", source=snapshot)
+
+
+def test_an_adapter_path_is_lora_and_multi_node_runs_say_their_nodes(snapshot: Path) -> None:
+    tree = _tree(actor_rollout_ref__model__lora_rank=None, actor_rollout_ref__model__lora_adapter_path="/ckpt/lora")
+    plans = read_plans(tree, workload="math", source=snapshot)
+    got = plans.settings(0)
+    assert got["adaptation"] == "LoRA" and "lora_rank" not in got  # the rank is the adapter's own, not here
+    assert any(f.startswith("LoRA rank not known: the adapter at lora_adapter_path '/ckpt/lora'") for f in (
+        plans.row_flags(0)))  # fmt: skip
+    two = read_plans(_tree(trainer__nnodes=2), workload="math", source=snapshot).settings(0)
+    assert (two["nnodes"], two["gpu_count"]) == (2, 8)  # gpu_count is the total over the nodes
+
+
+def test_a_local_model_path_not_on_this_machine_is_read_as_its_hub_id(snapshot: Path) -> None:
+    from rlvrambench_hf.advisor.models import model_of_path
+
+    measured = ("Qwen/Qwen2.5-1.5B-Instruct", "Qwen/Qwen2.5-3B-Instruct")
+    assert model_of_path("/root/models/Qwen/Qwen2.5-0.5B", measured) == (
+        "Qwen/Qwen2.5-0.5B",
+        "the folder /root/models/Qwen/Qwen2.5-0.5B is not on this machine; read as the Hub model Qwen/Qwen2.5-0.5B",
+    )
+    assert model_of_path("~/models/qwen2.5-1.5b-instruct", measured)[0] == "Qwen/Qwen2.5-1.5B-Instruct"
+    assert model_of_path("Qwen/Qwen2.5-3B-Instruct", measured) == ("Qwen/Qwen2.5-3B-Instruct", None)
+    plans = read_plans(_tree(actor_rollout_ref__model__path="/root/models/Qwen/Qwen2.5-0.5B"), workload="math",
+                       source=snapshot)  # fmt: skip
+    assert plans.settings(0)["model_id"] == "Qwen/Qwen2.5-0.5B"
+    assert plans.source("model_id", 0).endswith("read as the Hub model Qwen/Qwen2.5-0.5B)")
+
+
+def test_a_long_list_of_missing_keys_is_bounded_by_whole_names(snapshot: Path) -> None:
+    from rlvrambench_hf.errors import MESSAGE_LIMIT
+
+    with pytest.raises(InputError) as caught:
+        read_plans({"actor_rollout_ref": {"model": {"path": "Qwen/Qwen2.5-3B-Instruct"}}}, source=snapshot)
+    message = str(caught.value)
+    assert len(message) <= MESSAGE_LIMIT and "…" not in message
+    named = message.split("missing VERL setting(s) ", 1)[1].split(": not set")[0]
+    *keys, more = named.split(", ")
+    assert re.fullmatch(r"\S+ and \d+ more", more) and all(re.fullmatch(r"[a-z_]+(\.[a-z_]+)+", k) for k in keys)

@@ -24,6 +24,8 @@ import yaml
 
 from rlvrambench_hf import advisor
 from rlvrambench_hf.advisor import TRL_MAPPING, VERL_MAPPING, Plans, read_plans
+from rlvrambench_hf.advisor.document import document
+from rlvrambench_hf.advisor.knobs import KNOB_BY_NAME
 from rlvrambench_hf.advisor.mapping import NULL_CONTEXT_FLAG, TRL_STACK_FLAG
 from rlvrambench_hf.advisor.measured import LEVEL_PATTERN, LEVEL_SETTINGS
 from rlvrambench_hf.advisor.plans import RowLabels
@@ -35,7 +37,7 @@ from conftest import run_cli
 MEASURED = "cfg-338d9224eb9d2f3a"  # Qwen2.5-3B, gsm8k, c2, 2 GPUs, boundary study
 VERL_VERSION = "0.9.1"
 #: The settings of a plan in the dataset's vocabulary (a row of configurations.csv, ids and names aside).
-PLANNED_COLUMNS = ("model_id", "workload_id", *(m.setting for m in VERL_MAPPING[1:]))
+PLANNED_COLUMNS = ("model_id", "workload_id", *(m.setting for m in VERL_MAPPING[1:] if m.setting not in KNOB_BY_NAME))
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +57,8 @@ def verl_overrides(row: dict) -> list[str]:
         if value is None:
             continue
         for key, written in zip(mapped.keys, mapped.write(value, row)):
-            words.append(f"{key}={_hydra(written)}")
+            if written is not None:  # None: the write leaves that key as it is
+                words.append(f"{key}={_hydra(written)}")
     return words + [
         "actor_rollout_ref.rollout.name=vllm",
         "actor_rollout_ref.actor.strategy=fsdp",
@@ -102,7 +105,11 @@ def launch_script(overrides: list[str], *, model_variable: bool = True) -> str:
 
 
 def same_plans(a: Plans, b: Plans) -> None:
-    assert a.table.equals(b.table), [n for n in a.table.column_names if not a.table[n].equals(b.table[n])]
+    """The same settings (and the same knobs where both readers give them: a planned CSV gives none)."""
+    shared = [n for n in a.table.column_names if n in b.table.column_names]
+    assert shared == b.table.column_names or shared == a.table.column_names
+    left, right = a.table.select(shared), b.table.select(shared)
+    assert left.equals(right), [n for n in shared if not left[n].equals(right[n])]
     assert [a.row_flags(i) for i in range(len(a))] == [b.row_flags(i) for i in range(len(b))]
 
 
@@ -116,7 +123,7 @@ def test_a_verl_launch_script_the_equivalent_yaml_and_the_planned_csv_give_the_s
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(nested(overrides)))
     planned = tmp_path / "plans.csv"
-    columns = ["model_id", "workload_id", *(m.setting for m in VERL_MAPPING[1:])]
+    columns = ["model_id", "workload_id", *(m.setting for m in VERL_MAPPING[1:] if m.setting not in KNOB_BY_NAME)]
     with open(planned, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
@@ -201,7 +208,7 @@ def test_every_configuration_of_the_release_round_trips_through_the_verl_reader(
     snapshot: Path, configurations: list[dict]
 ) -> None:
     """Each of the 212 rows written as a VERL command line and read back gives the row's settings."""
-    mapped = [m.setting for m in VERL_MAPPING]
+    mapped = [m.setting for m in VERL_MAPPING if m.setting not in KNOB_BY_NAME]
     levels = 0
     for row in configurations:
         line = "python3 -m verl.trainer.main_ppo " + " ".join(verl_overrides(row))
@@ -264,6 +271,7 @@ def test_absent_settings_take_the_installed_verls_defaults(
     script.write_text(
         "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo data.train_batch_size=32 \\\n"
         "  actor_rollout_ref.model.path=Qwen/Qwen2.5-3B-Instruct actor_rollout_ref.model.lora_rank=64 \\\n"
+        "  actor_rollout_ref.actor.ppo_mini_batch_size=16 \\\n"
         "  actor_rollout_ref.rollout.name=vllm trainer.n_gpus_per_node=2 \\\n"
         "  actor_rollout_ref.rollout.tensor_model_parallel_size=1 \\\n"
         "  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8 \\\n"
@@ -281,6 +289,10 @@ def test_absent_settings_take_the_installed_verls_defaults(
     assert got["parameter_offload"] is False and got["free_cache_engine"] is True
     assert got["gpu_count"] == 2 * generated["trainer"]["nnodes"]
     assert "configuration_level" not in got
+    # each value says where it came from: the script's line, or VERL's defaults
+    assert plans.source("rollout_n", 0) == "VERL's default (verl/trainer/config/_generated_ppo_trainer.yaml)"
+    assert plans.source("actor_micro_batch", 0) == f"{script} line 6"
+    assert plans.source("model_id", 0) == f"{script} line 2"
     assert plans.row_flags(0) == [
         "actor_rollout_ref.rollout.max_model_len not set: read as prompt + response = 1024 tokens, as every measured "
         "run set it; VERL 0.7 and later and TRL give vLLM the model's own context length instead (set it to compare "
@@ -362,8 +374,13 @@ def test_a_trl_config_maps_where_the_meaning_holds_with_a_flag_on_the_stack(snap
     assert plans.row_flags(0) == [
         TRL_STACK_FLAG,
         NULL_CONTEXT_FLAG.format(key="vllm_max_model_length", value=1024),  # not set: TRL gives vLLM the model's
-        "TRL settings with no counterpart in the measurements, not taken into account: gradient_checkpointing",
     ]
+    # the knobs the memory model reads, with accelerate's meaning (no accelerate config: plain data parallelism)
+    knobs = {k: got[k] for k in ("strategy", "gradient_checkpointing", "lora_rank", "rollout_engine", "vllm_mode")}
+    assert knobs == {"strategy": "ddp", "gradient_checkpointing": True, "lora_rank": 64, "rollout_engine": "vllm",
+                     "vllm_mode": "colocate"}  # fmt: skip
+    assert plans.source("gpu_count", 0) == str(config) and plans.source("rollout_tp_size", 0) == str(config)
+    assert plans.source("max_model_len", 0) == "not given (same; null: prompt + completion)"
     batch = next(m for m in TRL_MAPPING if m.setting == "train_batch_size")
     assert plans.written["train_batch_size"] == batch.written == ", ".join(batch.keys)
     # JSON, as trl grpo --config also takes it, gives the same plans
@@ -450,5 +467,161 @@ def test_a_launch_with_its_own_config_name_reads_that_yaml_under_the_overrides(
     script.write_text("python3 -m verl.trainer.main_ppo " + " ".join(overrides))
     same_plans(from_base, read_plans(script, workload="gsm8k", source=snapshot))
     script.write_text("python3 -m verl.trainer.main_ppo --config-name=elsewhere " + " ".join(rest))
-    with pytest.raises(Exception, match=r"run.sh line 1: --config-name elsewhere names a config not found under"):
+    refused = r"run.sh line 1: --config-name 'elsewhere': no elsewhere.yaml under VERL's trainer module \(VERL is not "
+    with pytest.raises(Exception, match=refused + r"installed here\) nor under '.*config'"):
         read_plans(script, workload="gsm8k", source=snapshot)
+
+
+# --- launch files as they exist: Hydra's config names, TRL with accelerate, models as users name them (issue 25) ---
+
+CORPUS = Path(__file__).parent / "advisor_corpus"
+
+
+def test_a_packaged_config_name_is_found_beside_verls_trainer_module(
+    snapshot: Path, tmp_path: Path, packaged_verl: Path, monkeypatch
+) -> None:
+    """``--config-path=config --config-name=ppo_megatron_trainer.yaml`` as Hydra resolves it: from VERL's trainer
+    module, whose composed Megatron config then gives the defaults; the run is read as a Megatron one."""
+    monkeypatch.syspath_prepend(str(packaged_verl))
+    script = tmp_path / "run_megatron.sh"  # no config/ folder beside it
+    script.write_text((CORPUS / "verl" / "grpo_megatron_qwen2_5_7b.sh").read_text())
+    plans = read_plans(script, kind="verl", workload="gsm8k", source=snapshot)
+    got = plans.settings(0)
+    assert got["strategy"] == "megatron" and got["parameter_offload"] is False
+    assert plans.source("vllm_gpu_memory_utilization", 0) == f"{script} line 23"
+    assert (
+        plans.source("max_num_seqs", 0) == "VERL's default (verl/trainer/config/_generated_ppo_megatron_trainer.yaml)"
+    )
+    assert "actor strategy 'megatron' (the measurements train with FSDP)" in plans.row_flags(0)
+
+
+def _trl(name: str, snapshot: Path, accelerate: str | None = None, **settings: object) -> Plans:
+    config = CORPUS / "trl" / name
+    launcher = CORPUS / "accelerate" / accelerate if accelerate else None
+    return read_plans(config, kind="trl", workload="gsm8k", source=snapshot, accelerate_config=launcher,
+                      settings=settings or None)  # fmt: skip
+
+
+def test_trl_runs_as_accelerate_launches_them(snapshot: Path, tmp_path: Path) -> None:
+    # open-r1 keeps the processes in the accelerate config; its num_processes is the total over all machines
+    zero2 = _trl("openr1_qwen2_5_1_5b_grpo_zero2.yaml", snapshot, "zero2.yaml").settings(0)
+    assert (zero2["gpu_count"], zero2["strategy"], zero2["zero_stage"], zero2["lora_rank"]) == (8, "deepspeed", 2, 0)
+    four = _trl("grpo_multinode_zero3.yaml", snapshot, "zero3_four_nodes.yaml")
+    assert (four.settings(0)["gpu_count"], four.settings(0)["nnodes"]) == (32, 4)
+    assert four.source("gpu_count", 0) == f"the accelerate config {CORPUS / 'accelerate' / 'zero3_four_nodes.yaml'}"
+    # save_steps below 1 is a ratio of the run's steps, as transformers takes it
+    ratio = _trl("grpo_save_ratio.yaml", snapshot, "ddp.yaml")
+    assert ratio.settings(0)["save_freq"] == 20 and ratio.settings(0)["strategy"] == "ddp"
+    # vLLM's server mode, no vLLM, a 4-bit base: facts for the memory model, flags that agree with each other
+    server = _trl("openr1_qwen2_5_math_7b_grpo_zero3_server.yaml", snapshot, "zero3.yaml")
+    assert (server.settings(0)["vllm_mode"], server.settings(0)["optimizer_offload"]) == ("server", True)
+    plain = _trl("grpo_without_vllm.yaml", snapshot, "ddp.yaml")
+    assert plain.settings(0)["rollout_engine"] == "hf" and "vllm_mode" not in plain.settings(0)
+    assert not any("vllm_max_model_length" in f or "vllm_mode" in f for f in plain.row_flags(0))
+    quantized = _trl("grpo_qlora_4bit.yaml", snapshot, gpu_count=1).settings(0)
+    assert (quantized["base_quant_bits"], quantized["lora_rank"], quantized["adaptation"]) == (4, 16, "LoRA")
+    full = _trl("grpo_fsdp2_qwen2_5_3b.yaml", snapshot, "fsdp.yaml")
+    assert full.settings(0)["strategy"] == "fsdp2"
+    assert not any(f.startswith(("LoRA rank", "LoRA target")) for f in full.row_flags(0))  # no PEFT: no rank flag
+    # the processes given twice must agree
+    clash = tmp_path / "clash.yaml"
+    clash.write_text((CORPUS / "trl" / "grpo_peft_lora_ddp.yaml").read_text() + "num_processes: 4\n")
+    with pytest.raises(Exception, match=r"clash.yaml: num_processes = 4 but the accelerate config .*ddp.yaml gives 2"):
+        read_plans(clash, kind="trl", workload="gsm8k", source=snapshot,
+                   accelerate_config=CORPUS / "accelerate" / "ddp.yaml")  # fmt: skip
+    with pytest.raises(Exception, match=r"an accelerate config goes with a TRL run"):
+        read_plans(CORPUS / "verl" / "grpo_dumped_config.yaml", accelerate_config=CORPUS / "accelerate" / "ddp.yaml",
+                   source=snapshot)  # fmt: skip
+
+
+def _release_configs(snapshot: Path) -> dict[str, dict]:
+    """config.json of each model the release has metadata for, written from the release's own numbers and the
+    architecture each model's card names (model_type)."""
+    metadata = json.loads((snapshot / "benchmark" / "estimation" / "model_metadata.json").read_text())
+    types = {"Qwen": "qwen2", "microsoft": "phi3", "ibm-granite": "granite"}
+    configs = {}
+    for model, meta in metadata.items():
+        configs[model] = {
+            "model_type": types[model.split("/")[0]],
+            "torch_dtype": "bfloat16",
+            **{k: meta[k] for k in ("hidden_size", "intermediate_size", "num_attention_heads", "num_hidden_layers",
+                                    "vocab_size", "num_key_value_heads", "head_dim", "tie_word_embeddings")},
+        }  # fmt: skip
+    return configs
+
+
+def test_sizes_from_config_json_match_the_releases_model_metadata(snapshot: Path) -> None:
+    from rlvrambench_hf.advisor.models import architecture_metadata
+
+    metadata = json.loads((snapshot / "benchmark" / "estimation" / "model_metadata.json").read_text())
+    counts = ("floating_checkpoint_elements", "floating_checkpoint_bytes", "all_linear_layer_adapter_elements",
+              "largest_transformer_layer_elements", "non_transformer_layer_elements",
+              "largest_weight_tensor_elements", "tensor_count")  # fmt: skip
+    configs = _release_configs(snapshot)
+    assert len(configs) == 4
+    for model, config in configs.items():
+        derived = architecture_metadata(model, config)
+        assert {k: derived[k] for k in counts} == {k: metadata[model][k] for k in counts}, model
+    qwen3b = architecture_metadata("Qwen/Qwen2.5-3B-Instruct", configs["Qwen/Qwen2.5-3B-Instruct"])
+    assert qwen3b["kv_cache_bytes_per_token"] == 2 * 36 * 2 * 128 * 2  # keys and values, 36 layers, 2 KV heads, bf16
+
+
+def test_a_local_folder_is_read_for_its_config_and_safetensors_headers(snapshot: Path, tmp_path: Path) -> None:
+    from rlvrambench_hf.advisor.models import local_model_metadata
+
+    folder = tmp_path / "Qwen2.5-3B-local"
+    folder.mkdir()
+    config = _release_configs(snapshot)["Qwen/Qwen2.5-3B-Instruct"]
+    (folder / "config.json").write_text(json.dumps(config))
+    only_config = local_model_metadata(folder)
+    assert only_config["floating_checkpoint_elements"] == 3085938688 and "derived_from" in only_config
+    tensors = {"model.embed_tokens.weight": {"dtype": "BF16", "shape": [151936, 2048], "data_offsets": [0, 0]}}
+    for i in range(2):
+        for name, shape in (("self_attn.q_proj", [2048, 2048]), ("mlp.down_proj", [2048, 11008])):
+            tensors[f"model.layers.{i}.{name}.weight"] = {"dtype": "BF16", "shape": shape, "data_offsets": [0, 0]}
+    header = json.dumps(tensors).encode()
+    (folder / "model.safetensors").write_bytes(len(header).to_bytes(8, "little") + header)
+    from_headers = local_model_metadata(folder)
+    assert from_headers["tensor_count"] == 5 and "derived_from" not in from_headers
+    assert from_headers["largest_transformer_layer_elements"] == 2048 * 2048 + 2048 * 11008
+
+
+def test_a_local_folder_with_only_config_json_gets_floors(snapshot: Path, tmp_path: Path) -> None:
+    from rlvrambench_hf.advisor.context import load_context
+
+    folder = tmp_path / "my-model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(_release_configs(snapshot)["Qwen/Qwen2.5-7B-Instruct"]))
+    tree = yaml.safe_load((CORPUS / "verl" / "grpo_dumped_config.yaml").read_text())
+    tree["actor_rollout_ref"]["model"]["path"] = str(folder)
+    plans = read_plans(tree, workload="gsm8k", source=snapshot)
+    assert plans.settings(0)["model_id"] == str(folder)
+    answer = document(advisor.advise(plans, snapshot, context=load_context(snapshot)))["configurations"][0]
+    floors = {f["check"]: f for f in answer["floors"]}
+    assert all("no model metadata" not in str(f) for f in floors.values())
+    assert floors["generation_weights"]["holds"] is not None  # checked with the sizes config.json gives
+
+
+def test_offline_a_measured_model_without_metadata_gets_its_measured_records(
+    snapshot: Path, configurations: list[dict], monkeypatch
+) -> None:
+    """Qwen2.5-1.5B-Instruct, measured in 13 configurations but absent from the release's model metadata: offline,
+    a plan with a measured configuration's settings is answered by those records."""
+    from huggingface_hub import constants
+
+    from rlvrambench_hf.advisor.context import load_context
+    from rlvrambench_hf.advisor.measured import load_measured
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    rows = [r for r in configurations if r["model_id"] == "Qwen/Qwen2.5-1.5B-Instruct"]
+    assert len(rows) == 13
+    assert load_measured(snapshot).families["Qwen/Qwen2.5-1.5B-Instruct"] == "qwen25_1p5b"  # the release's own family
+    settings = rows[0]
+    words = [w for w in verl_overrides(settings) if not w.startswith("actor_rollout_ref.model.path=")]
+    words += ["actor_rollout_ref.model.path=/models/Qwen2.5-1.5B-Instruct",
+              f"actor_rollout_ref.actor.ppo_mini_batch_size={settings['train_batch_size']}"]  # fmt: skip
+    line = "python3 -m verl.trainer.main_ppo " + " ".join(words)
+    plans = read_plans(line, kind="verl", workload=settings["workload_id"], source=snapshot)
+    assert plans.settings(0)["model_id"] == "Qwen/Qwen2.5-1.5B-Instruct"
+    answer = document(advisor.advise(plans, snapshot, context=load_context(snapshot)))["configurations"][0]
+    assert answer["verdict"]["basis"] == "measured" and answer["measured"]

@@ -49,3 +49,13 @@ KNOBS: tuple[Knob, ...] = (
 
 #: The knobs by name.
 KNOB_BY_NAME: dict[str, Knob] = {k.name: k for k in KNOBS}
+
+_KINDS = {pa.int64(): "int64", pa.string(): "string", pa.bool_(): "bool", pa.float64(): "float64"}
+
+
+def knob_columns() -> dict:
+    """The knobs as registry-style :class:`~rlvrambench_hf.data.schema.spec.Column` objects, by name (so that a
+    reader types and checks them as it does the settings)."""
+    from ..data.schema.spec import Column
+
+    return {k.name: Column(k.name, _KINDS[k.type], k.meaning) for k in KNOBS}

@@ -1,14 +1,13 @@
 """A VERL launch script read as text, never run: the ``key=value`` overrides of each ``python3 -m verl...`` command.
 
-The script is split into commands with :mod:`shlex` after joining ``\\``-continued lines. Variables are expanded
-as the shell would, from the script's own assignments (``NAME=value``, ``export NAME=value``, in order) and the
-environment: ``$NAME``, ``${NAME}``, ``${NAME:-default}``, ``${NAME:=default}`` and ``${NAME:+word}`` (positional
-parameters are unset: ``${1:-vllm}`` is ``vllm``), never inside single quotes. What the script would compute at
-run time (``$(...)``, backquotes, ``$1``, an unset variable) is left as a marker
-that becomes a one-line error only if a VERL override uses it. A command is a VERL launch when it runs a module
-or script of VERL's trainer (``-m verl.trainer.main_ppo``, ``.../main_ppo.py``); its words of the form
-``key=value`` (with Hydra's ``+`` / ``++`` prefixes) are its overrides, ``--config-path`` / ``--config-name`` its
-base config. Text without any launch but with overrides (a pasted command line) is one launch.
+Commands are split with :mod:`shlex` after joining ``\\``-continued lines. Variables expand as the shell would, from
+the script's own assignments (in order) and the environment: ``$NAME``, ``${NAME}``, ``${NAME:-default}``,
+``${NAME:=default}``, ``${NAME:+word}`` (positional parameters unset: ``${1:-vllm}`` is ``vllm``), and ``$(( ... ))``
+over known values (:mod:`.shellmath`), never inside single quotes. What the script computes at run time (``$(...)``,
+backquotes, ``$1``, an unset variable) is a marker, an error only if an override the advisor reads uses it. A VERL
+launch runs VERL's trainer (``-m verl.trainer.main_ppo``, ``.../main_ppo.py``); its ``key=value`` words (Hydra's
+``+`` / ``++`` / ``~`` too) are its overrides, ``--config-path`` / ``--config-name`` its base config. Text without a
+launch but with overrides (a pasted command line) is one launch.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import InputError
+from .shellmath import closing_brace, closing_parens, integer_expression
 
 _OPEN, _CLOSE = "\ue000", "\ue001"
 _MARKER = re.compile(f"{_OPEN}([0-9a-f]*){_CLOSE}")
@@ -68,10 +68,12 @@ def read_launches(text: str, name: str, environ: Mapping[str, str] | None = None
     variables = dict(os.environ if environ is None else environ)
     launches: list[Launch] = []
     loose = Launch(1)
-    text = re.sub(r"\\\r?\n", " ", text.replace("\r\n", "\n"))
+    text = text.replace("\r\n", "\n")
+    starts = _line_starts(text)
+    text = re.sub(r"\\\n", " ", text)
     text = text[:-1] if text.endswith("\\") and not text.endswith("\\\\") else text  # a continuation into the end
     for number, command in _commands(text, name, variables):
-        launch = _launch_of(command, number, name)
+        launch = _launch_of(command, starts[min(number, len(starts)) - 1], name)
         if launch is not None:
             launches.append(launch)
         else:
@@ -81,6 +83,30 @@ def read_launches(text: str, name: str, environ: Mapping[str, str] | None = None
     if not launches:
         raise InputError(f"{name}: no VERL launch (python3 -m verl.trainer.main_ppo key=value ...) and no overrides")
     return launches
+
+
+def _line_starts(text: str) -> list[int]:
+    """Per line of ``text`` with its ``\\``-continuations joined, the number of the line it starts on."""
+    starts, continued = [], False
+    for number, line in enumerate(text.split("\n"), 1):
+        if not continued:
+            starts.append(number)
+        continued = line.endswith("\\") and not line.endswith("\\\\")
+    return starts
+
+
+def key_lines(text: str, launch: Launch, name: str) -> dict[str, str]:
+    """Where each override of ``launch`` is written: ``{key: "run.sh line 12"}`` (the first line at or after the
+    launch's that writes ``key=``)."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    found: dict[str, str] = {}
+    for _, key, _ in launch.overrides:
+        pattern = re.compile(rf"(^|[\s'\"])[+~]{{0,2}}{re.escape(key)}=")
+        for number in range(launch.line, len(lines) + 1):
+            if pattern.search(lines[number - 1]):
+                found[key] = f"{name} line {number}"
+                break
+    return found
 
 
 def _commands(text: str, name: str, variables: dict[str, str]) -> list[tuple[int, list[str]]]:
@@ -263,6 +289,10 @@ def _variable(text: str, i: int, variables: Mapping[str, str], depth: int) -> tu
     ``${P-word}``, ``${P:=word}``, ``${P:+word}`` as the shell has them, for names and for positional and special
     parameters (a script is read with none: ``${1:-vllm}`` is ``vllm``)."""
     rest = text[i + 1 :]
+    if rest.startswith("(("):
+        end = closing_parens(rest)
+        if end is not None:
+            return _arithmetic(rest[2:end], variables, depth), i + 1 + end + 2
     if rest.startswith("("):
         parens, j = 0, 0
         for j, char in enumerate(rest):  # noqa: B007 (j is read after the loop)
@@ -270,7 +300,7 @@ def _variable(text: str, i: int, variables: Mapping[str, str], depth: int) -> tu
             if parens == 0:
                 break
         return _marker("$(...) (a command substitution)"), i + 2 + j
-    end = _closing_brace(rest) if rest.startswith("{") else None
+    end = closing_brace(rest) if rest.startswith("{") else None
     braced = _BRACED.fullmatch(rest[1:end]) if end is not None else None
     if end is not None and braced:
         key, colon, operator, word = braced.groups()
@@ -289,22 +319,16 @@ def _variable(text: str, i: int, variables: Mapping[str, str], depth: int) -> tu
     return "$", i + 1
 
 
-def _closing_brace(rest: str) -> int | None:
-    """The index of the ``}`` that closes ``rest[0] == '{'``, nested ``${...}`` counted; None when none does."""
-    depth, j = 1, 1
-    while j < len(rest):
-        if rest[j] == "\\":
-            j += 2
-            continue
-        if rest.startswith("${", j):
-            depth, j = depth + 1, j + 2
-            continue
-        if rest[j] == "}":
-            depth -= 1
-            if depth == 0:
-                return j
-        j += 1
-    return None
+def _arithmetic(body: str, variables: Mapping[str, str], depth: int) -> str:
+    """``$(( body ))`` as the shell computes it over integers, from the script's own values; a marker when it uses
+    a value the script does not give (or an operator this reader does not evaluate)."""
+    expanded = _expand(body, variables, depth + 1)
+    if _OPEN in expanded:
+        return _marker(f"$(({body.strip()}))")
+    try:
+        return str(integer_expression(expanded, variables))
+    except (ValueError, ZeroDivisionError, RecursionError):
+        return _marker(f"$(({body.strip()}))")
 
 
 def _marker(what: str) -> str:

@@ -12,7 +12,7 @@ Everything is derived from the ``configurations`` table, and applied to all plan
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -36,17 +36,19 @@ _KEYS = ("workload_id", *LEVEL_SETTINGS)
 class Measured:
     """The release's workloads (by id, and their legacy ids), models and levels (one row per workload and level:
     the workload, the values of :data:`LEVEL_SETTINGS` and the level's name; settings that two levels share name
-    neither)."""
+    neither), and each measured model's family as the release names it (``model_family`` of configurations.csv:
+    ``qwen25_1p5b`` for Qwen2.5-1.5B-Instruct, no fixed list)."""
 
     workloads: tuple[str, ...]
     legacy: dict[str, str]
     models: tuple[str, ...]
     levels: pa.Table
+    families: dict[str, str] = field(default_factory=dict)  # model id -> the release's model_family
 
     @classmethod
     def from_configurations(cls, table: pa.Table) -> Measured:
         """From the decoded ``configurations`` table."""
-        rows = table.select(["workload_id", "legacy_dataset_id", "model_id"]).to_pylist()
+        rows = table.select(["workload_id", "legacy_dataset_id", "model_id", "model_family"]).to_pylist()
         workloads = tuple(sorted({r["workload_id"] for r in rows}))
         legacy = {r["legacy_dataset_id"]: r["workload_id"] for r in rows if r["legacy_dataset_id"] not in workloads}
         is_level = pc.match_substring_regex(table.column("configuration_level"), LEVEL_PATTERN)
@@ -59,7 +61,8 @@ class Measured:
             names.setdefault(key, set()).add(row["configuration_level"])
         kept = sorted(first[key] for key, found in names.items() if len(found) == 1)
         levels = chosen.take(arrow_ints(np.array(kept, dtype=np.int64)))
-        return cls(workloads, legacy, tuple(sorted({r["model_id"] for r in rows})), levels)
+        families = {r["model_id"]: r["model_family"] for r in rows if r["model_family"]}
+        return cls(workloads, legacy, tuple(sorted({r["model_id"] for r in rows})), levels, families)
 
     def workload_id(self, name: str) -> str:
         """A workload id, or the id a legacy dataset id stands for."""
@@ -79,14 +82,12 @@ class Measured:
         return pc.if_else(pc.is_valid(given), given, inferred)
 
     def model_id(self, path: str) -> str:
-        """A model path as a Hub id: a local folder named as a measured model (``~/models/Qwen2.5-3B-Instruct``)
-        stands for that model; anything else is kept as written."""
-        if path in self.models:
-            return path
-        name = path.rstrip("/").rsplit("/", 1)[-1].lower()
-        matches = [m for m in self.models if m.rsplit("/", 1)[-1].lower() == name]
-        local = path.startswith(("/", "~", ".", "$")) or path.count("/") != 1
-        return matches[0] if local and len(matches) == 1 else path
+        """A model path as the model it stands for (:func:`~.models.model_of_path`): a local folder named as a
+        measured model (``~/models/Qwen2.5-3B-Instruct``) stands for that model; anything else as written, or as
+        the Hub id its last two parts make when the folder is not on this machine."""
+        from .models import model_of_path
+
+        return model_of_path(path, self.models)[0]
 
     def scope_flags(self, table: pa.Table) -> list[tuple[str, ...]]:
         """Per plan, the flags of its workload and level (none, unknown, or no level with these settings)."""

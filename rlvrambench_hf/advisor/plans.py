@@ -25,19 +25,24 @@ SETTINGS_CONFIG = "configurations"
 class Plans:
     """Planned runs: ``table`` (one row per plan, settings columns in the registry's types, null where not given),
     ``origins`` (one label per row: ``plans.csv row 3``, ``run.sh``), ``written`` (setting name → how the user
-    wrote it; ``{row}`` in it is replaced by the row's number) and ``flags`` (per row, the scope flags the config
-    raises)."""
+    wrote it; ``{row}`` in it is replaced by the row's number), ``flags`` (per row, the scope flags the config
+    raises) and ``sources`` (per row, where each setting's value comes from: ``run.sh line 12``, ``VERL's default
+    (verl/trainer/config/_generated_ppo_trainer.yaml)``, ``TRL's default``, ``given setting``; empty for plans in
+    the dataset's vocabulary, whose origin says it). Columns beyond the registry's are knobs (:mod:`.knobs`)."""
 
     table: pa.Table
     origins: Sequence[str]
     written: Mapping[str, str] = field(default_factory=dict)
     flags: Sequence[Sequence[str]] = ()
+    sources: Sequence[Mapping[str, str]] = ()
 
     def __post_init__(self) -> None:
         if len(self.origins) != self.table.num_rows:
             raise ValueError(f"{len(self.origins)} origins for {self.table.num_rows} plans")
         if self.flags and len(self.flags) != self.table.num_rows:
             raise ValueError(f"{len(self.flags)} flag lists for {self.table.num_rows} plans")
+        if self.sources and len(self.sources) != self.table.num_rows:
+            raise ValueError(f"{len(self.sources)} source maps for {self.table.num_rows} plans")
 
     def __len__(self) -> int:
         return self.table.num_rows
@@ -46,6 +51,11 @@ class Plans:
         """How the user wrote ``setting`` of plan ``row`` (0-based), for one-line errors."""
         text = self.written.get(setting, setting)
         return f"{text.replace('{row}', str(row + 1))} ({self.origins[row]})"
+
+    def source(self, setting: str, row: int) -> str:
+        """Where plan ``row``'s value of ``setting`` comes from (its origin when not recorded)."""
+        found = self.sources[row].get(setting) if self.sources else None
+        return found or self.origins[row]
 
     def row_flags(self, row: int) -> list[str]:
         return list(self.flags[row]) if self.flags else []

@@ -45,6 +45,7 @@ def read_plans(
     settings: Mapping[str, object] | None = None,
     source: SourceLike = None,
     revision: str | None = None,
+    accelerate_config: str | os.PathLike | None = None,
 ) -> Plans:
     """Validated plans from ``plans``: a path (CSV / YAML / JSON / launch script), a command line, a list of
     mappings, a VERL config mapping or a GRPOConfig-like object.
@@ -53,6 +54,7 @@ def read_plans(
     object with GRPOConfig's fields is TRL, anything else is planned). ``workload`` names the workload of plans
     that do not give one (VERL and TRL configs never do); ``settings`` adds dataset settings to every plan where it
     gives none (e.g. ``{"gpu_count": 2}``). ``source`` / ``revision`` name the release read against.
+    ``accelerate_config`` is the accelerate config a TRL run is launched with (``accelerate launch --config_file``).
     """
     kind = kind or detect_kind(plans)
     if kind not in KINDS:
@@ -65,10 +67,15 @@ def read_plans(
 
         table, origins, written = read_planned(plans, spec)  # type: ignore[arg-type]
         flags: list[list[str]] = []
+        sources: list[dict[str, str]] = []
     else:
-        records, origins, written, flags = _config_records(plans, kind, measured, settings or {})
+        if accelerate_config is not None and kind != "trl":
+            raise InputError("an accelerate config goes with a TRL run (--trl), not with a VERL one")
+        records, origins, written, flags, sources = _config_records(
+            plans, kind, measured, settings or {}, accelerate_config
+        )
         where = Where(list(origins).__getitem__, written)
-        table = typed_from_values(records, spec.columns, where)
+        table = _with_knobs(typed_from_values(records, spec.columns, where), records, where)
     where = Where(origins.__getitem__, written)
     table = _filled(table, workload, settings, measured, where)
     required = REQUIRED + (("workload_id",) if kind == "planned" else ())
@@ -80,7 +87,18 @@ def read_plans(
     )
     common = measured.scope_flags(table)
     per_row = [tuple(f) + c for f, c in zip(flags, common)] if flags else common
-    return Plans(table, origins, written, per_row)
+    return Plans(table, origins, written, per_row, sources)
+
+
+def _with_knobs(table: pa.Table, records: Sequence[Mapping[str, object]], where: Where) -> pa.Table:
+    """``table`` with the knobs (:mod:`.knobs`) the records give as extra columns, typed as there."""
+    from .knobs import knob_columns
+
+    columns = [c for name, c in knob_columns().items() if any(r.get(name) is not None for r in records)]
+    knobs = typed_from_values(records, columns, where)
+    for name in knobs.column_names:
+        table = table.append_column(knobs.schema.field(name), knobs.column(name))
+    return table
 
 
 def _check_models(table: pa.Table, measured: Measured, where: Where) -> None:
@@ -89,16 +107,19 @@ def _check_models(table: pa.Table, measured: Measured, where: Where) -> None:
     from huggingface_hub.errors import HFValidationError
     from huggingface_hub.utils import validate_repo_id
 
+    from .models import local_folder
+
     models = table.column("model_id").to_pylist()
     for model in dict.fromkeys(models):
-        if model in measured.models:
+        if model in measured.models or local_folder(model) is not None:
             continue
         try:
             validate_repo_id(model)
         except HFValidationError:
             raise InputError(
                 f"{where('model_id', models.index(model))}: {quote(model)} is neither a model the release measured "
-                f"({', '.join(measured.models)}) nor a Hub model repository name"
+                f"({', '.join(measured.models)}), nor a folder here with a config.json, nor a Hub model repository "
+                "name"
             ) from None
 
 
@@ -135,14 +156,16 @@ def _is_command_line(text: str) -> bool:
 
 
 def _config_records(
-    plans: object, kind: str, measured: Measured, preset: Mapping[str, object]
-) -> tuple[list[dict], list[str], dict[str, str], list[list[str]]]:
-    """One record per VERL launch or config (TRL: one), with origins, written names and scope flags."""
+    plans: object, kind: str, measured: Measured, preset: Mapping[str, object], accelerate: object = None
+) -> tuple[list[dict], list[str], dict[str, str], list[list[str]], list[dict[str, str]]]:
+    """One record per VERL launch or config (TRL: one), with origins, written names, scope flags and sources."""
+    from .knobs import knob_columns
+    from .models import model_of_path
     from .verl import record_of
 
-    columns = {c.name: c for c in get_spec(SETTINGS_CONFIG).columns}
+    columns = {c.name: c for c in get_spec(SETTINGS_CONFIG).columns} | knob_columns()
     if kind == "trl":
-        from .trl import trl_fields, trl_file, trl_record
+        from .trl import accelerate_fields, trl_fields, trl_file, trl_record
 
         if isinstance(plans, (str, os.PathLike)):
             fields = trl_file(plans)
@@ -150,27 +173,43 @@ def _config_records(
         else:
             fields, given = trl_fields(plans)
             origin = "TRL config"
+        launcher = accelerate_fields(accelerate, fields, origin) if accelerate is not None else {}
         with_model = isinstance(plans, (str, os.PathLike, Mapping))  # what trl grpo reads, model keys included
-        found = [trl_record(fields, given, origin, columns, preset, with_model=with_model)]
+        found = [
+            trl_record(
+                fields, given, origin, columns, preset, with_model=with_model,
+                launcher=(launcher, str(accelerate)) if accelerate is not None else None,
+            )
+        ]  # fmt: skip
         origins = [origin]
     else:
+        from .verlcheck import DEPRECATED, unread_flag
+
         configs = _verl_configs(plans)
         found = [record_of(config, columns, preset=preset) for config in configs]
+        read = mapped_keys(VERL_MAPPING, VERL_SCOPE) | {old for old, _, _ in DEPRECATED}
+        for config, (_, _, row_flags_, _) in zip(configs, found):
+            row_flags_ += unread_flag(config, read)
         origins = [c.origin for c in configs]
-    records, flags = [], []
-    for settings, _, row_flags_ in found:
+    records, flags, sources = [], [], []
+    for settings, _, row_flags_, row_sources in found:
         if isinstance(settings.get("model_id"), str):
-            settings["model_id"] = measured.model_id(settings["model_id"])
+            settings["model_id"], note = model_of_path(settings["model_id"], measured.models)
+            if note:
+                row_sources["model_id"] = f"{row_sources.get('model_id', '')} ({note})"
         records.append(settings)
         flags.append(row_flags_)
-    return records, origins, found[0][1], flags
+        sources.append(row_sources)
+    return records, origins, found[0][1], flags, sources
 
 
 def _verl_configs(plans: object) -> list:
+    from .launch import key_lines
     from .verl import Config, merged, plain, with_defaults, yaml_tree
+    from .verlcheck import checked
 
     if isinstance(plans, Mapping):
-        return [with_defaults(plain(plans), "VERL config")]  # type: ignore[arg-type]
+        return [checked(with_defaults(plain(plans), "VERL config"))]  # type: ignore[arg-type]
     if not isinstance(plans, (str, os.PathLike)):
         raise InputError(f"a {type(plans).__name__} is not a VERL config (give a path, a command line or a mapping)")
     if isinstance(plans, str) and _is_command_line(plans):
@@ -180,43 +219,68 @@ def _verl_configs(plans: object) -> list:
     else:
         path = Path(plans)
         if path.suffix.lower() in _YAML:
-            return [with_defaults(yaml_tree(path, str(path)), str(path))]
+            return [checked(with_defaults(yaml_tree(path, str(path)), str(path)))]
         text, name, folder = read_text(path, "VERL launch script", MAX_SCRIPT_BYTES), str(path), path.parent
         if path.suffix.lower() not in _SCRIPTS and looks_structured(text):  # a config YAML through a pipe
-            return [with_defaults(yaml_tree(path, name, text), name)]
+            return [checked(with_defaults(yaml_tree(path, name, text), name))]
     configs: list[Config] = []
     for launch in read_launches(text, name):
         origin = f"{name} line {launch.line}"
         _refuse_unresolved(launch.overrides, origin)
-        base = _base_config(launch, folder, origin)
-        configs.append(with_defaults(merged(base, launch.overrides, origin), origin))
+        base, packaged = _base_config(launch, folder, origin)
+        lines = key_lines(text, launch, name)
+        configs.append(
+            checked(with_defaults(merged(base, launch.overrides, origin), origin, packaged=packaged, lines=lines))
+        )
     return configs
 
 
 def _refuse_unresolved(overrides: Sequence[tuple[str, str, str | None]], origin: str) -> None:
     """A one-line error for the first override of a key the advisor reads whose value the script computes."""
-    used = mapped_keys(VERL_MAPPING, VERL_SCOPE)
+    from .verlcheck import DEPRECATED
+
+    used = mapped_keys(VERL_MAPPING, VERL_SCOPE) | {old for old, _, _ in DEPRECATED}
     for _, key, text in overrides:
         missing = unresolved(text or "")
         if key in used and missing:
-            how = "is computed when the script runs" if "(" in missing else "is not set in the script or environment"
+            how = (
+                "is arithmetic over a value the script does not give" if missing.startswith("$((")
+                else "is computed when the script runs" if "(" in missing
+                else "is not set in the script or environment"
+            )  # fmt: skip
             raise InputError(f"{origin}: {key} uses {missing}, which {how}; write its value or set it")
 
 
-def _base_config(launch: Launch, folder: Path, origin: str) -> dict:
-    """The YAML a launch's ``--config-path`` / ``--config-name`` name (VERL's own ``ppo_trainer``: none)."""
-    from .verl import yaml_tree
+def _base_config(launch: Launch, folder: Path, origin: str) -> tuple[dict, tuple[str, ...]]:
+    """The config a launch's ``--config-path`` / ``--config-name`` name, as Hydra finds it: a relative path from
+    the folder of VERL's trainer module (``main_ppo.py``; ``config`` when not given), else from the script's
+    folder; an absolute path as it is. A config VERL packages is its composed ``_generated_`` form, and becomes the
+    defaults (the base is then empty); the user's own YAML lies over VERL's ``ppo_trainer`` defaults."""
+    from .verl import DEFAULT_CONFIGS, verl_folders, yaml_tree
 
     name = launch.config_name
-    if not name or name == "ppo_trainer":
-        return {}
-    where = Path(launch.config_path or ".")
-    candidates = [(folder / where / name), (Path.cwd() / where / name)]
-    for candidate in candidates:
-        for path in (candidate, candidate.with_suffix(".yaml")):
-            if path.is_file():
-                return yaml_tree(path, str(path))
-    raise InputError(f"{origin}: --config-name {name} names a config not found under {quote(str(folder / where))}")
+    if not name:
+        return {}, DEFAULT_CONFIGS
+    stem = name[: -len(".yaml")] if name.endswith(".yaml") else name
+    where = Path(launch.config_path or "config")
+    trainer = [] if where.is_absolute() else [f / "trainer" for f in verl_folders()]
+    for root in trainer:
+        if (root / where / f"{stem}.yaml").is_file():
+            relative = (where / stem).as_posix()
+            generated = (where / f"_generated_{stem}.yaml").as_posix()
+            return {}, (f"trainer/{generated}", f"trainer/{relative}.yaml")
+    looked = [folder / where] if not where.is_absolute() else [where]
+    for place in looked:
+        if (place / f"{stem}.yaml").is_file():
+            return yaml_tree(place / f"{stem}.yaml", str(place / f"{stem}.yaml")), DEFAULT_CONFIGS
+    module = (
+        "" if where.is_absolute()
+        else f"under VERL's trainer module ({', '.join(str(r / where) for r in trainer)}) nor "
+        if trainer else "under VERL's trainer module (VERL is not installed here) nor "
+    )  # fmt: skip
+    raise InputError(
+        f"{origin}: --config-name {quote(name)}: no {stem}.yaml {module}under {quote(str(looked[0]), 1000)}"
+    )
 
 
 def typed_settings(settings: Mapping[str, object] | None) -> dict[str, object]:

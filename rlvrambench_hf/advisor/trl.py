@@ -43,18 +43,44 @@ TRL_DEFAULTS: dict[str, object] = {
     "save_strategy": "steps",
     "save_steps": 500,
     "eval_strategy": "no",
+    "gradient_checkpointing": True,
+    "distributed_type": None,
+    "offload_param_device": "none",
+    "offload_optimizer_device": "none",
+    "fsdp_offload_params": False,
 }
 #: The model's keys that ``trl grpo`` reads from the same file (TRL's ModelConfig defaults); a GRPOConfig object
 #: has none of them, so its adaptation is not known.
-TRL_MODEL_DEFAULTS: dict[str, object] = {"use_peft": False, "lora_r": 16}
-#: TRL keeps parameters and optimizer state on the device unless a DeepSpeed or FSDP config says otherwise.
-TRL_CONSTANTS: dict[str, object] = {"parameter_offload": False, "optimizer_offload": False, "algorithm": "GRPO"}
+TRL_MODEL_DEFAULTS: dict[str, object] = {
+    "use_peft": False,
+    "lora_r": 16,
+    "load_in_4bit": False,
+    "load_in_8bit": False,
+    "dtype": "float32",
+}
+TRL_CONSTANTS: dict[str, object] = {"algorithm": "GRPO", "advantage_estimator": "grpo"}
+#: The accelerate config's keys a plan reads (nested sections flattened: ``deepspeed_config.zero_stage`` is
+#: ``zero_stage``), as accelerate names them.
+ACCELERATE_KEYS = {
+    "num_processes": "num_processes",
+    "num_machines": "num_machines",
+    "distributed_type": "distributed_type",
+    "deepspeed_config.zero_stage": "zero_stage",
+    "deepspeed_config.offload_param_device": "offload_param_device",
+    "deepspeed_config.offload_optimizer_device": "offload_optimizer_device",
+    "fsdp_config.fsdp_offload_params": "fsdp_offload_params",
+    "fsdp_config.fsdp_version": "fsdp_version",
+}
 #: Keys ``trl grpo --config`` takes that set no memory-relevant setting here (neither mapped nor said unmapped).
 TRL_QUIET = frozenset(
     """output_dir run_name dataset_name dataset_config dataset_train_split dataset_test_split logging_steps
     report_to seed learning_rate lr_scheduler_type warmup_ratio warmup_steps push_to_hub hub_model_id
     logging_dir reward_funcs reward_model_name_or_path torch_dtype dtype lora_alpha lora_dropout
-    num_train_epochs""".split()
+    num_train_epochs bf16 fp16 use_liger_kernel loss_type scale_rewards temperature top_p top_k epsilon
+    log_completions num_completions_to_print hub_strategy overwrite_output_dir do_eval per_device_eval_batch_size
+    gradient_checkpointing_kwargs max_grad_norm lr_scheduler_kwargs reward_weights chat_template system_prompt
+    dataset_prompt_column dataset_mixture callbacks model_revision attn_implementation trust_remote_code
+    hub_private_repo save_total_limit save_only_model wandb_entity wandb_project log_level""".split()
 )
 
 
@@ -85,6 +111,29 @@ def _default(field: dataclasses.Field) -> object:
     return dataclasses.MISSING
 
 
+def accelerate_fields(path: object, fields: Mapping, origin: str) -> dict:
+    """The keys of an accelerate config (``accelerate launch --config_file``) a plan reads, flattened; a key the TRL
+    config gives too must agree (accelerate's ``num_processes`` is the total over all machines)."""
+    name = str(path)
+    if not isinstance(path, (str, os.PathLike)):
+        raise InputError("the accelerate config is a file path (YAML or JSON)")
+    data = parse_structured(read_text(path, "accelerate config"), name, Path(path).suffix.lower() or ".yaml")
+    if not isinstance(data, dict) or not ({"distributed_type", "num_processes", "compute_environment"} & set(data)):
+        raise InputError(f"{name}: an accelerate config is a mapping (distributed_type:, num_processes:, ...)")
+    found: dict[str, object] = {}
+    for dotted, key in ACCELERATE_KEYS.items():
+        section, _, leaf = dotted.rpartition(".")
+        node = data.get(section) if section else data
+        if isinstance(node, Mapping) and node.get(leaf) is not None:
+            found[key] = node[leaf]
+    for key, value in found.items():
+        if key in fields and fields[key] != value:
+            raise InputError(
+                f"{origin}: {key} = {quote(fields[key])} but the accelerate config {name} gives {quote(value)}"
+            )
+    return found
+
+
 def trl_file(path: str | os.PathLike) -> dict:
     name = str(path)
     data = parse_structured(read_text(path, "TRL config"), name, Path(path).suffix.lower())
@@ -101,26 +150,49 @@ def trl_record(
     preset: Mapping[str, object],
     *,
     with_model: bool,
-) -> tuple[dict, dict[str, str], list[str]]:
-    """Settings, how each was written and the scope flags of one TRL config (``given``: the fields it sets;
-    ``with_model``: a file or mapping for ``trl grpo``, whose model keys take ModelConfig's defaults)."""
+    launcher: tuple[Mapping[str, object], str] | None = None,
+) -> tuple[dict, dict[str, str], list[str], dict[str, str]]:
+    """Settings, how each was written, the scope flags and each setting's source of one TRL config (``given``: the
+    fields it sets; ``with_model``: a file or mapping for ``trl grpo``, whose model keys take ModelConfig's
+    defaults; ``launcher``: the accelerate config's keys and its file)."""
     odd = sorted(k for k in given if not (k.isascii() and k.isidentifier()))
     if odd:  # no field of GRPOConfig, ModelConfig or accelerate: an invisible character or a look-alike letter
         raise InputError(f"{origin}: key {quote(odd[0])} is not a TRL field name (those are ASCII identifiers)")
-    tree = {**TRL_DEFAULTS, **(TRL_MODEL_DEFAULTS if with_model else {}), **fields}
-    settings, written, flags = record_of(Config(tree, origin, None, "TRL"), columns, TRL_MAPPING, TRL_SCOPE, preset)
+    accelerate, launcher_origin = launcher or ({}, "")
+    user = {**accelerate, **{k: fields[k] for k in given if k in fields}}
+    if "torch_dtype" in user and "dtype" not in user:  # older TRL's name wins over ModelConfig's default
+        user["dtype"] = user["torch_dtype"]
+    tree = {**TRL_DEFAULTS, **(TRL_MODEL_DEFAULTS if with_model else {}), **fields, **user}
+    lines = {k: f"the accelerate config {launcher_origin}" for k in accelerate}
+    config = Config(tree, origin, None, "TRL", given=user, lines=lines)
+    settings, written, flags, sources = record_of(config, columns, TRL_MAPPING, _scope(tree), preset)
     if isinstance(settings.get("train_batch_size"), float):
         raise InputError(
             f"{origin}: per_device_train_batch_size × GPUs × steps per generation = "
             f"{int(settings['train_batch_size'] * settings['rollout_n'])} completions is not divisible by "
             f"num_generations = {settings['rollout_n']}"
         )
+    if tree.get("use_vllm") is not True or tree.get("vllm_mode") != "colocate":  # no vLLM here: no context
+        flags = [f for f in flags if not f.startswith("vllm_max_model_length not set")]
     settings.update(TRL_CONSTANTS)
+    sources.update(dict.fromkeys(TRL_CONSTANTS, "trl grpo"))
     peft = tree.get("use_peft")
     adaptation = "LoRA" if peft is True else "none" if peft is False else None  # None: not known (an object)
     settings["adaptation"] = preset.get("adaptation", adaptation)
+    sources["adaptation"] = config.source("use_peft")
     unmapped = sorted(given - mapped_keys(TRL_MAPPING, TRL_SCOPE) - TRL_QUIET)
     if unmapped:
         named = ", ".join(unmapped[:NAMED]) + (f" and {len(unmapped) - NAMED} more" if len(unmapped) > NAMED else "")
         flags.append(f"TRL settings with no counterpart in the measurements, not taken into account: {named}")
-    return settings, written, [TRL_STACK_FLAG, *flags]
+    return settings, written, [TRL_STACK_FLAG, *flags], sources
+
+
+def _scope(tree: Mapping) -> tuple:
+    """The scope rows that apply: LoRA's rank and targets only with PEFT, vLLM's mode only with vLLM (so that no
+    flag contradicts another)."""
+    skip = set()
+    if tree.get("use_peft") is not True:
+        skip |= {"lora_r", "lora_target_modules"}
+    if tree.get("use_vllm") is not True:
+        skip.add("vllm_mode")
+    return tuple(s for s in TRL_SCOPE if s.key not in skip)

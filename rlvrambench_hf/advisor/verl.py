@@ -13,22 +13,21 @@ from __future__ import annotations
 import copy
 import os
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..data.schema.spec import Column
 from ..data.tables.userfile import parse_structured
 from ..errors import InputError
 from .checks import quoted
+from .hydravalues import HydraSweep, hydra_value, plain
 from .mapping import NULL_CONTEXT_FLAG, VERL_MAPPING, VERL_SCOPE, Mapped, Scope
 from .userfile import read_text
 
 _ABSENT = object()
 #: OmegaConf's value of a mandatory key not yet given.
 MISSING_VALUE = "???"
-_INT = re.compile(r"^[+-]?[0-9][0-9_]*$")
-_FLOAT = re.compile(r"(?i)^[+-]?(([0-9][0-9_]*)?\.[0-9_]*([e][+-]?[0-9]+)?|[0-9][0-9_]*e[+-]?[0-9]+|inf|nan)$")
 _INTERPOLATION = re.compile(r"^\$\{(.*)\}$", re.S)
 #: The packaged trainer configs of VERL, most complete first.
 DEFAULT_CONFIGS = ("trainer/config/_generated_ppo_trainer.yaml", "trainer/config/ppo_trainer.yaml")
@@ -36,54 +35,58 @@ DEFAULT_CONFIGS = ("trainer/config/_generated_ppo_trainer.yaml", "trainer/config
 
 @dataclass(frozen=True)
 class Config:
-    """A merged config tree, what it was read from, and whether VERL's defaults are under it."""
+    """A merged config tree, what it was read from, and whether VERL's defaults are under it; ``given`` is the
+    user's own tree (None: all of ``tree``), ``lines`` where each key was written (``run.sh line 12``) and ``notes``
+    how a value was derived (a deprecated key converted)."""
 
     tree: dict
     origin: str
     defaults: str | None
     tool: str = "VERL"
+    given: dict | None = None
+    lines: Mapping[str, str] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+
+    def source(self, key: str) -> str:
+        """Where the value of ``key`` comes from: the user's file (and line), a conversion, or the defaults."""
+        if key in self.notes:
+            return self.notes[key]
+        if self.given is None or _raw(self.given, key) is not _ABSENT:
+            return self.lines.get(key, self.origin)
+        if self.tool == "VERL" and self.defaults:
+            return f"VERL's default ({short_path(self.defaults)})"
+        return f"{self.tool}'s default"
 
 
-def installed_defaults() -> tuple[dict, str] | None:
-    """VERL's packaged trainer config and where it is, or None when VERL is not importable here."""
+def short_path(path: str) -> str:
+    """A packaged config's path from ``verl/trainer/`` on."""
+    path = path.replace(os.sep, "/")
+    return path[path.rfind("verl/trainer/") :] if "verl/trainer/" in path else path
+
+
+def verl_folders() -> list[Path]:
+    """The folders of the installed ``verl`` package (found, never imported); empty when it is not installed."""
     import importlib.util
 
     try:
         spec = importlib.util.find_spec("verl")
     except (ImportError, ValueError):
-        return None
-    for folder in (spec.submodule_search_locations or []) if spec else []:
-        for relative in DEFAULT_CONFIGS:
-            path = Path(folder) / relative
+        return []
+    return [Path(folder) for folder in (spec.submodule_search_locations or [])] if spec else []
+
+
+def installed_defaults(relatives: Sequence[str] = DEFAULT_CONFIGS) -> tuple[dict, str] | None:
+    """VERL's packaged trainer config (the first of ``relatives`` found) and where it is, or None when VERL is not
+    importable here."""
+    for folder in verl_folders():
+        for relative in relatives:
+            path = folder / relative
             if path.is_file():
                 tree = parse_structured(read_text(path, "VERL's trainer config"), str(path), ".yaml")
                 if isinstance(tree, dict):
                     tree.pop("defaults", None)
                     return tree, str(path)
     return None
-
-
-def hydra_value(text: str | None) -> object:
-    """An override's value as Hydra reads it: null, booleans, integers, floats (``1e-3``, ``inf``), quoted strings,
-    ``[a, b]`` lists; anything else is a string."""
-    if text is None:
-        return None
-    value = text.strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        return value[1:-1]
-    lower = value.lower()
-    if lower == "null":
-        return None
-    if lower in ("true", "false"):
-        return lower == "true"
-    if _INT.match(value):
-        return int(value.replace("_", ""))
-    if _FLOAT.match(value):
-        return float(value.replace("_", ""))
-    if value.startswith("[") and value.endswith("]"):
-        inner = value[1:-1].strip()
-        return [hydra_value(v) for v in inner.split(",")] if inner else []
-    return value
 
 
 def merged(base: Mapping, overrides: Sequence[tuple[str, str, str | None]], name: str) -> dict:
@@ -99,8 +102,11 @@ def merged(base: Mapping, overrides: Sequence[tuple[str, str, str | None]], name
             node = child
         if prefix == "~":
             node.pop(parts[-1], None)
-        else:
+            continue
+        try:
             node[parts[-1]] = hydra_value(text)
+        except HydraSweep as exc:
+            raise HydraSweep(f"{name}: {prefix}{key}={exc}") from None
     return tree
 
 
@@ -114,15 +120,6 @@ def deep_update(base: dict, top: Mapping) -> dict:
     return base
 
 
-def plain(value: object) -> object:
-    """Mappings and sequences (an OmegaConf DictConfig / ListConfig too) as dicts and lists."""
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):  # a list, an OmegaConf ListConfig
-        return [plain(v) for v in value]
-    return value
-
-
 def yaml_tree(path: str | os.PathLike, name: str, text: str | None = None) -> dict:
     """A VERL config YAML (``text`` when it was read already, e.g. from a pipe) as a tree, ``defaults:`` dropped."""
     if text is None:
@@ -134,11 +131,19 @@ def yaml_tree(path: str | os.PathLike, name: str, text: str | None = None) -> di
     return data
 
 
-def with_defaults(top: Mapping, origin: str) -> Config:
-    """``top`` over VERL's installed defaults (when VERL is importable)."""
-    found = installed_defaults()
+def with_defaults(
+    top: Mapping,
+    origin: str,
+    *,
+    packaged: Sequence[str] = DEFAULT_CONFIGS,
+    lines: Mapping[str, str] | None = None,
+) -> Config:
+    """``top`` over VERL's installed defaults (when VERL is importable; ``packaged``: which of its configs); what
+    VERL does to it before a run is :func:`~.verlcheck.checked`'s."""
+    found = installed_defaults(packaged)
     base, where = found if found else ({}, None)
-    return Config(deep_update(copy.deepcopy(base), top), origin, where)
+    return Config(deep_update(copy.deepcopy(base), top), origin, where, given=copy.deepcopy(dict(top)),
+                  lines=dict(lines or {}))  # fmt: skip
 
 
 def lookup(tree: Mapping, key: str, origin: str, depth: int = 0) -> object:
@@ -184,8 +189,9 @@ def record_of(
     mapping: Sequence[Mapped] = VERL_MAPPING,
     scope: Sequence[Scope] = VERL_SCOPE,
     preset: Mapping[str, object] | None = None,
-) -> tuple[dict, dict[str, str], list[str]]:
-    """The settings of a VERL config (through the mapping table), each as written, and its scope flags.
+) -> tuple[dict, dict[str, str], list[str], dict[str, str]]:
+    """The settings of a VERL config (through the mapping table), each as written, its scope flags and where each
+    setting's value comes from.
 
     ``columns`` maps each setting to its registry column; a key's value is checked against the type of the setting
     it gives before any conversion. A key whose setting is needed and that has no value is a one-line error listing
@@ -195,11 +201,15 @@ def record_of(
 
     settings: dict[str, object] = {}
     missing, flags = [], []
+    sources: dict[str, str] = {}
     for mapped in mapping:
         if preset and mapped.setting in preset:
             settings[mapped.setting] = preset[mapped.setting]
+            sources[mapped.setting] = "given setting"
             continue
         values = [lookup(config.tree, key, config.origin) for key in mapped.keys]
+        used = [config.source(k) for k, v in zip(mapped.keys, values) if v is not _ABSENT and v is not None]
+        sources[mapped.setting] = "; ".join(dict.fromkeys(used)) or f"not given ({mapped.conversion})"
         kinds = mapped.kinds or (columns[mapped.setting].kind,) * len(mapped.keys)
         for key, kind, value in zip(mapped.keys, kinds, values):
             column = Column(key, kind, key)
@@ -215,7 +225,7 @@ def record_of(
     if missing:
         raise InputError(_missing_text(config, list(dict.fromkeys(missing))))
     written = {m.setting: m.written for m in mapping}
-    return settings, written, scope_flags(config, scope) + flags
+    return settings, written, scope_flags(config, scope) + flags, sources
 
 
 def _waits_on_another(mapped: Mapped, given: list[object], settings: Mapping[str, object]) -> bool:
@@ -231,26 +241,50 @@ def _missing_text(config: Config, keys: list[str]) -> str:
     if config.tool != "VERL" and "max_prompt_length" in keys:  # GRPOConfig no longer has it (trl 1.16)
         where = (
             "not set (this TRL does not cap prompts: give the longest prompt of your data in tokens, "
-            "--setting max_prompt_length=N or settings={'max_prompt_length': N})"
+            "--setting max_prompt_length=N)"
         )
     elif config.tool != "VERL":
-        where = f"not set (give them in the {config.tool} config)"
+        where = f"not set (give them in the {config.tool} config, or the accelerate config with --accelerate-config)"
     elif config.defaults:
-        packaged = config.defaults.replace(os.sep, "/")
-        packaged = packaged[packaged.rfind("verl/trainer/") :] if "verl/trainer/" in packaged else packaged
-        where = f"not set, and null in VERL's defaults ({packaged})"
+        where = f"not set, and null in VERL's defaults ({short_path(config.defaults)})"
     else:
         where = "not set, and VERL is not installed here to give its defaults"
     if lookup(config.tree, "actor_rollout_ref.actor.use_dynamic_bsz", config.origin) is True:
-        where += "; with use_dynamic_bsz give the per-GPU micro-batches the release would compare (it measured those)"
-    return f"{config.origin}: missing {config.tool} setting(s) {', '.join(keys)}: {where}"
+        where += "; with use_dynamic_bsz its token budget per GPU (..._max_token_len_per_gpu) gives it"
+    return fitting(keys, lambda named: f"{config.origin}: missing {config.tool} setting(s) {named}: {where}")
+
+
+def fitting(items: Sequence[str], render: Callable[[str], str]) -> str:
+    """``render`` of as many whole ``items`` as keep the line within the error length ("a, b and 3 more"), so that
+    no name is ever cut."""
+    from ..errors import MESSAGE_LIMIT
+
+    for shown in range(len(items), 0, -1):
+        text = render(whole_names(items, shown))
+        if len(text) <= MESSAGE_LIMIT:
+            return text
+    return render(whole_names(items, 1))
+
+
+def whole_names(items: Sequence[str], shown: int) -> str:
+    """The first ``shown`` names, each whole (non-printable characters escaped, never cut), and how many more."""
+    names = ["".join(c if c.isprintable() else repr(c)[1:-1] for c in str(item)) for item in items[:shown]]
+    return ", ".join(names) + (f" and {len(items) - shown:,} more" if len(items) > shown else "")
 
 
 def scope_flags(config: Config, scope: Sequence[Scope]) -> list[str]:
     """The flags of the keys whose value differs from the measured one (or that no config or default gives)."""
     flags = []
+    adapter = _raw(config.tree, "actor_rollout_ref.model.lora_adapter_path")
     for s in scope:
         value = lookup(config.tree, s.key, config.origin)
+        if s.key == "actor_rollout_ref.model.lora_rank" and isinstance(adapter, str) and value in (0, None, _ABSENT):
+            flags.append(f"LoRA rank not known: the adapter at lora_adapter_path {quoted(adapter)} is not here to read "
+                         f"its r (the measurements use rank-64 adapters)")  # fmt: skip
+            continue
+        if s.key == "actor_rollout_ref.model.lora_rank" and value == 0:
+            flags.append("full fine-tuning: lora_rank 0 (the measurements train rank-64 LoRA adapters)")
+            continue
         if value is _ABSENT or value is None:
             measured = ", ".join(map(str, s.measured))
             if _raw(config.tree, s.key) == MISSING_VALUE:

@@ -8,6 +8,7 @@ sweep gets a count of verdicts instead). ``--output`` writes the JSON answer (``
 from __future__ import annotations
 
 import argparse
+import re
 
 from ..errors import InputError, quote
 from ._advise_log import add_log_option, run_log
@@ -43,6 +44,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     given.add_argument(
         "--trl", metavar="FILE", help="your TRL GRPOConfig as YAML or JSON (as trl grpo --config takes it)"
+    )
+    p.add_argument(
+        "--accelerate-config",
+        metavar="FILE",
+        help="with --trl: the accelerate config the run is launched with (accelerate launch --config_file FILE): "
+        "processes over all machines, machines, DeepSpeed / FSDP / DDP and their offloads",
     )
     p.add_argument(
         "--workload",
@@ -92,9 +99,17 @@ def run_advise(args: argparse.Namespace) -> int:
         raise InputError(f"--output {quote(args.output)}: use a file ending in {', '.join(OUTPUT_SUFFIXES)}")
     hardware = Hardware.of(args.device_capacity_mib, args.margin_limit_mib)
     kind, given = next((k, v) for k, v in (("planned", args.planned), ("verl", args.verl), ("trl", args.trl)) if v)
-    source = checked_source(args, [args.output], {f"--{kind}": given})
+    inputs = {f"--{kind}": given, **({"--accelerate-config": args.accelerate_config} if args.accelerate_config else {})}
+    source = checked_source(args, [args.output], inputs)
     settings = given_settings(args.setting)
-    plans = read_plans(given, kind=kind, workload=args.workload, settings=settings, source=source)  # type: ignore[arg-type]
+    plans = read_plans(
+        given,
+        kind=kind,  # type: ignore[arg-type]
+        workload=args.workload,
+        settings=settings,
+        source=source,
+        accelerate_config=args.accelerate_config,
+    )
     answers = advise(plans, source, hardware=hardware, model_revision=args.model_revision, nearest=args.nearest)
     write_answers(answers, args.output)
     print(render(answers))
@@ -141,8 +156,26 @@ def render(answers: object) -> str:
         return "\n".join([*lines, "", f"{len(lines)} plans; details of each are in --output F.json", summary])
     out = [*lines, "", STATEMENT]
     for i in range(len(lines)):
-        out += ["", *detail(configuration(answers, i))]  # type: ignore[arg-type]
+        out += ["", *detail(configuration(answers, i)), *read_from(answers.plans, i)]  # type: ignore[arg-type, attr-defined]
     return "\n".join(out)
+
+
+def read_from(plans: object, row: int) -> list[str]:
+    """The values a plan did not write itself: taken from defaults, another file or a conversion, each named by the
+    user's own key and where it came from."""
+    sources = getattr(plans, "sources", ())
+    if not sources:
+        return []
+    values = plans.settings(row)  # type: ignore[attr-defined]
+    lines = []
+    origin = plans.origins[row]  # type: ignore[attr-defined]
+    for setting, where in sources[row].items():
+        written = plans.written.get(setting, setting)  # type: ignore[attr-defined]
+        if setting not in values or where == origin or re.fullmatch(r".* line \d+", where):
+            continue
+        named = f"{written} -> {setting} {values[setting]}" if written != setting else f"{setting} {values[setting]}"
+        lines.append(f"read: {named}" + (f": {where}" if where.startswith("not given") else f" from {where}"))
+    return lines
 
 
 def detail(c: dict) -> list[str]:

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..data.sources.huberrors import hub_error, is_network_error
-from ..errors import InputError, SourceError, first_line, redact
+from ..errors import InputError, RLVRAMBenchError, SourceError, first_line, redact
 
 LORA_RANK = 64
 #: Bytes per element of the safetensors floating dtypes.
@@ -101,33 +101,27 @@ def metadata_from_shapes(
 
 
 def fetch_model_metadata(model_id: str, revision: str | None = None) -> dict:
-    """The counts of Hub model ``model_id`` from its config.json and safetensors headers (no weights)."""
-    from huggingface_hub import constants, get_safetensors_metadata, hf_hub_download
-    from huggingface_hub import errors as hf_errors
+    """The counts of model ``model_id`` from its config.json and safetensors headers (no weights): a folder here
+    is read as it is; a Hub id from the Hub, or offline from the local Hugging Face cache, where its config.json
+    alone gives the counts (:func:`architecture_metadata`) when the headers cannot be read."""
+    from huggingface_hub import constants, get_safetensors_metadata
 
+    folder = local_model_folder(model_id)
+    if folder is not None:
+        return local_model_metadata(folder, model_id)
     where = _where(model_id, revision)
+    config_path = _config_path(model_id, revision)
+    if config_path is not None and constants.HF_HUB_OFFLINE:
+        return _from_cached_config(model_id, config_path)
     try:
-        config_path = Path(hf_hub_download(model_id, "config.json", revision=revision))
         headers = get_safetensors_metadata(model_id, revision=revision)
-    except (hf_errors.OfflineModeIsEnabled, hf_errors.LocalEntryNotFoundError) as exc:
-        if constants.HF_HUB_OFFLINE:
-            raise SourceError(f"{where} is not in the release's model metadata and HF_HUB_OFFLINE is set") from None
-        if exc.__cause__ is None or not is_network_error(exc.__cause__):  # the server answered, but not with it
-            endpoint = redact(constants.ENDPOINT)
-            raise SourceError(f"{where}: the Hub at {endpoint} did not serve its config.json") from None
-        raise unreachable(model_id, revision) from None
-    except hf_errors.NotASafetensorsRepoError:
-        raise SourceError(f"{where} has no safetensors weights to read the tensor shapes from") from None
     except Exception as exc:
-        mapped = hub_error(exc, model_id, revision or "main", what="config.json", repo_type="model")
-        if mapped is None:
-            raise SourceError(f"{where}: cannot read its metadata: {first_line(exc, typed=True)}") from None
-        raise mapped from None
-    raw = config_path.read_bytes()
-    try:
-        config = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SourceError(f"{where}: config.json is not valid JSON ({exc})") from None
+        if config_path is not None and _offline(exc):
+            return _from_cached_config(model_id, config_path)
+        raise _metadata_error(exc, model_id, revision) from None
+    if config_path is None:
+        raise SourceError(f"{where}: the Hub did not serve its config.json")
+    config, raw = read_config(config_path, where)
     tensors = {
         name: (info.dtype, tuple(info.shape))
         for file in headers.files_metadata.values()
@@ -136,4 +130,179 @@ def fetch_model_metadata(model_id: str, revision: str | None = None) -> dict:
     metadata = metadata_from_shapes(model_id, config, tensors)
     metadata["config_sha256"] = hashlib.sha256(raw).hexdigest()
     metadata["revision"] = config_path.parent.name if "snapshots" in config_path.parts else revision
+    return metadata
+
+
+def _config_path(model_id: str, revision: str | None) -> Path | None:
+    """The model's config.json from the Hub, or from the local cache when the Hub cannot be asked; None when
+    neither has it (the headers' request then says why)."""
+    from huggingface_hub import hf_hub_download
+
+    try:
+        return Path(hf_hub_download(model_id, "config.json", revision=revision))
+    except Exception:  # any failure is reported with the headers' request, which fails the same way
+        return None
+
+
+def _offline(exc: Exception) -> bool:
+    from huggingface_hub import errors as hf_errors
+
+    if isinstance(exc, (hf_errors.OfflineModeIsEnabled, hf_errors.LocalEntryNotFoundError)):
+        return True
+    return is_network_error(exc) or (exc.__cause__ is not None and is_network_error(exc.__cause__))
+
+
+def _metadata_error(exc: Exception, model_id: str, revision: str | None) -> RLVRAMBenchError:
+    """The one-line error of a model whose headers could not be read."""
+    from huggingface_hub import constants
+    from huggingface_hub import errors as hf_errors
+
+    where = _where(model_id, revision)
+    if isinstance(exc, (hf_errors.OfflineModeIsEnabled, hf_errors.LocalEntryNotFoundError)):
+        if constants.HF_HUB_OFFLINE:
+            return SourceError(f"{where} is not in the release's model metadata and HF_HUB_OFFLINE is set")
+        if exc.__cause__ is None or not is_network_error(exc.__cause__):  # the server answered, but not with it
+            return SourceError(f"{where}: the Hub at {redact(constants.ENDPOINT)} did not serve its config.json")
+        return unreachable(model_id, revision)
+    if isinstance(exc, hf_errors.NotASafetensorsRepoError):
+        return SourceError(f"{where} has no safetensors weights to read the tensor shapes from")
+    if is_network_error(exc) or (exc.__cause__ is not None and is_network_error(exc.__cause__)):
+        return unreachable(model_id, revision)
+    mapped = hub_error(exc, model_id, revision or "main", what="config.json", repo_type="model")
+    if mapped is None:
+        return SourceError(f"{where}: cannot read its metadata: {first_line(exc, typed=True)}")
+    return mapped
+
+
+#: Bytes per element of the dtypes a config.json names.
+CONFIG_DTYPE_BYTES: dict[str, int] = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
+#: Architectures whose attention projections q, k, v carry biases without a config key saying so.
+QKV_BIAS_TYPES = frozenset({"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"})
+#: Architectures with fused ``qkv_proj`` and ``gate_up_proj`` (LoRA adapts the fused matrices).
+FUSED_TYPES = frozenset({"phi3", "phimoe"})
+
+
+def _text_settings(config: Mapping) -> Mapping:
+    text = config.get("text_config")
+    return {**text, **{k: v for k, v in config.items() if k in CONFIG_FIELDS}} if isinstance(text, Mapping) else config
+
+
+def architecture_metadata(model_id: str, config: Mapping, *, rank: int = LORA_RANK) -> dict:
+    """The counts of :func:`metadata_from_shapes` derived from a dense decoder's ``config.json`` alone (no weights):
+    embeddings, attention (q, k, v with their biases where the architecture has them, o), the gated MLP, two norms
+    per layer and the final norm, and the output head unless tied. Also the KV cache per token
+    (``kv_cache_bytes_per_token``: keys and values of every layer in the config's dtype). Mixture-of-experts
+    configs are refused (their expert counts change the arithmetic)."""
+    settings = _text_settings(config)
+    names = ("hidden_size", "num_hidden_layers", "vocab_size", "intermediate_size", "num_attention_heads")
+    missing = [k for k in names if not isinstance(settings.get(k), int) or isinstance(settings.get(k), bool)]
+    if missing:
+        raise InputError(f"model {model_id}: config.json lacks {', '.join(missing)}")
+    if any(k in settings for k in ("num_experts", "num_local_experts", "n_routed_experts")):
+        raise InputError(f"model {model_id}: a mixture-of-experts config; its sizes need the weights' headers")
+    h, layers, vocab = settings["hidden_size"], settings["num_hidden_layers"], settings["vocab_size"]
+    inter, heads = settings["intermediate_size"], settings["num_attention_heads"]
+    kv = settings.get("num_key_value_heads") or heads
+    head_dim = settings.get("head_dim") or h // heads
+    kind = str(config.get("model_type", settings.get("model_type", ""))).lower()
+    q, kv_width = heads * head_dim, kv * head_dim
+    qkv_bias = kind in QKV_BIAS_TYPES or settings.get("attention_bias") is True
+    mlp_bias = settings.get("mlp_bias") is True
+    matrices = [(q, h), (kv_width, h), (kv_width, h), (h, q), (inter, h), (inter, h), (h, inter)]
+    if kind in FUSED_TYPES:
+        matrices = [(q + 2 * kv_width, h), (h, q), (2 * inter, h), (h, inter)]
+    biases = (q + 2 * kv_width) * qkv_bias + (2 * inter + h) * mlp_bias + h * (settings.get("attention_bias") is True)
+    layer = sum(r * c for r, c in matrices) + biases + 2 * h
+    tied = bool(config.get("tie_word_embeddings", settings.get("tie_word_embeddings", True)))
+    outside = vocab * h * (1 if tied else 2) + h
+    elements = layers * layer + outside
+    dtype = str(config.get("torch_dtype") or config.get("dtype") or settings.get("torch_dtype") or "bfloat16")
+    size = CONFIG_DTYPE_BYTES.get(dtype.lower(), 2)
+    attention_bias = settings.get("attention_bias") is True
+    fused = kind in FUSED_TYPES
+    bias_tensors = (1 if fused else 3) * qkv_bias + attention_bias + (2 if fused else 3) * mlp_bias
+    per_layer_tensors = len(matrices) + 2 + bias_tensors
+    return {
+        "model_id": model_id,
+        "floating_checkpoint_elements": elements,
+        "floating_checkpoint_bytes": elements * size,
+        "all_linear_layer_adapter_elements": layers * sum(rank * (r + c) for r, c in matrices),
+        "largest_transformer_layer_elements": layer,
+        "non_transformer_layer_elements": outside,
+        "largest_weight_tensor_elements": max(vocab * h, *(r * c for r, c in matrices)),
+        "lora_rank": rank,
+        "tensor_count": layers * per_layer_tensors + 2 + (0 if tied else 1),
+        "num_hidden_layers": layers,
+        "hidden_size": h,
+        "vocab_size": vocab,
+        "intermediate_size": inter,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv,
+        "head_dim": head_dim,
+        "tie_word_embeddings": tied,
+        "kv_cache_bytes_per_token": 2 * layers * kv_width * size,
+        "derived_from": "config.json (architecture; no weights' headers)",
+    }
+
+
+#: Longest safetensors header read (the format's own limit is 100 MB).
+MAX_HEADER = 100 * 1024 * 1024
+
+
+def safetensors_shapes(folder: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """``{tensor: (dtype, shape)}`` from the headers of the ``*.safetensors`` files in ``folder`` (the first 8 bytes
+    give the header's length; no weights are read)."""
+    tensors: dict[str, tuple[str, tuple[int, ...]]] = {}
+    for path in sorted(folder.glob("*.safetensors")):
+        with path.open("rb") as handle:
+            length = int.from_bytes(handle.read(8), "little")
+            if not 0 < length <= MAX_HEADER:
+                raise InputError(f"{path}: not a safetensors file (header length {length})")
+            try:
+                header = json.loads(handle.read(length))
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                raise InputError(f"{path}: its safetensors header is not JSON") from None
+        for name, info in header.items():
+            if name != "__metadata__" and isinstance(info, Mapping):
+                tensors[name] = (str(info.get("dtype")), tuple(int(d) for d in info.get("shape", ())))
+    return tensors
+
+
+def local_model_folder(model: str) -> Path | None:
+    """``model`` as a folder here holding a ``config.json`` (``~`` expanded), or None."""
+    try:
+        folder = Path(model).expanduser()
+        return folder if (folder / "config.json").is_file() else None
+    except (OSError, ValueError):
+        return None
+
+
+def read_config(path: Path, where: str) -> tuple[dict, bytes]:
+    raw = path.read_bytes()
+    try:
+        config = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SourceError(f"{where}: config.json is not valid JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise SourceError(f"{where}: config.json is not a JSON object")
+    return config, raw
+
+
+def local_model_metadata(folder: Path, model_id: str | None = None) -> dict:
+    """The counts of the model in a local ``folder``: its safetensors headers with its config.json, or its
+    config.json's architecture alone when it holds no weights."""
+    model_id = model_id or str(folder)
+    config, raw = read_config(folder / "config.json", f"model {model_id}")
+    tensors = safetensors_shapes(folder)
+    metadata = metadata_from_shapes(model_id, config, tensors) if tensors else architecture_metadata(model_id, config)
+    metadata["config_sha256"] = hashlib.sha256(raw).hexdigest()
+    return metadata
+
+
+def _from_cached_config(model_id: str, config_path: Path) -> dict:
+    """The counts from a cached config.json's architecture (the Hub's headers not reachable)."""
+    config, raw = read_config(config_path, _where(model_id, None))
+    metadata = architecture_metadata(model_id, config)
+    metadata["config_sha256"] = hashlib.sha256(raw).hexdigest()
+    metadata["revision"] = config_path.parent.name if "snapshots" in config_path.parts else None
     return metadata

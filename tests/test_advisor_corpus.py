@@ -1,0 +1,182 @@
+"""The advisor over launch files as users have them (tests/advisor_corpus/): VERL scripts and configs in the shapes
+of VERL's examples (GRPO, LoRA, the tuning folder's per-size H100 scripts, PPO with GAE, Megatron, dynamic batch
+sizes, Ulysses, SGLang, multi-node Slurm), open-r1-shaped TRL recipes with their accelerate configs (ZeRO-2,
+ZeRO-3, DDP, FSDP, four machines) and TRL's documented shapes. Each is answered, with the facts a memory model needs
+read from it, or refused with its one-line reason; no answer cuts a name or holds two flags that contradict.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from rlvrambench_hf.advisor import advise, read_plans
+from rlvrambench_hf.advisor.context import load_context
+from rlvrambench_hf.advisor.document import document
+from rlvrambench_hf.errors import MESSAGE_LIMIT, RLVRAMBenchError
+
+CORPUS = Path(__file__).parent / "advisor_corpus"
+VENDOR = Path("/work/vendor/verl/verl/trainer/config")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One launch file: how it is launched, and either the facts its plan must carry or the refusal's pattern."""
+
+    path: str
+    accelerate: str | None = None
+    facts: dict = field(default_factory=dict)
+    refused: str | None = None
+    settings: dict | None = None
+
+
+CASES = (
+    Case("verl/grpo_gsm8k_qwen2_5_3b_lora.sh", facts={"gpu_count": 2, "lora_rank": 64, "layered_summon": True,
+         "load_format": "safetensors", "use_remove_padding": True, "gradient_checkpointing": True}),
+    Case("verl/grpo_full_finetune_qwen2_5_7b.sh", facts={"gpu_count": 8, "lora_rank": 0, "adaptation": "none",
+         "parameter_offload": True, "rollout_tp_size": 2}),
+    Case("verl/tuning_0.5b_grpo_lora_h100.sh", facts={"model_id": "Qwen/Qwen2.5-0.5B-Instruct",
+         "actor_micro_batch": 128, "train_batch_size": 128, "max_num_batched_tokens": 1536}),
+    Case("verl/tuning_1.5b_grpo_lora_h100.sh", facts={"model_id": "Qwen/Qwen2.5-1.5B-Instruct", "gpu_count": 1}),
+    Case("verl/tuning_3b_grpo_lora_h100.sh", facts={"actor_micro_batch": 62, "rollout_logprob_micro_batch": 62,
+         "ref_logprob_micro_batch": 62, "lora_rank": 32}),
+    Case("verl/tuning_7b_grpo_lora_h100.sh", facts={"model_id": "Qwen/Qwen2.5-7B-Instruct", "train_batch_size": 16}),
+    Case("verl/tuning_14b_grpo_lora_h100.sh", facts={"gpu_count": 2, "actor_micro_batch": 8, "rollout_tp_size": 2}),
+    Case("verl/tuning_32b_grpo_lora_h100.sh", facts={"gpu_count": 4, "actor_micro_batch": 4}),
+    Case("verl/tuning_72b_grpo_lora_h100.sh", facts={"gpu_count": 8, "actor_micro_batch": 2, "rollout_tp_size": 8}),
+    Case("verl/ppo_gae_critic_qwen2_5_3b.sh", facts={"advantage_estimator": "gae", "lora_rank": 0}),
+    Case("verl/grpo_megatron_qwen2_5_7b.sh", facts={"strategy": "megatron", "gpu_count": 8,
+         "parameter_offload": False}),
+    Case("verl/grpo_dynamic_bsz_qwen2_5_3b.sh", facts={"use_dynamic_bsz": True, "max_token_len_per_gpu": 6144,
+         "actor_micro_batch": 2, "rollout_logprob_micro_batch": 4}),
+    Case("verl/grpo_multinode_slurm.sbatch.sh", facts={"nnodes": 2, "gpu_count": 16}),
+    Case("verl/grpo_multinode_slurm_env.sbatch.sh", refused=r"line 5: trainer\.nnodes uses \$SLURM_NNODES, which is "
+         r"not set in the script or environment"),
+    Case("verl/grpo_sglang_qwen2_5_3b.sh", facts={"rollout_engine": "sglang"}),
+    Case("verl/grpo_ulysses_long_context.sh", facts={"ulysses_sp_size": 2, "enforce_eager": True,
+         "free_cache_engine": True}),
+    Case("verl/grpo_lora_adapter_path.sh", facts={"adaptation": "LoRA", "ref_logprob_micro_batch": 16}),
+    Case("verl/grpo_mini_batch_above_train_batch.sh", refused=r"VERL refuses this config before running: "
+         r"data\.train_batch_size = 16 is below actor_rollout_ref\.actor\.ppo_mini_batch_size = 64"),
+    Case("verl/grpo_both_micro_batch_keys.sh", refused=r"VERL refuses this config before running: both "
+         r"actor_rollout_ref\.actor\.ppo_micro_batch_size \(deprecated\) and .*ppo_micro_batch_size_per_gpu are set"),
+    Case("verl/grpo_sweep_without_multirun.sh", refused=r"actor_rollout_ref\.rollout\.n='4,8' is a Hydra sweep"),
+    Case("verl/grpo_dumped_config.yaml", facts={"model_id": "microsoft/Phi-4-mini-instruct", "max_model_len": 2048}),
+    Case("trl/openr1_qwen2_5_1_5b_grpo_zero2.yaml", "zero2.yaml", facts={"gpu_count": 8, "strategy": "deepspeed",
+         "zero_stage": 2, "lora_rank": 0, "actor_param_dtype": "bf16", "train_batch_size": 32}),
+    Case("trl/openr1_qwen2_5_math_7b_grpo_zero3_server.yaml", "zero3.yaml", facts={"gpu_count": 7,
+         "vllm_mode": "server", "zero_stage": 3, "optimizer_offload": True, "parameter_offload": False}),
+    Case("trl/grpo_peft_lora_ddp.yaml", "ddp.yaml", facts={"strategy": "ddp", "lora_rank": 64, "adaptation": "LoRA",
+         "free_cache_engine": True}),
+    Case("trl/grpo_fsdp2_qwen2_5_3b.yaml", "fsdp.yaml", facts={"strategy": "fsdp2", "gpu_count": 4}),
+    Case("trl/grpo_without_vllm.yaml", "ddp.yaml", facts={"rollout_engine": "hf"}),
+    Case("trl/grpo_qlora_4bit.yaml", facts={"base_quant_bits": 4, "lora_rank": 16, "strategy": "ddp"},
+         settings={"gpu_count": 1}),
+    Case("trl/grpo_save_ratio.yaml", "ddp.yaml", facts={"save_freq": 20, "total_training_steps": 400}),
+    Case("trl/grpo_multinode_zero3.yaml", "zero3_four_nodes.yaml", facts={"gpu_count": 32, "nnodes": 4,
+         "rollout_tp_size": 2}),
+    Case("trl/trl_docs_quickstart.yaml", "ddp.yaml", refused=r"missing TRL setting\(s\) max_prompt_length: not set "
+         r"\(this TRL does not cap prompts"),
+)  # fmt: skip
+
+#: Pairs of flag fragments that cannot both hold for one plan.
+CONTRADICTIONS = (
+    (r"full fine-tuning", r"LoRA rank [1-9]|LoRA rank not known|LoRA target modules"),
+    (r"use_vllm False", r"vllm_mode|vllm_max_model_length"),
+)
+#: A dotted VERL key in a line, whole (cut names end in a letter run followed by an ellipsis or the line's end).
+DOTTED = re.compile(r"\b(actor_rollout_ref|trainer|data|algorithm|critic)\.[A-Za-z_.]*")
+
+
+@pytest.fixture(scope="module")
+def verl_defaults(tmp_path_factory) -> Path:
+    """An importable ``verl`` holding only VERL 0.9.1's packaged trainer configs (never imported itself)."""
+    if not VENDOR.is_dir():
+        pytest.skip("VERL 0.9.1's packaged configs are not unpacked here")
+    root = tmp_path_factory.mktemp("verl-site")
+    shutil.copytree(VENDOR, root / "verl" / "trainer" / "config", ignore=shutil.ignore_patterns("*.py"))
+    (root / "verl" / "__init__.py").write_text('raise ImportError("reading the defaults must not import verl")\n')
+    return root
+
+
+def _read(case: Case, snapshot: Path):
+    kind = "trl" if case.path.startswith("trl/") else "verl"
+    accelerate = CORPUS / "accelerate" / case.accelerate if case.accelerate else None
+    return read_plans(CORPUS / case.path, kind=kind, workload="gsm8k", source=snapshot, accelerate_config=accelerate,
+                      settings=case.settings)  # fmt: skip
+
+
+def test_the_corpus_holds_every_shape() -> None:
+    files = {p.relative_to(CORPUS).as_posix() for p in CORPUS.rglob("*") if p.is_file()}
+    launch = {f for f in files if not f.startswith("accelerate/")}
+    assert launch == {c.path for c in CASES} and len(launch) >= 25
+    assert {c.accelerate for c in CASES if c.accelerate} == {f.split("/")[1] for f in files if "accelerate/" in f}
+
+
+def test_every_launch_file_is_answered_or_refused_with_its_reason(
+    snapshot: Path, verl_defaults: Path, monkeypatch
+) -> None:
+    from huggingface_hub import constants
+
+    monkeypatch.syspath_prepend(str(verl_defaults))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # offline: metadata from the release or not at all
+    context = load_context(snapshot)
+    for case in CASES:
+        if case.refused:
+            with pytest.raises(RLVRAMBenchError) as caught:
+                _read(case, snapshot)
+            message = str(caught.value)
+            assert re.search(case.refused, message), (case.path, message)
+            assert len(message) <= MESSAGE_LIMIT and "\n" not in message, case.path
+            _whole_names(message, case.path)
+            continue
+        plans = _read(case, snapshot)
+        got = plans.settings(0)
+        assert {k: got.get(k) for k in case.facts} == case.facts, case.path
+        for setting in ("model_id", "gpu_count", "actor_micro_batch"):
+            assert plans.source(setting, 0), (case.path, setting)  # every value says where it came from
+        answer = document(advise(plans, snapshot, context=context))["configurations"][0]
+        verdict = answer["verdict"]
+        assert verdict["basis"] and verdict["sentence"], case.path  # answered: a verdict, or why none is given
+        flags = [*plans.row_flags(0), *(f if isinstance(f, str) else f.get("text", "") for f in answer.get(
+            "scope_flags", []))]  # fmt: skip
+        _consistent(flags, case.path)
+        for line in flags:
+            _whole_names(line, case.path)
+
+
+def _consistent(flags: list[str], where: str) -> None:
+    for a, b in CONTRADICTIONS:
+        assert not (any(re.search(a, f) for f in flags) and any(re.search(b, f) for f in flags)), (where, a, b, flags)
+
+
+def _whole_names(line: str, where: str) -> None:
+    """Every name a line holds is whole: nothing of it was cut (the error classes cut a long line with "…")."""
+    assert "…" not in line, (where, line)
+    for match in DOTTED.finditer(line):
+        assert not match.group(0).endswith("."), (where, line)
+
+
+def test_a_cut_name_and_contradicting_flags_are_caught() -> None:
+    """The two checks of the corpus test fail where they should."""
+    with pytest.raises(AssertionError):
+        _whole_names("missing VERL setting(s) actor_rollout_ref.actor.ppo_micro_batch_size_pe … ", "x")
+    with pytest.raises(AssertionError):
+        _consistent(["use_peft False: full fine-tuning", "LoRA rank 16 (the measurements use rank-64)"], "x")
+
+
+def test_what_a_script_says_beyond_the_settings_passed_on_is_named(
+    snapshot: Path, verl_defaults: Path, monkeypatch
+) -> None:
+    monkeypatch.syspath_prepend(str(verl_defaults))
+    gae = next(c for c in CASES if c.path == "verl/ppo_gae_critic_qwen2_5_3b.sh")
+    (flag,) = [f for f in _read(gae, snapshot).row_flags(0) if "read but not passed on" in f]
+    assert "critic.model.enable_gradient_checkpointing" in flag and flag.endswith(" more")
+    megatron = next(c for c in CASES if c.path == "verl/grpo_megatron_qwen2_5_7b.sh")
+    (flag,) = [f for f in _read(megatron, snapshot).row_flags(0) if "read but not passed on" in f]
+    assert "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size" in flag
+    assert "megatron.param_offload" not in flag  # read: it is the actor's parameter offload
