@@ -37,7 +37,10 @@ from .hubcache import (
     snapshot_entry,
     sweep_interrupted,
 )
-from .huberrors import endpoint, hub_error, is_network_error, missing_revision
+from .huberrors import endpoint, hub_error, is_network_error, missing_revision, unreachable
+from .hubnet import HubTrafficError, expecting, hub_traffic
+
+SOURCE_ENV = "RLVRAMBENCH_SOURCE"
 
 #: What git accepts in a branch or tag name (and a commit id); ``..`` and ``//`` are refused separately.
 _REVISION = re.compile(r"[A-Za-z0-9_.+@-][A-Za-z0-9_./+@=-]*(?<![./])")
@@ -52,6 +55,9 @@ class HubSource(Source):
     _commit: str | None = field(default=None, repr=False)
     _unreachable: bool = field(default=False, repr=False)  # after one failed attempt, only the cache is read
     _refs: set[str] | bool | None = field(default=None, repr=False)  # branch/tag names and commits; False: no answer
+    _why: str = field(default="", repr=False)  # why the server could not be reached
+    #: False when no source was given (neither a source argument nor $RLVRAMBENCH_SOURCE): errors say how to give one
+    configured: bool = field(default=True, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         from huggingface_hub.utils import validate_repo_id
@@ -96,7 +102,9 @@ class HubSource(Source):
     def _why_offline(self) -> str:
         from huggingface_hub import constants
 
-        return "HF_HUB_OFFLINE is set" if constants.is_offline_mode() else f"{endpoint()} could not be reached"
+        if constants.is_offline_mode():
+            return "HF_HUB_OFFLINE is set"
+        return f"{endpoint()} could not be reached{f' ({self._why})' if self._why else ''}"
 
     def _fetch(self, relpath: str) -> Path:
         commit = self._known_commit()
@@ -178,30 +186,32 @@ class HubSource(Source):
         return cached if COMMIT_ID.fullmatch(self.revision) or self._offline() else None
 
     def _download(self, relpath: str) -> Path:
-        from huggingface_hub import constants, hf_hub_download
         from huggingface_hub import errors as hf_errors
+        from huggingface_hub import hf_hub_download
 
         sweep_interrupted(self._storage)
+        known = self.__dict__.get("published_digests", {}).get(relpath)  # never fetched for this
         try:
-            path = Path(
-                hf_hub_download(
-                    self.repo_id,
-                    relpath,
-                    repo_type="dataset",
-                    revision=self.revision,
-                    local_files_only=self._unreachable,
+            with expecting(known.size_bytes if known is not None else None):
+                path = Path(
+                    hf_hub_download(
+                        self.repo_id,
+                        relpath,
+                        repo_type="dataset",
+                        revision=self.revision,
+                        local_files_only=self._unreachable,
+                    )
                 )
-            )
         except hf_errors.RepositoryNotFoundError:
             raise self._not_found(relpath) from None
         except hf_errors.OfflineModeIsEnabled:
-            raise SourceError(f"{relpath} of {self.label} is not in the local cache and the Hub is offline") from None
+            raise unreachable(f"{relpath} of {self.label} is not in the local cache and the Hub is offline") from None
         except hf_errors.LocalEntryNotFoundError:
-            if not constants.is_offline_mode() and not self._unreachable:
-                self._unreachable = True
-                if relpath == CARD_PATH and self._commit is None and self._revision_exists() is False:
-                    raise missing_revision(self.repo_id, self.revision) from None
-            raise SourceError(f"{relpath} of {self.label} is not cached and {self._why_offline()}") from None
+            raise self._not_cached(relpath) from None
+        except HubTrafficError as exc:
+            if exc.unreachable or "deadline" in str(exc):
+                return self._cached_instead(relpath, exc)
+            raise SourceError(f"{self.label}: cannot fetch {relpath} from {endpoint()}: {exc}") from None
         except Exception as exc:
             mapped = hub_error(exc, self.repo_id, self.revision, what=relpath)
             if mapped is None:
@@ -211,6 +221,24 @@ class HubSource(Source):
         if self._commit is None:
             self._commit = commit
         return path
+
+    def _cached_instead(self, relpath: str, why: HubTrafficError) -> Path:
+        """The server cannot answer now (refused, unknown or past the deadline): the cached copy, if any."""
+        self._unreachable, self._why = True, str(why)
+        return self._download(relpath)
+
+    def _not_cached(self, relpath: str) -> SourceError:
+        """The error for a file that is not cached while the server cannot be asked for it."""
+        from huggingface_hub import constants
+
+        if not constants.is_offline_mode() and not self._unreachable:
+            self._unreachable = True
+            if relpath == CARD_PATH and self._commit is None and self._revision_exists() is False:
+                return missing_revision(self.repo_id, self.revision)
+        hint = ""
+        if not self.configured:
+            hint = f"; no source was given: pass --source (source= in Python) or set ${SOURCE_ENV}"
+        return unreachable(f"{relpath} of {self.label} is not cached and {self._why_offline()}{hint}")
 
     def _not_found(self, relpath: str) -> SourceError:
         """Tell a missing file from a missing revision or repository (some servers answer 401 for all three)."""
@@ -237,8 +265,10 @@ class HubSource(Source):
     def list_files(self) -> list[str]:
         from huggingface_hub import HfApi
 
+        commit = self.commit
         try:
-            return sorted(HfApi().list_repo_files(self.repo_id, repo_type="dataset", revision=self.commit))
+            with hub_traffic():
+                return sorted(HfApi().list_repo_files(self.repo_id, repo_type="dataset", revision=commit))
         except Exception as exc:  # network, auth or offline
             raise SourceError(f"cannot list the files of {self.label}: {first_line(exc)}") from None
 
@@ -249,7 +279,8 @@ def _reference_names(repo_id: str) -> set[str] | bool:
 
     for attempt in range(2):  # a server that has just answered 500 may reset the reused connection
         try:
-            refs = HfApi().list_repo_refs(repo_id, repo_type="dataset")
+            with hub_traffic():
+                refs = HfApi().list_repo_refs(repo_id, repo_type="dataset")
         except Exception as exc:
             if attempt == 0 and is_network_error(exc):
                 continue
