@@ -12,7 +12,14 @@ _CHUNK = 1 << 20
 
 
 class UnreadableFile(Exception):
-    """A file that cannot be used as data; the message is a short phrase ("is a FIFO, not a regular file")."""
+    """A file that cannot be used as data; the message is a short phrase ("is a FIFO, not a regular file").
+
+    ``proved``: the file was examined and is not data (a FIFO, a folder, a link loop, a broken link); False when it
+    could not be examined at all (permission, I/O error), which says nothing about the file itself."""
+
+    def __init__(self, reason: str, *, proved: bool = True) -> None:
+        super().__init__(reason)
+        self.proved = proved
 
 
 @dataclass(frozen=True)
@@ -36,7 +43,7 @@ def hash_file(path: str | os.PathLike) -> FileHash:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
-        raise UnreadableFile(os_reason(exc)) from None
+        raise UnreadableFile(os_reason(exc), proved=is_proved(exc)) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -54,9 +61,17 @@ def hash_file(path: str | os.PathLike) -> FileHash:
             _HASHES[_signature(st)] = result
         return result
     except OSError as exc:
-        raise UnreadableFile(os_reason(exc)) from None
+        raise UnreadableFile(os_reason(exc), proved=False) from None  # a read that failed: an I/O error
     finally:
         os.close(fd)
+
+
+def is_proved(exc: OSError) -> bool:
+    """Whether an error on opening a file says what the file is (a link loop, a missing link target, a folder)
+    rather than that it could not be examined (permission, I/O)."""
+    import errno
+
+    return exc.errno in (errno.ELOOP, errno.ENOENT, errno.EISDIR, errno.ENXIO)
 
 
 def os_reason(exc: OSError) -> str:

@@ -21,11 +21,13 @@ from pathlib import Path, PurePosixPath
 from ...errors import IntegrityError, MissingFileError, SourceError, first_line, quote
 from ..schema.pins import CARD_PATH
 from .base import Digest, Source
+from .caches import CACHES
 from .hubcache import (
     COMMIT_ID,
     BadReference,
     CorruptCopy,
     StuckCopy,
+    UnreadableCopy,
     cached_commit,
     check_copy,
     forget_entry,
@@ -107,6 +109,16 @@ class HubSource(Source):
         return f"{endpoint()} could not be reached{f' ({self._why})' if self._why else ''}"
 
     def _fetch(self, relpath: str) -> Path:
+        try:
+            return self._fetch_checked(relpath)
+        except UnreadableCopy as unreadable_copy:  # never taken for corruption: nothing is removed
+            what, variables = CACHES["hub"]
+            raise SourceError(
+                f"{unreadable_copy.path} in {what} {unreadable_copy.reason}; it was left as it is: make it readable, "
+                f"or set {variables[0]} (or {variables[1]}) to a folder of your own"
+            ) from None
+
+    def _fetch_checked(self, relpath: str) -> Path:
         commit = self._known_commit()
         if commit is not None:
             entry = snapshot_entry(self._storage, commit, relpath)
@@ -130,8 +142,8 @@ class HubSource(Source):
             removed = remove_bad(bad, self._storage)
         except StuckCopy as stuck:  # fetching again would only find the same copy: the server is not to blame
             raise IntegrityError(
-                f"the cached copy of {relpath} ({self.label}) is corrupted and cannot be removed ({stuck}): "
-                f"delete {bad.entry}, or set HF_HUB_CACHE (or HF_HOME) to a writable folder"
+                f"the cached copy of {relpath} ({self.label}) is corrupted and cannot be removed: {stuck}; set "
+                f"HF_HUB_CACHE (or HF_HOME) to a writable folder of your own (the copy: {bad.entry})"
             ) from None
         if removed and bad.entry != pointer:
             forget_entry(pointer)  # no dangling entry: offline, the next run says "not cached"
@@ -174,10 +186,10 @@ class HubSource(Source):
         id, or (offline) the one the cache records. A branch is asked for online, since it may have moved."""
         try:
             cached = cached_commit(self._storage, self.revision)
-        except BadReference as bad:  # removed; online, huggingface_hub records the reference again
+        except BadReference as bad:  # online, huggingface_hub records the reference again
             if self._offline():
                 raise IntegrityError(
-                    f"the cached reference {bad} of {self.repo_id} is corrupted (not a commit id); it was removed, and "
+                    f"the cached reference {bad} of {self.repo_id} is corrupted (not a commit id); {bad.fate}, and "
                     f"resolving {quote(self.revision)} again needs a connection to the Hub ({self._why_offline()})"
                 ) from None
             cached = None
