@@ -39,7 +39,7 @@ from .hubcache import (
     snapshot_entry,
     sweep_interrupted,
 )
-from .huberrors import endpoint, hub_error, is_network_error, missing_revision, unreachable
+from .huberrors import endpoint, hub_error, missing_revision, unreachable
 from .hubnet import HubTrafficError, expecting, hub_traffic
 
 SOURCE_ENV = "RLVRAMBENCH_SOURCE"
@@ -221,7 +221,7 @@ class HubSource(Source):
         except hf_errors.LocalEntryNotFoundError:
             raise self._not_cached(relpath) from None
         except HubTrafficError as exc:
-            if exc.unreachable or "deadline" in str(exc):
+            if exc.unreachable:
                 return self._cached_instead(relpath, exc)
             raise SourceError(f"{self.label}: cannot fetch {relpath} from {endpoint()}: {exc}") from None
         except Exception as exc:
@@ -289,16 +289,12 @@ def _reference_names(repo_id: str) -> set[str] | bool:
     """Branch and tag names of a dataset repository and the commits they point at (False: no answer)."""
     from huggingface_hub import HfApi
 
-    for attempt in range(2):  # a server that has just answered 500 may reset the reused connection
-        try:
-            with hub_traffic():
-                refs = HfApi().list_repo_refs(repo_id, repo_type="dataset")
-        except Exception as exc:
-            if attempt == 0 and is_network_error(exc):
-                continue
-            return False
-        return {name for r in [*refs.branches, *refs.tags] for name in (r.name, r.target_commit)}
-    return False
+    try:
+        with hub_traffic():
+            refs = HfApi().list_repo_refs(repo_id, repo_type="dataset")
+    except Exception:
+        return False
+    return {name for r in [*refs.branches, *refs.tags] for name in (r.name, r.target_commit)}
 
 
 def _snapshot_commit(path: Path, relpath: str) -> str:

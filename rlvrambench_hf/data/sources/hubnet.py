@@ -51,7 +51,8 @@ _UNREACHABLE = (errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH)
 class HubTrafficError(Exception):
     """A bound ended an exchange with the Hub (raised inside huggingface_hub calls, which do not retry it).
 
-    ``unreachable``: the server refused the connection or could not be found (asking again cannot change that)."""
+    ``unreachable``: the server cannot be asked again in this command (it refused the connection, could not be
+    found, or the deadline has passed): the cache is all there is."""
 
     def __init__(self, message: str, *, unreachable: bool = False) -> None:
         super().__init__(message)
@@ -82,6 +83,7 @@ class Traffic:
     started: float | None = None  # the first request: time spent before it is not Hub traffic
     refused: dict[tuple[str, str, int | None], str] = field(default_factory=dict)
     failures: Counter[tuple[str, str]] = field(default_factory=Counter)
+    sends: int = 0  # requests huggingface_hub asked to send (refused ones included)
     declared: int | None = None  # by the last HEAD of a file
     expected: int | None = None  # by the release's manifest, for the file being fetched
     _sockets: weakref.WeakSet[socket.socket] = field(default_factory=weakref.WeakSet)
@@ -100,10 +102,7 @@ class Traffic:
         return self.started + self.seconds - time.monotonic()
 
     def expired_error(self) -> HubTrafficError:
-        return HubTrafficError(
-            f"no complete answer within the {self.seconds:g} s deadline of the command's Hub traffic "
-            f"(set {DEADLINE_ENV} to allow more)"
-        )
+        return HubTrafficError(f"no answer within {DEADLINE_ENV}={self.seconds:g} s", unreachable=True)
 
     def watch(self, sock: object) -> None:
         """Shut ``sock`` at the deadline (a blocked read then returns at once)."""
@@ -216,6 +215,7 @@ def _origin(request: Any) -> tuple[str, str, int | None]:
 def _send(traffic: Traffic, send: Callable[..., Any], request: Any, *, stream: bool = False, **kwargs: Any) -> Any:
     import httpx2
 
+    traffic.sends += 1
     if _origin(request) in traffic.refused:
         raise HubTrafficError(traffic.refused[_origin(request)], unreachable=True)
     _bound_request(traffic, request)
@@ -298,9 +298,9 @@ def _check_status(traffic: Traffic, request: Any, response: Any) -> None:
     traffic.failures[key] += 1
     wait = _retry_after(response.headers)
     if wait is not None and wait + 1 >= traffic.left():
+        beyond = f"beyond {DEADLINE_ENV}={traffic.seconds:g} s"
         raise HubTrafficError(
-            f"the server answered {response.status_code} and asks to wait {wait:g} s, beyond the "
-            f"{traffic.seconds:g} s deadline of the command's Hub traffic (set {DEADLINE_ENV} to allow more)"
+            f"it answered {response.status_code}, asking to wait {wait:g} s, {beyond}", unreachable=True
         )
     if traffic.failures[key] > RETRIES:
         from huggingface_hub.utils import hf_raise_for_status
