@@ -206,3 +206,33 @@ def test_the_cache_layout_the_integrity_checks_read(hub, empty_cache):
     marker.touch()
     absent = try_to_load_from_cache(REPO_ID, "no/such/file.csv", revision="main", repo_type="dataset")
     assert absent is not None and not isinstance(absent, str)
+
+
+@pytest.mark.parametrize(
+    "server",
+    [
+        (
+            "status",
+            {
+                "status": 200,
+                "headers": [
+                    ("X-Repo-Commit", HostileServer.COMMIT),
+                    ("ETag", '"e1"'),
+                    ("X-Xet-Hash", "f" * 64),
+                    ("X-Xet-Refresh-Route", "/xet-token"),
+                ],
+            },
+        )
+    ],
+    indirect=True,
+)
+def test_xet_is_left_to_http_inside_the_package_only(server):
+    """huggingface_hub hands a file with Xet headers to hf_xet, whose transport the bounds cannot reach: inside the
+    package's traffic the headers are dropped (plain HTTP), outside it a program's own request is unchanged."""
+    from huggingface_hub import get_hf_file_metadata
+
+    hubnet.install()
+    url = f"{server.endpoint}/datasets/{REPO_ID}/resolve/main/README.md"
+    assert get_hf_file_metadata(url).xet_file_data is not None
+    with hubnet.hub_traffic():
+        assert get_hf_file_metadata(url).xet_file_data is None

@@ -13,6 +13,10 @@ after its last attempt (:func:`huggingface_hub.utils.hf_raise_for_status`).
   cut to what is left; at the deadline the connections still open are shut, whatever a server trickles.
 - **Size**: an API (metadata) answer at most :data:`METADATA_CAP` bytes; a file at most the size the release's
   manifest gives (when the caller knows it), else the size the Hub declared for it, else :data:`UNDECLARED_CAP`.
+- **Xet**: a file the Hub stores with Xet is fetched over HTTP like any other (huggingface_hub would hand it to
+  hf_xet, whose own transport these bounds cannot reach); the Xet headers of the package's requests are dropped.
+- **Scope**: only the package's own requests (inside :func:`hub_traffic`) are bounded; a program's own use of
+  huggingface_hub in the same process goes through unchanged (without keep-alive connections).
 - **Retries**: a refused connection (or an unknown host) is asked once per command; a timeout, 408, 429 or 5xx
   answer is retried by huggingface_hub at most :data:`RETRIES` times per request, never past the deadline (a
   ``Retry-After`` beyond it ends the command at once).
@@ -195,10 +199,9 @@ def _bounded_client(request_hooks: list[Callable[..., Any]]) -> Any:
     class BoundedClient(httpx2.Client):
         def send(self, request: httpx2.Request, **kwargs: Any) -> httpx2.Response:
             traffic = _CURRENT.get()
-            if traffic is not None:
-                return _send(traffic, super().send, request, **kwargs)
-            with hub_traffic() as own:  # a request outside any command: bounded on its own
-                return _send(own, super().send, request, **kwargs)
+            if traffic is None:  # not the package's traffic (a program's own use of huggingface_hub): as it was
+                return super().send(request, **kwargs)
+            return _send(traffic, super().send, request, **kwargs)
 
     return BoundedClient(
         event_hooks={"request": request_hooks, "response": [_bound_response]},
@@ -328,9 +331,11 @@ def _bound_response(response: Any) -> None:
     if not isinstance(traffic, Traffic):
         return
     method, path = response.request.method, response.request.url.path
-    if method == "HEAD" and response.status_code < 400:
+    if method == "HEAD":
+        for name in [name for name in response.headers if name.lower().startswith("x-xet-")]:
+            del response.headers[name]  # Xet downloads run in hf_xet's own transport, outside these bounds: HTTP
         size = response.headers.get("x-linked-size") or response.headers.get("content-length")
-        traffic.declared = int(size) if size and size.isdigit() else None
+        traffic.declared = int(size) if response.status_code < 400 and size and size.isdigit() else None
         return
     cap = traffic.cap(method, path)
     if method == "GET" and response.status_code < 300 and "/api/" not in path:
