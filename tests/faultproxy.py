@@ -220,7 +220,7 @@ class HostileServer:
             client.sendall(bytes([byte]))
 
     def _endless(self, client: socket.socket, method: bytes) -> None:
-        hub = f"X-Repo-Commit: {self.COMMIT}\r\nETag: \"{'e' * 40}\"\r\n"
+        hub = f'X-Repo-Commit: {self.COMMIT}\r\nETag: "{"e" * 40}"\r\n'
         if method == b"HEAD":
             client.sendall(f"HTTP/1.1 200 OK\r\n{hub}Content-Length: {self.declared}\r\n\r\n".encode())
             return

@@ -78,13 +78,13 @@ def check_seals(source: Source, seals: Iterable[str] | None = None) -> list[Seal
 
 
 def _member_findings(
-    source: Source, seal: Seal, digests: SealedDigests, data: Mapping, known: dict[str, str | None]
+    source: Source, seal: Seal, digests: SealedDigests, data: Mapping[str, object], known: dict[str, str | None]
 ) -> list[SealFinding]:
     value = data.get(digests.member)
     if value is None:
         return []  # a seal without this record seals nothing more
     if digests.file is not None:
-        entries: Mapping = {digests.file: value}
+        entries: Mapping[str, object] = {digests.file: value}
         folder = ""
     elif isinstance(value, Mapping):
         entries, folder = value, digests.folder

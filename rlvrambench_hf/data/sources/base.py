@@ -101,7 +101,7 @@ class Source(ABC):
         """Every file path of the revision."""
 
     @cached_property
-    def card_metadata(self) -> dict:
+    def card_metadata(self) -> dict[str, object]:
         """The YAML front matter of the dataset card (``README.md``)."""
         where = f"{self.label}: {CARD_PATH}"
         try:

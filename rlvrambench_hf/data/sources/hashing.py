@@ -36,7 +36,7 @@ def _signature(st: os.stat_result) -> tuple[int, int, int, int, int]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def hash_file(path: str | os.PathLike) -> FileHash:
+def hash_file(path: str | os.PathLike[str]) -> FileHash:
     """Size, SHA-256 and git blob SHA-1 of a regular file, in one pass (remembered while the file is unchanged).
 
     Never blocks on a FIFO or device; anything but a regular file raises :class:`UnreadableFile`."""

@@ -201,7 +201,8 @@ def _bounded_client(request_hooks: list[Callable[..., Any]]) -> Any:
             traffic = _CURRENT.get()
             if traffic is None:  # not the package's traffic (a program's own use of huggingface_hub): as it was
                 return super().send(request, **kwargs)
-            return _send(traffic, super().send, request, **kwargs)
+            response: httpx2.Response = _send(traffic, super().send, request, **kwargs)
+            return response
 
     return BoundedClient(
         event_hooks={"request": request_hooks, "response": [_bound_response]},
@@ -306,7 +307,7 @@ def _check_status(traffic: Traffic, request: Any, response: Any) -> None:
             f"it answered {response.status_code}, asking to wait {wait:g} s, {beyond}", unreachable=True
         )
     if traffic.failures[key] > RETRIES:
-        from huggingface_hub.utils import hf_raise_for_status
+        from huggingface_hub import hf_raise_for_status
 
         response.read()
         hf_raise_for_status(response)
