@@ -236,3 +236,15 @@ def test_xet_is_left_to_http_inside_the_package_only(server):
     assert get_hf_file_metadata(url).xet_file_data is not None
     with hubnet.hub_traffic():
         assert get_hf_file_metadata(url).xet_file_data is None
+
+
+@pytest.mark.parametrize(
+    "server", [("status", {"status": 200, "headers": [("Content-Encoding", "gzip")]})], indirect=True
+)
+def test_a_compressed_answer_that_was_not_asked_for_is_refused(server):
+    """The bytes counted must be the bytes written: answers are asked for uncompressed, so a gzip bomb cannot pass
+    the cap by its compressed size."""
+    from huggingface_hub import HfApi
+
+    with hubnet.hub_traffic(), pytest.raises(hubnet.HubTrafficError, match="gzip-encoded answer, which was not asked"):
+        HfApi(endpoint=server.endpoint).list_repo_refs(REPO_ID, repo_type="dataset")

@@ -12,7 +12,9 @@ after its last attempt (:func:`huggingface_hub.utils.hf_raise_for_status`).
   waits at most :data:`CONNECT_TIMEOUT` s, the first byte of an answer at most :data:`FIRST_BYTE_TIMEOUT` s, both
   cut to what is left; at the deadline the connections still open are shut, whatever a server trickles.
 - **Size**: an API (metadata) answer at most :data:`METADATA_CAP` bytes; a file at most the size the release's
-  manifest gives (when the caller knows it), else the size the Hub declared for it, else :data:`UNDECLARED_CAP`.
+  manifest gives, else the size the Hub declared for it and at most :data:`UNLISTED_FILE_CAP` (the card, the
+  manifests). Answers are asked for uncompressed (``Accept-Encoding: identity``), so the bytes counted are the bytes
+  written; an answer compressed all the same is refused.
 - **Xet**: a file the Hub stores with Xet is fetched over HTTP like any other (huggingface_hub would hand it to
   hf_xet, whose own transport these bounds cannot reach); the Xet headers of the package's requests are dropped.
 - **Scope**: only the package's own requests (inside :func:`hub_traffic`) are bounded; a program's own use of
@@ -41,7 +43,7 @@ from .hubtraffic import (
     FIRST_BYTE_TIMEOUT,
     METADATA_CAP,
     RETRIES,
-    UNDECLARED_CAP,
+    UNLISTED_FILE_CAP,
     HubTrafficError,
     Traffic,
     deadline_seconds,
@@ -54,7 +56,7 @@ __all__ = [
     "FIRST_BYTE_TIMEOUT",
     "METADATA_CAP",
     "RETRIES",
-    "UNDECLARED_CAP",
+    "UNLISTED_FILE_CAP",
     "HubTrafficError",
     "Traffic",
     "deadline_seconds",
@@ -187,6 +189,7 @@ def _bound_request(traffic: Traffic, request: Any) -> None:
             traffic.watch(getattr(stream, "get_extra_info", lambda _: None)("socket"))
 
     request.extensions["trace"] = trace
+    request.headers["Accept-Encoding"] = "identity"  # the bytes counted are the bytes written
     request.extensions["rlvrambench_traffic"] = traffic
 
 
@@ -262,6 +265,9 @@ def _bound_response(response: Any) -> None:
         size = response.headers.get("x-linked-size") or response.headers.get("content-length")
         traffic.declared = int(size) if response.status_code < 400 and size and size.isdigit() else None
         return
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        raise HubTrafficError(f"the server sent a {encoding}-encoded answer, which was not asked for")
     cap = traffic.cap(method, path)
     if method == "GET" and response.status_code < 300 and "/api/" not in path:
         traffic.declared = None  # used by this download

@@ -19,7 +19,7 @@ DEFAULT_DEADLINE = 120.0
 CONNECT_TIMEOUT = 5.0
 FIRST_BYTE_TIMEOUT = 10.0
 METADATA_CAP = 8 << 20
-UNDECLARED_CAP = 64 << 20
+UNLISTED_FILE_CAP = 64 << 20
 RETRIES = 2
 
 
@@ -103,11 +103,13 @@ class Traffic:
                 self._timer.cancel()
 
     def cap(self, method: str, path: str) -> int:
-        """The most bytes an answer to ``method path`` may deliver."""
+        """The most bytes an answer to ``method path`` may deliver: an API answer :data:`METADATA_CAP`; a file the
+        size its manifest gives, else the size the Hub declared and at most :data:`UNLISTED_FILE_CAP`."""
         if method != "GET" or "/api/" in path:
             return METADATA_CAP
-        sizes = [s for s in (self.expected, self.declared) if s is not None]
-        return min(sizes) if sizes else UNDECLARED_CAP
+        if self.expected is not None:
+            return self.expected
+        return min(self.declared, UNLISTED_FILE_CAP) if self.declared is not None else UNLISTED_FILE_CAP
 
 
 #: The traffic of the command (or call) in progress; None outside the package's own Hub traffic.
