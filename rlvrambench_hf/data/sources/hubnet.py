@@ -269,8 +269,9 @@ def _bound_response(response: Any) -> None:
     if encoding not in ("", "identity"):
         raise HubTrafficError(f"the server sent a {encoding}-encoded answer, which was not asked for")
     cap = traffic.cap(method, path)
-    if method == "GET" and response.status_code < 300 and "/api/" not in path:
-        traffic.declared = None  # used by this download
+    resumed = re.match(r"\s*bytes\s*=\s*(\d+)-", response.request.headers.get("range", ""))
+    if response.status_code == 206 and resumed:  # the rest of a download: what is left of its bound
+        cap = max(cap - int(resumed.group(1)), 0)
     length = response.headers.get("content-length")
     if length and length.isdigit() and int(length) > cap:
         raise HubTrafficError(f"the server announced {int(length):,} bytes where at most {cap:,} are expected")

@@ -59,7 +59,7 @@ class Traffic:
     refused: dict[tuple[str, str, int | None], str] = field(default_factory=dict)
     failures: Counter[tuple[str, str]] = field(default_factory=Counter)
     sends: int = 0  # requests huggingface_hub asked to send (refused ones included)
-    declared: int | None = None  # by the last HEAD of a file
+    declared: int | None = None  # by the last HEAD of a file (huggingface_hub asks before each download)
     expected: int | None = None  # by the release's manifest, for the file being fetched
     _sockets: weakref.WeakSet[socket.socket] = field(default_factory=weakref.WeakSet)
     _timer: threading.Timer | None = None
