@@ -154,3 +154,88 @@ class CuttingProxy(FaultProxy):
     @property
     def cuts(self) -> int:
         return self.counts["cut"]
+
+
+class HostileServer:
+    """A loopback server that answers every request itself, the way a hostile or broken mirror does (port 0, so
+    tests may run in parallel); ``requests`` counts the requests it has read, ``sent`` the body bytes it has sent.
+
+    - ``"trickle"``: ``200 OK`` headers sent one byte every ``interval`` seconds, for ever;
+    - ``"endless"``: a HEAD answered as the Hub answers for a file of ``declared`` bytes, every other request with
+      ``200 OK`` and a body that never ends;
+    - ``"status"``: every request answered with ``status`` and the ``headers`` given, then the connection closed.
+    """
+
+    COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+    def __init__(
+        self,
+        mode: str,
+        *,
+        interval: float = 1.0,
+        declared: int = 1000,
+        status: int = 500,
+        headers: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        assert mode in ("trickle", "endless", "status"), mode
+        self.mode, self.interval, self.declared, self.status, self.headers = mode, interval, declared, status, headers
+        self.requests = 0
+        self.sent = 0
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        self.listener.settimeout(0.2)
+        while not self._stop.is_set():
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        try:
+            request = b""
+            while b"\r\n\r\n" not in request:
+                chunk = client.recv(65536)
+                if not chunk:
+                    return
+                request += chunk
+            with self._lock:
+                self.requests += 1
+            getattr(self, f"_{self.mode}")(client, request.split(b" ", 1)[0])
+        except OSError:
+            pass
+        finally:
+            client.close()
+
+    def _trickle(self, client: socket.socket, method: bytes) -> None:
+        for byte in b"HTTP/1.1 200 OK\r\n" + b"X-Padding: " + b"x" * 1_000_000:
+            if self._stop.wait(self.interval):
+                return
+            client.sendall(bytes([byte]))
+
+    def _endless(self, client: socket.socket, method: bytes) -> None:
+        hub = f'X-Repo-Commit: {self.COMMIT}\r\nETag: "{"e" * 40}"\r\n'
+        if method == b"HEAD":
+            client.sendall(f"HTTP/1.1 200 OK\r\n{hub}Content-Length: {self.declared}\r\n\r\n".encode())
+            return
+        client.sendall(f"HTTP/1.1 200 OK\r\n{hub}Connection: close\r\n\r\n".encode())
+        block = b"0" * 65536
+        while not self._stop.is_set():
+            client.sendall(block)
+            with self._lock:
+                self.sent += len(block)
+
+    def _status(self, client: socket.socket, method: bytes) -> None:
+        extra = "".join(f"{name}: {value}\r\n" for name, value in self.headers)
+        head = f"HTTP/1.1 {self.status} Failing\r\n{extra}Content-Length: 6\r\nConnection: close\r\n\r\n"
+        client.sendall(head.encode() + (b"" if method == b"HEAD" else b"failed"))
+
+    def close(self) -> None:
+        self._stop.set()
+        self.listener.close()

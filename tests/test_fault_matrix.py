@@ -74,10 +74,10 @@ def env(home: Path, offline: bool = False, **extra: str | None) -> dict[str, str
     return cli_env(HF_HOME=str(home), HF_HUB_OFFLINE="1" if offline else None, **extra)
 
 
-@pytest.fixture(scope="module", autouse=True)
+@pytest.fixture
 def slow_failures(hub, tmp_path_factory):
-    """Two bounded failures that take about 20 s each (huggingface_hub retries 5xx answers with a back-off),
-    started before the module's first test and collected by its last one, so that they cost no extra time:
+    """Two failures, run at once (they took about 20 s each while huggingface_hub's back-off ran in full; the
+    retry budget now ends them within seconds):
     - ``broken``: a server answering 500 and then resetting every connection for runs.csv;
     - ``pinned``: a mirror that lacks the pinned default revision (olah answers 500 for an unknown commit)."""
     folder = tmp_path_factory.mktemp("slow")

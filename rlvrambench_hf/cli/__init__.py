@@ -17,6 +17,7 @@ import sys
 from typing import NoReturn
 
 from .. import __version__
+from ..data.sources.hubnet import hub_traffic
 from ..errors import EXIT_INTERRUPTED, RLVRAMBenchError, debug_text, error_line, one_line
 from ._common import EXIT_ERROR, needs_subcommand
 
@@ -62,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.handler(args) or 0)
+        with hub_traffic(install_client=False):  # one deadline for the command's Hub traffic
+            return int(args.handler(args) or 0)
     except RLVRAMBenchError as exc:
         return _failed(exc, args.debug, exc.exit_status)
     except KeyboardInterrupt:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ..errors import IntegrityError, MissingFileError, RLVRAMBenchError
 from .schema.seals import SEALS, Seal, SealedDigests
 from .sources.base import Source, safe_relpath, sha256_file
+from .sources.huberrors import is_unreachable
 
 MATCHES, DIFFERS, ABSENT, UNREADABLE = "matches", "differs", "absent", "unreadable"
 _DIGEST = re.compile(r"^[0-9a-fA-F]{64}$")
@@ -54,6 +55,8 @@ def seal_findings(source: Source, seals: Iterable[str] | None = None) -> list[Se
         except MissingFileError:
             continue
         except RLVRAMBenchError as exc:
+            if is_unreachable(exc):  # about the connection, not the seal: said as such
+                raise
             findings.append(SealFinding(seal.path, seal.path, UNREADABLE, problem=str(exc)))
             continue
         if not isinstance(data, dict):
@@ -75,13 +78,13 @@ def check_seals(source: Source, seals: Iterable[str] | None = None) -> list[Seal
 
 
 def _member_findings(
-    source: Source, seal: Seal, digests: SealedDigests, data: Mapping, known: dict[str, str | None]
+    source: Source, seal: Seal, digests: SealedDigests, data: Mapping[str, object], known: dict[str, str | None]
 ) -> list[SealFinding]:
     value = data.get(digests.member)
     if value is None:
         return []  # a seal without this record seals nothing more
     if digests.file is not None:
-        entries: Mapping = {digests.file: value}
+        entries: Mapping[str, object] = {digests.file: value}
         folder = ""
     elif isinstance(value, Mapping):
         entries, folder = value, digests.folder

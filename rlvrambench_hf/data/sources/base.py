@@ -101,7 +101,7 @@ class Source(ABC):
         """Every file path of the revision."""
 
     @cached_property
-    def card_metadata(self) -> dict:
+    def card_metadata(self) -> dict[str, object]:
         """The YAML front matter of the dataset card (``README.md``)."""
         where = f"{self.label}: {CARD_PATH}"
         try:
@@ -121,9 +121,9 @@ class Source(ABC):
         """Local path of a verified file of the release."""
         rel = safe_relpath(relpath, self.label)
         try:
+            expected = self.published_digests.get(rel) if verify else None  # first: a download is capped by it
             path = self._fetch(rel)
             if verify:
-                expected = self.published_digests.get(rel)
                 if expected is not None and not self._matches(rel, path, expected):
                     path = self._refuse(rel, path, expected)
         except RLVRAMBenchError as exc:

@@ -46,7 +46,7 @@ def is_permission_error(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in _PERMISSION
 
 
-def unwritable(kind: str, folder: str | os.PathLike, reason: str = "") -> SourceError:
+def unwritable(kind: str, folder: str | os.PathLike[str], reason: str = "") -> SourceError:
     """The one-line error for the cache ``kind`` whose ``folder`` cannot be written (``reason``: what failed)."""
     what, variables = CACHES[kind]
     moved = f"set {variables[0]} (or {variables[1]})" if len(variables) > 1 else f"set {variables[0]}"
@@ -69,7 +69,7 @@ def cache_error(exc: BaseException, kinds: tuple[str, ...] = tuple(CACHES)) -> S
     return None
 
 
-def check_writable(kind: str, folder: str | os.PathLike | None = None) -> None:
+def check_writable(kind: str, folder: str | os.PathLike[str] | None = None) -> None:
     """Raise :func:`unwritable` unless the cache ``kind`` (at ``folder``, default its library's) can be written:
     it, or the folder that would hold it, allows creating files."""
     path = Path(folder) if folder is not None else cache_folder(kind)

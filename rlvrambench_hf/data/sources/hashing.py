@@ -12,7 +12,14 @@ _CHUNK = 1 << 20
 
 
 class UnreadableFile(Exception):
-    """A file that cannot be used as data; the message is a short phrase ("is a FIFO, not a regular file")."""
+    """A file that cannot be used as data; the message is a short phrase ("is a FIFO, not a regular file").
+
+    ``proved``: the file was examined and is not data (a FIFO, a folder, a link loop, a broken link); False when it
+    could not be examined at all (permission, I/O error), which says nothing about the file itself."""
+
+    def __init__(self, reason: str, *, proved: bool = True) -> None:
+        super().__init__(reason)
+        self.proved = proved
 
 
 @dataclass(frozen=True)
@@ -29,14 +36,14 @@ def _signature(st: os.stat_result) -> tuple[int, int, int, int, int]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def hash_file(path: str | os.PathLike) -> FileHash:
+def hash_file(path: str | os.PathLike[str]) -> FileHash:
     """Size, SHA-256 and git blob SHA-1 of a regular file, in one pass (remembered while the file is unchanged).
 
     Never blocks on a FIFO or device; anything but a regular file raises :class:`UnreadableFile`."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
-        raise UnreadableFile(os_reason(exc)) from None
+        raise UnreadableFile(os_reason(exc), proved=is_proved(exc)) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -54,9 +61,17 @@ def hash_file(path: str | os.PathLike) -> FileHash:
             _HASHES[_signature(st)] = result
         return result
     except OSError as exc:
-        raise UnreadableFile(os_reason(exc)) from None
+        raise UnreadableFile(os_reason(exc), proved=False) from None  # a read that failed: an I/O error
     finally:
         os.close(fd)
+
+
+def is_proved(exc: OSError) -> bool:
+    """Whether an error on opening a file says what the file is (a link loop, a missing link target, a folder)
+    rather than that it could not be examined (permission, I/O)."""
+    import errno
+
+    return exc.errno in (errno.ELOOP, errno.ENOENT, errno.EISDIR, errno.ENXIO)
 
 
 def os_reason(exc: OSError) -> str:

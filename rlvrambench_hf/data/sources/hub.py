@@ -21,11 +21,13 @@ from pathlib import Path, PurePosixPath
 from ...errors import IntegrityError, MissingFileError, SourceError, first_line, quote
 from ..schema.pins import CARD_PATH
 from .base import Digest, Source
+from .caches import CACHES
 from .hubcache import (
     COMMIT_ID,
     BadReference,
     CorruptCopy,
     StuckCopy,
+    UnreadableCopy,
     cached_commit,
     check_copy,
     forget_entry,
@@ -37,7 +39,10 @@ from .hubcache import (
     snapshot_entry,
     sweep_interrupted,
 )
-from .huberrors import endpoint, hub_error, is_network_error, missing_revision
+from .huberrors import endpoint, hub_error, missing_revision, unreachable
+from .hubnet import HubTrafficError, expecting, hub_traffic
+
+SOURCE_ENV = "RLVRAMBENCH_SOURCE"
 
 #: What git accepts in a branch or tag name (and a commit id); ``..`` and ``//`` are refused separately.
 _REVISION = re.compile(r"[A-Za-z0-9_.+@-][A-Za-z0-9_./+@=-]*(?<![./])")
@@ -52,6 +57,9 @@ class HubSource(Source):
     _commit: str | None = field(default=None, repr=False)
     _unreachable: bool = field(default=False, repr=False)  # after one failed attempt, only the cache is read
     _refs: set[str] | bool | None = field(default=None, repr=False)  # branch/tag names and commits; False: no answer
+    _why: str = field(default="", repr=False)  # why the server could not be reached
+    #: False when no source was given (neither a source argument nor $RLVRAMBENCH_SOURCE): errors say how to give one
+    configured: bool = field(default=True, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         from huggingface_hub.utils import validate_repo_id
@@ -96,9 +104,21 @@ class HubSource(Source):
     def _why_offline(self) -> str:
         from huggingface_hub import constants
 
-        return "HF_HUB_OFFLINE is set" if constants.is_offline_mode() else f"{endpoint()} could not be reached"
+        if constants.is_offline_mode():
+            return "HF_HUB_OFFLINE is set"
+        return f"{endpoint()} could not be reached{f' ({self._why})' if self._why else ''}"
 
     def _fetch(self, relpath: str) -> Path:
+        try:
+            return self._fetch_checked(relpath)
+        except UnreadableCopy as unreadable_copy:  # never taken for corruption: nothing is removed
+            what, variables = CACHES["hub"]
+            raise SourceError(
+                f"{unreadable_copy.path} in {what} {unreadable_copy.reason}; it was left as it is: make it readable, "
+                f"or set {variables[0]} (or {variables[1]}) to a folder of your own"
+            ) from None
+
+    def _fetch_checked(self, relpath: str) -> Path:
         commit = self._known_commit()
         if commit is not None:
             entry = snapshot_entry(self._storage, commit, relpath)
@@ -122,8 +142,8 @@ class HubSource(Source):
             removed = remove_bad(bad, self._storage)
         except StuckCopy as stuck:  # fetching again would only find the same copy: the server is not to blame
             raise IntegrityError(
-                f"the cached copy of {relpath} ({self.label}) is corrupted and cannot be removed ({stuck}): "
-                f"delete {bad.entry}, or set HF_HUB_CACHE (or HF_HOME) to a writable folder"
+                f"the cached copy of {relpath} ({self.label}) is corrupted and cannot be removed: {stuck}; set "
+                f"HF_HUB_CACHE (or HF_HOME) to a writable folder of your own (the copy: {bad.entry})"
             ) from None
         if removed and bad.entry != pointer:
             forget_entry(pointer)  # no dangling entry: offline, the next run says "not cached"
@@ -166,10 +186,10 @@ class HubSource(Source):
         id, or (offline) the one the cache records. A branch is asked for online, since it may have moved."""
         try:
             cached = cached_commit(self._storage, self.revision)
-        except BadReference as bad:  # removed; online, huggingface_hub records the reference again
+        except BadReference as bad:  # online, huggingface_hub records the reference again
             if self._offline():
                 raise IntegrityError(
-                    f"the cached reference {bad} of {self.repo_id} is corrupted (not a commit id); it was removed, and "
+                    f"the cached reference {bad} of {self.repo_id} is corrupted (not a commit id); {bad.fate}, and "
                     f"resolving {quote(self.revision)} again needs a connection to the Hub ({self._why_offline()})"
                 ) from None
             cached = None
@@ -178,30 +198,32 @@ class HubSource(Source):
         return cached if COMMIT_ID.fullmatch(self.revision) or self._offline() else None
 
     def _download(self, relpath: str) -> Path:
-        from huggingface_hub import constants, hf_hub_download
         from huggingface_hub import errors as hf_errors
+        from huggingface_hub import hf_hub_download
 
         sweep_interrupted(self._storage)
+        known = self.__dict__.get("published_digests", {}).get(relpath)  # never fetched for this
         try:
-            path = Path(
-                hf_hub_download(
-                    self.repo_id,
-                    relpath,
-                    repo_type="dataset",
-                    revision=self.revision,
-                    local_files_only=self._unreachable,
+            with expecting(known.size_bytes if known is not None else None):
+                path = Path(
+                    hf_hub_download(
+                        self.repo_id,
+                        relpath,
+                        repo_type="dataset",
+                        revision=self.revision,
+                        local_files_only=self._unreachable,
+                    )
                 )
-            )
         except hf_errors.RepositoryNotFoundError:
             raise self._not_found(relpath) from None
         except hf_errors.OfflineModeIsEnabled:
-            raise SourceError(f"{relpath} of {self.label} is not in the local cache and the Hub is offline") from None
+            raise unreachable(f"{relpath} of {self.label} is not in the local cache and the Hub is offline") from None
         except hf_errors.LocalEntryNotFoundError:
-            if not constants.is_offline_mode() and not self._unreachable:
-                self._unreachable = True
-                if relpath == CARD_PATH and self._commit is None and self._revision_exists() is False:
-                    raise missing_revision(self.repo_id, self.revision) from None
-            raise SourceError(f"{relpath} of {self.label} is not cached and {self._why_offline()}") from None
+            raise self._not_cached(relpath) from None
+        except HubTrafficError as exc:
+            if exc.unreachable:
+                return self._cached_instead(relpath, exc)
+            raise SourceError(f"{self.label}: cannot fetch {relpath} from {endpoint()}: {exc}") from None
         except Exception as exc:
             mapped = hub_error(exc, self.repo_id, self.revision, what=relpath)
             if mapped is None:
@@ -211,6 +233,24 @@ class HubSource(Source):
         if self._commit is None:
             self._commit = commit
         return path
+
+    def _cached_instead(self, relpath: str, why: HubTrafficError) -> Path:
+        """The server cannot answer now (refused, unknown or past the deadline): the cached copy, if any."""
+        self._unreachable, self._why = True, str(why)
+        return self._download(relpath)
+
+    def _not_cached(self, relpath: str) -> SourceError:
+        """The error for a file that is not cached while the server cannot be asked for it."""
+        from huggingface_hub import constants
+
+        if not constants.is_offline_mode() and not self._unreachable:
+            self._unreachable = True
+            if relpath == CARD_PATH and self._commit is None and self._revision_exists() is False:
+                return missing_revision(self.repo_id, self.revision)
+        hint = ""
+        if not self.configured:
+            hint = f"; no source was given: pass --source (source= in Python) or set ${SOURCE_ENV}"
+        return unreachable(f"{relpath} of {self.label} is not cached and {self._why_offline()}{hint}")
 
     def _not_found(self, relpath: str) -> SourceError:
         """Tell a missing file from a missing revision or repository (some servers answer 401 for all three)."""
@@ -237,8 +277,10 @@ class HubSource(Source):
     def list_files(self) -> list[str]:
         from huggingface_hub import HfApi
 
+        commit = self.commit
         try:
-            return sorted(HfApi().list_repo_files(self.repo_id, repo_type="dataset", revision=self.commit))
+            with hub_traffic():
+                return sorted(HfApi().list_repo_files(self.repo_id, repo_type="dataset", revision=commit))
         except Exception as exc:  # network, auth or offline
             raise SourceError(f"cannot list the files of {self.label}: {first_line(exc)}") from None
 
@@ -247,15 +289,12 @@ def _reference_names(repo_id: str) -> set[str] | bool:
     """Branch and tag names of a dataset repository and the commits they point at (False: no answer)."""
     from huggingface_hub import HfApi
 
-    for attempt in range(2):  # a server that has just answered 500 may reset the reused connection
-        try:
+    try:
+        with hub_traffic():
             refs = HfApi().list_repo_refs(repo_id, repo_type="dataset")
-        except Exception as exc:
-            if attempt == 0 and is_network_error(exc):
-                continue
-            return False
-        return {name for r in [*refs.branches, *refs.tags] for name in (r.name, r.target_commit)}
-    return False
+    except Exception:
+        return False
+    return {name for r in [*refs.branches, *refs.tags] for name in (r.name, r.target_commit)}
 
 
 def _snapshot_commit(path: Path, relpath: str) -> str:

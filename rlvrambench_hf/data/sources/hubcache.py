@@ -8,6 +8,10 @@ served it with (its etag): the SHA-256 of an LFS file, the git blob SHA-1 (of ``
 other file. Downloads are serialized by ``<HF_HUB_CACHE>/.locks/datasets--ORG--NAME/<object id>.lock``; removals
 here take the same lock and remove only the very file that was found bad, so a copy another process has just
 repaired is never deleted.
+
+Nothing is removed that is not proved bad: a file is removed only after it was read and found wrong (or found to be
+no file at all), and only when this process could have written it (its own, or writable to it). A file that cannot
+be read (permission, I/O error) is :class:`UnreadableCopy`: one line naming it, nothing removed.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ import stat
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from .hashing import FileHash, UnreadableFile, file_kind, hash_file, os_reason
+from .caches import is_permission_error
+from .hashing import FileHash, UnreadableFile, file_kind, hash_file, is_proved, os_reason
 
 GIT_BLOB_ID = re.compile(r"[0-9a-f]{40}")
 LFS_ID = re.compile(r"[0-9a-f]{64}")
@@ -35,13 +40,30 @@ class CorruptCopy(Exception):
         self.reason, self.entry, self.identity, self.object_id = reason, entry, identity, object_id
 
 
+class UnreadableCopy(Exception):
+    """A cache file that could not be examined (permission, I/O error): nothing is known to be wrong with it, so it
+    stays; ``path`` is the file and the message the reason."""
+
+    def __init__(self, reason: str, path: Path) -> None:
+        super().__init__(reason)
+        self.reason, self.path = reason, path
+
+
 def repo_cache(repo_id: str) -> Path:
-    """The cache folder of a dataset repository (``<HF_HUB_CACHE>/datasets--ORG--NAME``)."""
+    """The cache folder of a dataset repository (``<HF_HUB_CACHE>/datasets--ORG--NAME``, the layout
+    huggingface_hub documents for its cache; a test pins it against ``scan_cache_dir``)."""
     from huggingface_hub import constants
-    from huggingface_hub.file_download import repo_folder_name
 
     cache = Path(constants.HF_HUB_CACHE).expanduser().resolve()
-    return cache / repo_folder_name(repo_id=repo_id, repo_type="dataset")
+    return cache / ("datasets--" + repo_id.replace("/", "--"))
+
+
+def may_remove(path: Path, entry: os.stat_result) -> bool:
+    """Whether this process could have written the cache entry ``path`` (its ``lstat``): its own, or a regular
+    file it may write. Another user's file in a shared cache is never removed."""
+    if entry.st_uid == os.geteuid():
+        return True
+    return stat.S_ISREG(entry.st_mode) and os.access(path, os.W_OK)
 
 
 def _lock(storage: Path, object_id: str) -> AbstractContextManager[object]:
@@ -55,16 +77,11 @@ def _lock(storage: Path, object_id: str) -> AbstractContextManager[object]:
 def check_copy(pointer: Path, storage: Path) -> FileHash:
     """Check the snapshot entry ``pointer`` against the object id of the blob it links to; its hash, or
     :class:`CorruptCopy`."""
-    try:
-        entry = os.lstat(pointer)
-    except OSError as exc:
-        raise CorruptCopy(os_reason(exc), pointer, None, None) from None
+    entry = _lstat(pointer)
     if not stat.S_ISLNK(entry.st_mode):
         if stat.S_ISREG(entry.st_mode) and not _links_expected(storage):
-            try:  # a cache without symbolic links keeps plain copies: no object id to check against
-                return hash_file(pointer)
-            except UnreadableFile as exc:
-                raise CorruptCopy(str(exc), pointer, (entry.st_dev, entry.st_ino), None) from None
+            # a cache without symbolic links keeps plain copies: no object id to check against
+            return _hash(pointer, pointer, (entry.st_dev, entry.st_ino), None)
         raise CorruptCopy(
             f"is {'a plain file' if stat.S_ISREG(entry.st_mode) else file_kind(entry.st_mode)} where the cache keeps "
             "a link to a blob",
@@ -72,19 +89,21 @@ def check_copy(pointer: Path, storage: Path) -> FileHash:
             (entry.st_dev, entry.st_ino),
             None,
         )
-    blob = Path(os.path.normpath(pointer.parent / os.readlink(pointer)))
+    try:
+        blob = Path(os.path.normpath(pointer.parent / os.readlink(pointer)))
+    except OSError as exc:
+        raise UnreadableCopy(os_reason(exc), pointer) from None
     object_id = blob.name
     if blob.parent != storage / "blobs" or not (GIT_BLOB_ID.fullmatch(object_id) or LFS_ID.fullmatch(object_id)):
         raise CorruptCopy(f"links to {blob}, not to a blob of the cache", pointer, (entry.st_dev, entry.st_ino), None)
     try:
         blob_entry = os.lstat(blob)
     except OSError as exc:
+        if not is_proved(exc):
+            raise UnreadableCopy(os_reason(exc), blob) from None
         raise CorruptCopy(os_reason(exc), pointer, (entry.st_dev, entry.st_ino), None) from None
     identity = (blob_entry.st_dev, blob_entry.st_ino)
-    try:
-        digest = hash_file(blob)
-    except UnreadableFile as exc:
-        raise CorruptCopy(str(exc), blob, identity, object_id) from None
+    digest = _hash(blob, blob, identity, object_id)
     found = digest.git_sha1 if GIT_BLOB_ID.fullmatch(object_id) else digest.sha256
     if found != object_id:
         kind = "git blob SHA-1" if len(object_id) == 40 else "SHA-256"
@@ -97,17 +116,55 @@ def check_copy(pointer: Path, storage: Path) -> FileHash:
     return digest
 
 
+def _hash(path: Path, entry: Path, identity: tuple[int, int], object_id: str | None) -> FileHash:
+    """The hash of ``path``; one that is no data is :class:`CorruptCopy` (of ``entry``), one that cannot be read
+    :class:`UnreadableCopy`."""
+    try:
+        return hash_file(path)
+    except UnreadableFile as exc:
+        if not exc.proved:
+            raise UnreadableCopy(str(exc), path) from None
+        raise CorruptCopy(str(exc), entry, identity, object_id) from None
+
+
+def _lstat(pointer: Path) -> os.stat_result:
+    """The snapshot entry itself; a missing one is :class:`CorruptCopy` (nothing to remove), one that cannot be
+    examined :class:`UnreadableCopy`."""
+    try:
+        return os.lstat(pointer)
+    except OSError as exc:
+        if not is_proved(exc):
+            raise UnreadableCopy(os_reason(exc), pointer) from None
+        raise CorruptCopy(os_reason(exc), pointer, None, None) from None
+
+
 def _links_expected(storage: Path) -> bool:
     """Whether huggingface_hub keeps snapshot entries as links in this cache (it copies where it cannot)."""
     from huggingface_hub import constants
-    from huggingface_hub.file_download import are_symlinks_supported
 
     if constants.HF_HUB_DISABLE_SYMLINKS:
         return False
-    try:
-        return are_symlinks_supported(storage.parent)
-    except OSError:  # a read-only cache: it was made by this machine's rules anyway
-        return os.name != "nt"
+    return _symlinks_work(storage.parent)
+
+
+_SYMLINKS: dict[Path, bool] = {}
+
+
+def _symlinks_work(folder: Path) -> bool:
+    """Whether a symbolic link can be made in ``folder`` (huggingface_hub copies files where it cannot); a folder
+    that cannot be written was made by this machine's rules anyway."""
+    import tempfile
+
+    if folder not in _SYMLINKS:
+        try:
+            with tempfile.TemporaryDirectory(dir=folder, prefix=".rlvrambench-links-") as probe:
+                os.symlink("target", os.path.join(probe, "link"))
+            _SYMLINKS[folder] = True
+        except NotImplementedError:
+            _SYMLINKS[folder] = False
+        except OSError as exc:
+            _SYMLINKS[folder] = os.name != "nt" if is_permission_error(exc) or not folder.is_dir() else False
+    return _SYMLINKS[folder]
 
 
 class StuckCopy(Exception):
@@ -117,6 +174,7 @@ class StuckCopy(Exception):
 def remove_bad(bad: CorruptCopy, storage: Path) -> bool:
     """Remove the cache entry found bad, unless another process has replaced or removed it in the meantime;
     whether it did. An entry that cannot be removed (a read-only cache) raises :class:`StuckCopy`."""
+    _ensure_removable(bad.entry)
     try:
         with _lock(storage, bad.object_id or "pointer-" + bad.entry.name):
             try:
@@ -134,30 +192,64 @@ def remove_bad(bad: CorruptCopy, storage: Path) -> bool:
         raise StuckCopy(exc.strerror or type(exc).__name__) from None
 
 
+def _ensure_removable(path: Path) -> None:
+    """:class:`StuckCopy` unless this process could have written ``path`` (a missing one passes)."""
+    try:
+        entry = os.lstat(path)
+    except OSError:
+        return
+    if not may_remove(path, entry):
+        raise StuckCopy(f"it belongs to another user (uid {entry.st_uid})")
+
+
 class BadReference(Exception):
-    """A ``refs/<revision>`` file of the cache that does not hold a commit id."""
+    """A ``refs/<revision>`` file of the cache that was read and does not hold a commit id; ``fate`` says what
+    became of it (only a file this process could have written is removed)."""
+
+    def __init__(self, name: str, fate: str) -> None:
+        super().__init__(name)
+        self.fate = fate
 
 
 def cached_commit(storage: Path, revision: str) -> str | None:
     """The commit of ``revision`` as the cache records it (a commit id is its own); None when not recorded.
 
-    A ``refs/`` entry that is not a commit id raises :class:`BadReference` after it was removed (where it can be)."""
+    A ``refs/`` file that was read and is not a commit id raises :class:`BadReference` (removed where this process
+    could have written it); one that cannot be read raises :class:`UnreadableCopy` and stays."""
     if COMMIT_ID.fullmatch(revision):
         return revision
     ref = storage / "refs" / revision
     try:
-        commit = ref.read_text(encoding="ascii")
+        entry = os.lstat(ref)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError):
-        commit = ""
-    if COMMIT_ID.fullmatch(commit):
+    except OSError as exc:
+        raise UnreadableCopy(os_reason(exc), ref) from None
+    if stat.S_ISDIR(entry.st_mode):  # the folder of references below it (refs/pr/1): not a record of its own
+        return None
+    commit = _read_reference(ref)
+    if commit is not None and COMMIT_ID.fullmatch(commit):
         return commit
+    fate = "it belongs to another user and was left"
+    if may_remove(ref, entry):
+        try:
+            ref.unlink()
+            fate = "it was removed"
+        except OSError as exc:
+            fate = f"it could not be removed ({exc.strerror or type(exc).__name__})"
+    raise BadReference(f"refs/{revision}", fate)
+
+
+def _read_reference(ref: Path) -> str | None:
+    """The text of a reference file; None when it was read and is no text, or is a link to nothing or a loop."""
     try:
-        shutil.rmtree(ref) if ref.is_dir() and not ref.is_symlink() else ref.unlink()
-    except OSError:
-        pass
-    raise BadReference(f"refs/{revision}")
+        return ref.read_text(encoding="ascii")
+    except ValueError:
+        return None
+    except OSError as exc:
+        if not is_proved(exc):
+            raise UnreadableCopy(os_reason(exc), ref) from None
+        return None
 
 
 def snapshot_entry(storage: Path, commit: str, relpath: str) -> Path:
@@ -176,9 +268,11 @@ def is_link_loop(path: Path) -> bool:
 
 
 def forget_entry(pointer: Path) -> None:
-    """Remove the snapshot entry ``pointer`` (its blob stays: it matched its object id)."""
+    """Remove the snapshot entry ``pointer`` where this process could have written it (its blob stays: it matched
+    its object id)."""
     try:
-        pointer.unlink()
+        if may_remove(pointer, os.lstat(pointer)):
+            pointer.unlink()
     except OSError:
         pass
 
@@ -229,6 +323,8 @@ def sweep_interrupted(storage: Path) -> None:
         try:
             lock.parent.mkdir(parents=True, exist_ok=True)
             with WeakFileLock(lock, timeout=0.05):
-                (storage / "blobs" / name).unlink(missing_ok=True)
+                partial = storage / "blobs" / name
+                if may_remove(partial, os.lstat(partial)):
+                    partial.unlink()
         except (Timeout, OSError):
             continue

@@ -9,6 +9,18 @@ from ...errors import MissingFileError, RLVRAMBenchError, SourceError, first_lin
 from .caches import cache_error
 
 
+def unreachable(message: str) -> SourceError:
+    """The error for a file that is not cached while the Hub cannot be asked for it (offline, refused, unknown
+    host, deadline): a fact about the connection, not about the file (:func:`is_unreachable` tells it)."""
+    error = SourceError(message)
+    error.unreachable = True  # type: ignore[attr-defined]
+    return error
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    return bool(getattr(exc, "unreachable", False)) and isinstance(exc, SourceError)
+
+
 def endpoint() -> str:
     """The Hub server in use (``HF_ENDPOINT``, else huggingface.co), as messages name it (credentials redacted)."""
     from huggingface_hub import constants

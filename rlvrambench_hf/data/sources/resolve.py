@@ -16,11 +16,11 @@ from typing import TypeAlias
 from ...errors import SourceError
 from ..schema.pins import DEFAULT_REPO_ID, DEFAULT_REVISION
 from .base import Source
-from .hub import HubSource
+from .hub import SOURCE_ENV, HubSource
 from .local import LocalSource
 
-#: The environment variables that choose the default source and Hub revision.
-SOURCE_ENV = "RLVRAMBENCH_SOURCE"
+#: The environment variables that choose the default source (:data:`SOURCE_ENV`) and Hub revision.
+__all__ = ["REVISION_ENV", "SOURCE_ENV", "Request", "SourceLike", "open_source", "request"]
 REVISION_ENV = "RLVRAMBENCH_REVISION"
 #: Anything a public function accepts as a release: a repo id, a folder, an opened Source, or None (the default).
 SourceLike: TypeAlias = str | os.PathLike[str] | Source | None
@@ -35,6 +35,7 @@ class Request:
     location: str
     revision: str | None
     local: bool
+    configured: bool = True  # False: neither given nor set in the environment (the package's default)
 
 
 def request(source: str | os.PathLike[str] | None = None, revision: str | None = None) -> Request:
@@ -52,7 +53,8 @@ def request(source: str | os.PathLike[str] | None = None, revision: str | None =
         if revision is not None:
             raise SourceError(f"--revision applies to Hub sources, not to the local directory {given}")
         return Request(given, None, local=True)
-    return Request(given, revision or os.environ.get(REVISION_ENV) or DEFAULT_REVISION, local=False)
+    configured = source is not None or bool(os.environ.get(SOURCE_ENV))
+    return Request(given, revision or os.environ.get(REVISION_ENV) or DEFAULT_REVISION, False, configured)
 
 
 def open_source(source: SourceLike = None, revision: str | None = None) -> Source:
@@ -63,4 +65,4 @@ def open_source(source: SourceLike = None, revision: str | None = None) -> Sourc
     if wanted.local:
         return LocalSource(Path(wanted.location))
     assert wanted.revision is not None
-    return HubSource(wanted.location, wanted.revision)
+    return HubSource(wanted.location, wanted.revision, configured=wanted.configured)
