@@ -263,7 +263,7 @@ def test_transcript_charges_before_revelation(report: dict) -> None:
     item = item_of(report, PM, "direct_screen", 2)
     assert item["spent_target_attempts"] == 2
     assert [
-        (s["candidate_id"], s["charge"], s["cumulative_spent_target_attempts"], s["state"], s["decision"])
+        (s["candidate_id"], s["charged_attempts"], s["cumulative_attempts"], s["observed_state"], s["decision"])
         for s in item["transcript"]
     ] == [(f"{PM}-c3", 1, 1, "above_margin", "reject"), (f"{PM}-c2", 1, 2, "within_margin", "approve")]
     assert item["transcript"][1]["peak_mib"] == 37252.0
@@ -540,9 +540,10 @@ def test_replacement_is_read_only_if_budget_remains(protocol_data: dict, records
     out = replay(protocol_data, data, [builtin_rule("direct_screen")], (1, 2, 3))
     one, two, three = (item_of(out, QG, "direct_screen", b) for b in (1, 2, 3))
     assert one["spent_target_attempts"] == 1 and one["decisions"][f"{QG}-c3"] == "abstain"
-    assert [s["state"] for s in one["transcript"]] == ["unresolved"]
+    assert [s["observed_state"] for s in one["transcript"]] == ["unresolved"]
     assert two["spent_target_attempts"] == 2 and two["decisions"][f"{QG}-c3"] == "approve"
-    assert [(s["attempt_index"], s["cumulative_spent_target_attempts"]) for s in two["transcript"]] == [(1, 1), (2, 2)]
+    steps = [(s["attempt_id"].endswith("-r"), s["cumulative_attempts"]) for s in two["transcript"]]
+    assert steps == [(False, 1), (True, 2)]
     assert three["transcript"][-1]["candidate_id"] == f"{QG}-c2" and three["spent_target_attempts"] == 3
     assert summary_of(out, "direct_screen", 2)["macro_case_within_margin_recall"] == (0.5 + 1 + 0 + 1) / 4
 
@@ -551,18 +552,7 @@ def test_unstarted_screen_is_unavailable_free_and_ends_acquisition(protocol_data
     data = [r for r in records if r["slot_id"] != f"decision-{QG}-c3-s141"]
     out = replay(protocol_data, data, [builtin_rule("source_copy")], (3,))
     item = item_of(out, QG, "source_copy", 3)
-    assert item["transcript"] == [
-        {
-            "candidate_id": f"{QG}-c3",
-            "attempt_id": None,
-            "attempt_index": None,
-            "charge": 0,
-            "cumulative_spent_target_attempts": 0,
-            "state": "unavailable",
-            "decision": "abstain",
-            "peak_mib": None,
-        }
-    ]
+    assert item["transcript"] == [{"candidate_id": f"{QG}-c3", "status": "not_started", "charged_attempts": 0}]
     assert item["spent_target_attempts"] == 0 and item["decisions"][f"{QG}-c3"] == "abstain"
     assert item["decisions"][f"{QG}-c2"] == "approve"  # never screened: the donor decision stands
     assert out["physical_collection"]["recorded_screen_attempts"] == 11

@@ -33,7 +33,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"a published rule to replay: {choices_text(RULE_NAMES)} (repeatable; default: all)",
     )
     which.add_argument("--policy", metavar="MODULE:ATTR", help="your policy (an object or a class to instantiate)")
-    p.add_argument("--budgets", default="0,1,2,3", help="comma-separated target attempts per case (default: 0,1,2,3)")
+    p.add_argument(
+        "--budgets",
+        help="comma-separated target attempts per case (default: the protocol's budgets_per_case, 0,1,2,3)",
+    )
+    p.add_argument(
+        "--protocol",
+        metavar="FILE",
+        help="the frozen protocol as JSON (like benchmark/decision/protocol.json, as upstream's "
+        "decision_benchmark.py takes it); default: the source's",
+    )
     p.add_argument(
         "--attempts",
         metavar="FILE",
@@ -61,9 +70,9 @@ def run_replay(args: argparse.Namespace) -> int:
     from .. import admission
     from ..data.tables.output import atomic_output, json_text, object_file
 
-    inputs = {"--attempts": args.attempts, "--policy": object_file(args.policy)}
+    inputs = {"--attempts": args.attempts, "--protocol": args.protocol, "--policy": object_file(args.policy)}
     source = checked_source(args, [args.output, args.summary], inputs)
-    budgets = parse_budgets(args.budgets)
+    budgets = parse_budgets(args.budgets) if args.budgets is not None else ()
     options = interval_options_of(args)
     if args.policy:
         rules: tuple[str, ...] = ()
@@ -76,6 +85,7 @@ def run_replay(args: argparse.Namespace) -> int:
         policy=policy,
         budgets=budgets,
         attempts_path=args.attempts,
+        protocol_path=args.protocol,
         intervals=options,
         timeout=args.timeout,
     )
