@@ -14,7 +14,7 @@ from .policy import builtin_rule, policy_name, policy_uses_donors
 from .protocol import SCREEN, Case, Protocol
 from .replay import CaseReplay, replay_case
 from .scoring import COSTS, SUMMARY_HEAD, SUMMED_METRICS, case_metrics, reference_decisions, summarize
-from .truth import Truth, candidate_truth, physical_collection
+from .truth import Truth, candidate_truth, physical_collection, screen_agreement
 
 SCOPE = (
     "Offline replay of a frozen admission protocol: four selected model-workload cases with three "
@@ -85,6 +85,7 @@ def build_report(
         "zero_cost_references": zero_cost_references(protocol, truth),
         "ledgers": ledgers(protocol, attempts, summary, gpu_counts),
         "cold_start_totals": cold_start_totals(summary),
+        "screen_agreement": screen_agreement(protocol, attempts, truth),
     }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 
 from ..admission.policy import RULES
+from ..admission.truth import agreement_text
 from ..errors import InputError, quote
 from ._common import add_timeout, checked_source, choices_text, format_table
 from ._intervals import add_interval_options, interval_options_of, units_cell, with_interval
@@ -100,6 +101,8 @@ def run_replay(args: argparse.Namespace) -> int:
         print()
         print(range_table(report["summary"]))
     print(ledger_text(report))
+    print()
+    print(agreement_text(report["screen_agreement"]))
     return 0
 
 
