@@ -94,9 +94,14 @@ def run_retrospective(args: argparse.Namespace) -> int:
     from ..estimation import run_retrospective
 
     options = interval_options_of(args)
-    report = run_retrospective(checked_source(args, [args.output]), intervals=options)
+    from ..data.tables.reader import load_table
+    from ..data.verify import pool_figure
+
+    source = checked_source(args, [args.output])
+    report = run_retrospective(source, intervals=options)
     _write(args.output, report)
     print(render_folds(report))
+    print(pool_figure(load_table("all_configurations", source)).detail)  # the card's 72 boundary + 18 four-GPU
     if options is not None:
         print("\n" + render_fold_intervals(report))
     return 0
