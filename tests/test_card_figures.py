@@ -37,13 +37,15 @@ def test_verify_prints_the_figures_in_the_cards_wording(capsys, snapshot: Path) 
 def test_the_588_process_corpus_and_24_controls(verify_lines: dict[str, str]) -> None:
     # "The 612 eligible runs comprise the paper's original 588-process corpus and 24 completed batch-by-logging
     # controls."
-    expected = "passed 612 eligible processes: the original 588-process corpus and 24 completed batch-by-logging controls"
+    expected = "passed 612 eligible processes: the original 588-process corpus and 24 completed batch-by-logging "
+    expected += "controls"
     assert verify_lines["eligible processes"] == expected
 
 
 def test_657_original_and_26_control_attempts(verify_lines: dict[str, str]) -> None:
     # "The 683 attempts comprise 657 original attempts and 26 started controls."
-    assert verify_lines["recorded attempts"] == "passed 683 recorded attempts: 657 original attempts and 26 started controls"
+    expected = "passed 683 recorded attempts: 657 original attempts and 26 started controls"
+    assert verify_lines["recorded attempts"] == expected
 
 
 def test_16_historical_source_screens_counted_separately(verify_lines: dict[str, str]) -> None:

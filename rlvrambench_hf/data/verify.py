@@ -274,7 +274,8 @@ def _extension_figure(rows: dict[str, list[dict]], summary: dict) -> Check:
         if isinstance(r, dict)
     )
     agree = not published or published == stops
-    return Check("figure", subject, PASSED if agree else FAILED, text + ("" if agree else f"; summary.json: {published}"))
+    text += "" if agree else f"; summary.json: {published}"
+    return Check("figure", subject, PASSED if agree else FAILED, text)
 
 
 #: The studies of the estimation comparison's fitting pool (the same as ``estimation.folds.POOL_STUDIES``; data sits

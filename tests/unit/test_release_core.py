@@ -154,7 +154,8 @@ def test_verify_source_passes_on_the_mini_release(shared_mini):
     assert {c.kind for c in checks} == {"digest", "seal", "rows", "keys", "relation", "figure"}
     assert {c.status for c in checks if c.kind not in ("seal", "figure")} == {PASSED}
     assert FAILED not in {c.status for c in checks if c.kind == "figure"}  # the card's figures, counted
-    absent = {c.subject.split(": ")[1] for c in checks if c.status == ABSENT and c.kind == "seal"}  # code, data and outputs not carried
+    # code, data and outputs not carried
+    absent = {c.subject.split(": ")[1] for c in checks if c.status == ABSENT and c.kind == "seal"}
     assert {c.status for c in checks if c.kind == "seal"} == {PASSED, ABSENT} and absent == {
         "data/gsm8k/train.parquet",
         "data/math/train.parquet",
