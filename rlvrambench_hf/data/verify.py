@@ -261,7 +261,10 @@ def _extension_figure(rows: dict[str, list[dict]], summary: dict) -> Check:
         return Check("figure", subject, ABSENT, "attempts.csv or runs.csv is not in this revision")
     attempts = [r for r in rows["recorded_attempts"] if r["study"] == EXTENSION_STUDY]
     complete = sum(bool(r["documented_completion"]) for r in attempts)
-    stops = sorted(r["last_completed_step_if_documented"] for r in attempts if not r["eligible"])
+    stops = sorted(
+        (r["last_completed_step_if_documented"] for r in attempts if not r["eligible"]),
+        key=lambda step: (step is None, step or 0),
+    )
     runs = [r for r in rows["eligible_runs"] if r["study"] == EXTENSION_STUDY]
     within = sum(r["observed_state"] == "within_margin" for r in runs)
     shown = " and ".join("unknown" if s is None else str(s) for s in stops)
@@ -269,9 +272,12 @@ def _extension_figure(rows: dict[str, list[dict]], summary: dict) -> Check:
     text += f"{len(stops)} excluded attempts stop after steps {shown}; {within} of {len(runs)} eligible outcomes "
     text += "within_margin"
     published = sorted(
-        r.get("last_completed_step_if_documented")
-        for r in summary.get("original_100_step_attempts") or []
-        if isinstance(r, dict)
+        (
+            r.get("last_completed_step_if_documented")
+            for r in summary.get("original_100_step_attempts") or []
+            if isinstance(r, dict)
+        ),
+        key=lambda step: (step is None, step if isinstance(step, int) else 0),
     )
     agree = not published or published == stops
     text += "" if agree else f"; summary.json: {published}"
