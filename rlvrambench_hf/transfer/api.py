@@ -49,6 +49,31 @@ def cached_scoring_key(source: SourceLike = None, revision: str | None = None, t
     return key
 
 
+def subset_scoring_key(
+    query_ids: Sequence[str], source: SourceLike = None, revision: str | None = None, track: str | None = None
+) -> ScoringKey:
+    """The scoring key of a subset of the selected queries (``query_ids``, each once, all among the track's
+    queries): a loop that evaluates on part of a track is scored on that part alone."""
+    import pyarrow.compute as pc
+
+    from ..errors import InputError, summary
+
+    ids = pa.array([str(q) for q in query_ids], pa.string())
+    if len(ids) == 0:
+        raise InputError("a partial score needs at least one query id")
+    if pc.count_distinct(ids).as_py() != len(ids):
+        raise InputError(f"query_ids: {len(ids) - pc.count_distinct(ids).as_py()} duplicated query id(s)")
+    full = cached_scoring_key(source, revision, track)
+    known = pc.is_in(ids, value_set=full.query_ids)
+    if not pc.all(known).as_py():
+        unknown = pc.filter(ids, pc.invert(known)).to_pylist()
+        scope = "the selected queries" if full.track == "all" else f"the queries of track {full.track}"
+        raise InputError(f"query_ids: {len(unknown)} id(s) not among {scope} (e.g. {summary(unknown[:3])})")
+    tables = _key_tables(source, revision)
+    queries = tables["queries"].filter(pc.is_in(tables["queries"].column("query_id"), value_set=ids))
+    return scoring_key(queries, tables["outcomes"], track=full.track)
+
+
 def _key_tables(source: SourceLike, revision: str | None) -> dict[str, pa.Table]:
     tables = load_transfer_tables(source, revision)
     return {"queries": tables["queries"], "outcomes": tables["outcomes"]}
