@@ -33,15 +33,20 @@ def load_protocol(source: SourceLike = None, revision: str | None = None) -> Pro
 def read_protocol_file(path: str | os.PathLike) -> Protocol:
     """A protocol from a user's JSON file laid out like ``benchmark/decision/protocol.json`` (upstream's
     ``decision_benchmark.py replay --protocol``); a pipe is read once."""
+    label = f"protocol file {Path(path)}"
+    try:
+        return parse_protocol(protocol_file_content(path))
+    except InputError as exc:
+        raise InputError(f"{label}: {exc}") from None
+
+
+def protocol_file_content(path: str | os.PathLike) -> Any:
+    """The decoded JSON of a user's protocol file (a pipe is read once)."""
     from ..data.tables.userfile import binary_head, content_of, parse_json, user_input
 
     label = f"protocol file {Path(path)}"
     found = user_input(path, label, refused=binary_head)
-    content = found if isinstance(found, bytes) else content_of(found, label)
-    try:
-        return parse_protocol(parse_json(content, label))
-    except InputError as exc:
-        raise InputError(f"{label}: {exc}") from None
+    return parse_json(found if isinstance(found, bytes) else content_of(found, label), label)
 
 
 def load_attempts(
@@ -79,6 +84,21 @@ def read_attempts_file(path: str | os.PathLike) -> tuple[Attempt, ...]:
         table = decode_labels(read_typed_file(content if content is not None else found, spec, name=str(file)), spec)
         return attempts_from_records(table.to_pylist(), str(file))
     raise InputError(f"attempts file {file} must end in .json or .csv")
+
+
+def upstream_policy_inputs(
+    source: SourceLike, rule: str, *, revision: str | None = None, protocol_path: str | os.PathLike | None = None
+) -> list[dict]:
+    """What ``decision_benchmark.py inputs --rule RULE`` writes (:func:`.report.upstream_inputs_for_rule`), from the
+    release's protocol or a protocol file."""
+    from .report import upstream_inputs_for_rule
+
+    if protocol_path is None:
+        return upstream_inputs_for_rule(open_source(source, revision).read_json(PROTOCOL_PATH), rule)
+    try:
+        return upstream_inputs_for_rule(protocol_file_content(protocol_path), rule)
+    except InputError as exc:
+        raise InputError(f"protocol file {Path(protocol_path)}: {exc}") from None
 
 
 def policy_inputs(source: SourceLike, rule: str, *, revision: str | None = None) -> dict:

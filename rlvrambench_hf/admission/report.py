@@ -122,6 +122,30 @@ def summary_csv(summary: Sequence[dict]) -> str:
     return buffer.getvalue()
 
 
+def upstream_inputs_for_rule(protocol_json: Any, rule: str) -> list[dict]:
+    """``decision_benchmark.py inputs``' list (kobzaond/RLVRAMBench-reproduce) from the protocol's JSON content: per
+    case ``case_id``, ``model_family``, ``dataset``, ``query_order``, the candidates as the protocol writes them
+    without their ``slot_ids``, the donors (``{}`` for ``direct_screen``), ``memory_limit_mib`` and
+    ``additional_donor_guard_mib``. The protocol is validated first; only the three published rules have this view."""
+    from .protocol import parse_protocol
+
+    parse_protocol(protocol_json)
+    builtin_rule(rule)  # one of the three published rules, or a one-line error
+    return [
+        {
+            "case_id": case["case_id"],
+            "model_family": case["model_family"],
+            "dataset": case["dataset"],
+            "query_order": case["query_order"],
+            "candidates": [{k: v for k, v in c.items() if k != "slot_ids"} for c in case["candidates"]],
+            "donors": case["donors"] if rule != "direct_screen" else {},
+            "memory_limit_mib": protocol_json["memory_limit_mib"],
+            "additional_donor_guard_mib": protocol_json["additional_donor_guard_mib"],
+        }
+        for case in protocol_json["cases"]
+    ]
+
+
 def inputs_for_rule(protocol: Protocol, rule: str) -> dict:
     """Everything a published rule may see: protocol cases, candidates, query order and, if it uses them, donors."""
     policy = builtin_rule(rule)
