@@ -109,8 +109,10 @@ def run_retrospective(args: argparse.Namespace) -> int:
 
 def run_fit(args: argparse.Namespace) -> int:
     from ..estimation import run_prospective
+    from ..estimation.logistic import SEALED_MODEL, sealed_comparison
 
-    model = run_prospective(checked_source(args, [args.output]))["fitted_model"]
+    source = checked_source(args, [args.output])
+    model = run_prospective(source)["fitted_model"]
     _write(args.output, model)
     rows = [[n, v] for n, v in zip(["intercept", *model["feature_names"]], model["component_coefficients_gib"])]
     donors = model["source_cost"]["distinct_selected_donors"]
@@ -126,6 +128,8 @@ def run_fit(args: argparse.Namespace) -> int:
         f"({donors['eligible_source_processes']} processes, {donors['recorded_source_attempts']} attempts)"
     )
     print(format_table(["term", "coefficient_gib"], rows))
+    sealed = source.read_json(SEALED_MODEL) if source.has(SEALED_MODEL) else None
+    print(sealed_comparison(model, sealed if isinstance(sealed, dict) else None)["note"])
     return 0
 
 
