@@ -967,3 +967,22 @@ def test_a_screen_that_disagrees_with_its_evaluations_is_named(protocol_data: di
     agreement = out["screen_agreement"]
     assert (agreement["agree"], agreement["disagreeing_candidates"]) == (11, [f"{QG}-c4"])
     assert f"they disagree for: {QG}-c4" in agreement_text(agreement)
+
+
+def test_replay_takes_the_budgets_of_the_protocol_file_it_is_given(snapshot: Path, tmp_path: Path, capsys) -> None:
+    from rlvrambench_hf.cli import main
+
+    protocol = json.loads((snapshot / "benchmark/decision/protocol.json").read_text())
+    protocol["budgets_per_case"] = [0, 2]
+    path = tmp_path / "protocol.json"
+    path.write_text(json.dumps(protocol))
+    out = tmp_path / "scores.json"
+    assert main(["--source", str(snapshot), "replay", "--protocol", str(path), "--output", str(out)]) == 0
+    budgets = [(s["rule"], s["budget_target_attempts_per_case"]) for s in json.loads(out.read_text())["summary"]]
+    assert budgets == [(r, b) for r in ("source_copy", "headroom_guard", "direct_screen") for b in (0, 2)]
+    assert (
+        main(["--source", str(snapshot), "replay", "--protocol", str(path), "--budgets", "1", "--output", str(out)])
+        == 0
+    )
+    assert [s["budget_target_attempts_per_case"] for s in json.loads(out.read_text())["summary"]] == [1, 1, 1]
+    capsys.readouterr()

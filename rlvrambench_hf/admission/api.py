@@ -141,7 +141,7 @@ def replay_report(source: SourceLike = None, revision: str | None = None, **opti
     with contextlib.ExitStack() as bound:
         if user_policy is not None:
             policies.append(bound.enter_context(BoundPolicy(user_policy, timeout=timeout)))
-        budgets = options.get("budgets") or protocol.budgets
+        budgets = options.get("budgets", protocol.budgets)
         report = build_report(protocol, attempts, policies, budgets, candidate_gpu_counts(src))
     return report if ranges is None else add_replay_intervals(report, ranges)
 

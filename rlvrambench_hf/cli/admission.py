@@ -69,27 +69,26 @@ def parse_budgets(text: str) -> tuple[int, ...]:
 
 def run_replay(args: argparse.Namespace) -> int:
     from .. import admission
+    from ..admission.api import ReplayOptions
     from ..data.tables.output import atomic_output, json_text, object_file
 
     inputs = {"--attempts": args.attempts, "--protocol": args.protocol, "--policy": object_file(args.policy)}
     source = checked_source(args, [args.output, args.summary], inputs)
-    budgets = parse_budgets(args.budgets) if args.budgets is not None else ()
-    options = interval_options_of(args)
+    replay_options: ReplayOptions = {
+        "attempts_path": args.attempts,
+        "protocol_path": args.protocol,
+        "intervals": interval_options_of(args),
+        "timeout": args.timeout,
+    }
+    if args.budgets is not None:  # else the protocol's budgets_per_case
+        replay_options["budgets"] = parse_budgets(args.budgets)
+    options = replay_options["intervals"]
     if args.policy:
-        rules: tuple[str, ...] = ()
-        policy = admission.load_policy(args.policy, timeout=args.timeout)
+        replay_options["rules"] = ()
+        replay_options["policy"] = admission.load_policy(args.policy, timeout=args.timeout)
     else:
-        rules, policy = tuple(dict.fromkeys(args.rule or RULE_NAMES)), None
-    report = admission.replay_report(
-        source,
-        rules=rules,
-        policy=policy,
-        budgets=budgets,
-        attempts_path=args.attempts,
-        protocol_path=args.protocol,
-        intervals=options,
-        timeout=args.timeout,
-    )
+        replay_options["rules"] = tuple(dict.fromkeys(args.rule or RULE_NAMES))
+    report = admission.replay_report(source, **replay_options)
     text = json_text(report)
     with atomic_output(args.output) as scores:  # both files appear together, or neither
         scores.write(text)
