@@ -99,9 +99,9 @@ def run_replay(args: argparse.Namespace) -> int:
     if options is not None:
         print()
         print(range_table(report["summary"]))
-    print(ledger_text(report))
     print()
     print(agreement_text(report["screen_agreement"]))
+    print(ledger_text(report))
     return 0
 
 

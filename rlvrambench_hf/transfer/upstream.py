@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..errors import SchemaError
+from ..errors import SchemaError, quote
 from .key import ALL_TRACKS, check_track
 
 Row = Mapping[str, str]
@@ -58,6 +58,6 @@ def _by_id(rows: Sequence[Row], name: str) -> dict[str, Row]:
     for row in rows:
         key = row["configuration_id"]
         if not key or key in out:
-            raise SchemaError(f"{name}: missing or duplicate configuration_id {key!r}")
+            raise SchemaError(f"{name}: missing or duplicate configuration_id {quote(key)}")
         out[key] = row
     return out
