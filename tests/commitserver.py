@@ -55,6 +55,7 @@ class CommitServer:
         self.store = Store(Path(root))
         self.token = token
         self.requests: list[tuple[str, str]] = []
+        self.private: set[tuple[str, str]] = set()  # (type, id) of the repositories created private
         self.before_commit: Callable[[Repo], None] | None = None
         self._faults: dict[str, str] = {}
         self._servers: list[http.server.ThreadingHTTPServer] = []
@@ -274,6 +275,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             raise StoreError(400, "a Space needs an sdk")
         try:
             self.owner.store.create(repo_type, repo_id, sdk=payload.get("sdk"))
+            if payload.get("private") or payload.get("visibility") == "private":  # older clients send private
+                self.owner.private.add((repo_type, repo_id))
         except StoreError as exc:
             url = f"{self.owner.endpoint}/{_PREFIX[repo_type]}{repo_id}"
             return self._json({"error": str(exc), "url": url}, exc.status)
@@ -293,7 +296,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             "author": repo.repo_id.split("/")[0],
             "sha": commit,
             "lastModified": "2026-09-15T00:00:00.000Z",
-            "private": False,
+            "private": (repo.repo_type, repo.repo_id) in self.owner.private,
             "gated": False,
             "disabled": False,
             "tags": [],

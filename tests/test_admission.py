@@ -263,7 +263,7 @@ def test_transcript_charges_before_revelation(report: dict) -> None:
     item = item_of(report, PM, "direct_screen", 2)
     assert item["spent_target_attempts"] == 2
     assert [
-        (s["candidate_id"], s["charge"], s["cumulative_spent_target_attempts"], s["state"], s["decision"])
+        (s["candidate_id"], s["charged_attempts"], s["cumulative_attempts"], s["observed_state"], s["decision"])
         for s in item["transcript"]
     ] == [(f"{PM}-c3", 1, 1, "above_margin", "reject"), (f"{PM}-c2", 1, 2, "within_margin", "approve")]
     assert item["transcript"][1]["peak_mib"] == 37252.0
@@ -312,6 +312,7 @@ def test_output_format(report: dict) -> None:
         "zero_cost_references",
         "ledgers",
         "cold_start_totals",
+        "screen_agreement",
     ]
     assert report["protocol_version"] == "decision-1.0"
     assert len(report["per_case"]) == 4 * 3 * 4 and len(report["summary"]) == 12
@@ -540,9 +541,10 @@ def test_replacement_is_read_only_if_budget_remains(protocol_data: dict, records
     out = replay(protocol_data, data, [builtin_rule("direct_screen")], (1, 2, 3))
     one, two, three = (item_of(out, QG, "direct_screen", b) for b in (1, 2, 3))
     assert one["spent_target_attempts"] == 1 and one["decisions"][f"{QG}-c3"] == "abstain"
-    assert [s["state"] for s in one["transcript"]] == ["unresolved"]
+    assert [s["observed_state"] for s in one["transcript"]] == ["unresolved"]
     assert two["spent_target_attempts"] == 2 and two["decisions"][f"{QG}-c3"] == "approve"
-    assert [(s["attempt_index"], s["cumulative_spent_target_attempts"]) for s in two["transcript"]] == [(1, 1), (2, 2)]
+    steps = [(s["attempt_id"].endswith("-r"), s["cumulative_attempts"]) for s in two["transcript"]]
+    assert steps == [(False, 1), (True, 2)]
     assert three["transcript"][-1]["candidate_id"] == f"{QG}-c2" and three["spent_target_attempts"] == 3
     assert summary_of(out, "direct_screen", 2)["macro_case_within_margin_recall"] == (0.5 + 1 + 0 + 1) / 4
 
@@ -551,18 +553,7 @@ def test_unstarted_screen_is_unavailable_free_and_ends_acquisition(protocol_data
     data = [r for r in records if r["slot_id"] != f"decision-{QG}-c3-s141"]
     out = replay(protocol_data, data, [builtin_rule("source_copy")], (3,))
     item = item_of(out, QG, "source_copy", 3)
-    assert item["transcript"] == [
-        {
-            "candidate_id": f"{QG}-c3",
-            "attempt_id": None,
-            "attempt_index": None,
-            "charge": 0,
-            "cumulative_spent_target_attempts": 0,
-            "state": "unavailable",
-            "decision": "abstain",
-            "peak_mib": None,
-        }
-    ]
+    assert item["transcript"] == [{"candidate_id": f"{QG}-c3", "status": "not_started", "charged_attempts": 0}]
     assert item["spent_target_attempts"] == 0 and item["decisions"][f"{QG}-c3"] == "abstain"
     assert item["decisions"][f"{QG}-c2"] == "approve"  # never screened: the donor decision stands
     assert out["physical_collection"]["recorded_screen_attempts"] == 11
@@ -911,3 +902,87 @@ def test_replay_from_the_hub(hub, tmp_path: Path, report: dict) -> None:
         revision="main",
     )
     assert scores["macro_case_within_margin_recall"] == 0.5
+
+
+# ---- the card's command lines ------------------------------------------------------------------------------------
+
+UPSTREAM_TRANSCRIPT_KEYS = [  # decision_benchmark.py's acquire(): a charged screen
+    "candidate_id",
+    "attempt_id",
+    "charged_attempts",
+    "cumulative_attempts",
+    "observed_state",
+    "decision",
+    "peak_mib",
+]
+
+
+def test_the_cards_replay_command_runs_as_written(snapshot: Path, tmp_path: Path) -> None:
+    from conftest import cli_env, run_cli
+
+    # the card: decision_benchmark.py replay --protocol benchmark/decision/protocol.json
+    #   --attempts benchmark/decision/results/attempts.json --output admission-scores.json  (from the release folder)
+    output = tmp_path / "admission-scores.json"
+    args = ["--protocol", "benchmark/decision/protocol.json", "--attempts", "benchmark/decision/results/attempts.json"]
+    done = run_cli("--source", ".", "replay", *args, "--output", str(output), cwd=snapshot, env=cli_env())
+    assert done.returncode == 0, done.stderr
+    scores = json.loads(output.read_text())
+    assert [s["budget_target_attempts_per_case"] for s in scores["summary"]][:4] == [0, 1, 2, 3]  # the protocol's
+    steps = [s for item in scores["per_case"] for s in item["transcript"]]
+    assert steps and all(list(s) == UPSTREAM_TRANSCRIPT_KEYS for s in steps)
+    first = next(i for i in scores["per_case"] if i["rule"] == "source_copy" and i["budget_target_attempts"] == 1)
+    assert first["transcript"][0]["peak_mib"] == 37300.0 and first["transcript"][0]["cumulative_attempts"] == 1
+    # the card: "Screens and separate evaluation repetitions agree in this panel."
+    assert scores["screen_agreement"] == {
+        "candidates": 12,
+        "compared": 12,
+        "agree": 12,
+        "disagreeing_candidates": [],
+        "evaluation_labels": {"within_margin": 6, "above_margin": 2, "memory_failure": 4},
+    }
+    assert "Screens and separate evaluation repetitions agree in this panel" in done.stdout
+    # upstream's --data folder as the source is the release it belongs to
+    again = tmp_path / "again.json"
+    done = run_cli("--source", str(snapshot / "benchmark"), "replay", *args[:0], "--output", str(again))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(again.read_text())["summary"] == scores["summary"]
+
+
+def test_a_protocol_file_that_is_not_a_protocol_is_one_line(tmp_path: Path) -> None:
+    from rlvrambench_hf.admission.api import read_protocol_file
+
+    bad = tmp_path / "protocol.json"
+    bad.write_text(json.dumps({"protocol_version": "decision-9"}))
+    with pytest.raises(InputError, match=r"protocol file .*protocol\.json: protocol: protocol_version is 'decision-9'"):
+        read_protocol_file(bad)
+
+
+def test_a_screen_that_disagrees_with_its_evaluations_is_named(protocol_data: dict, records: list[dict]) -> None:
+    from rlvrambench_hf.admission.truth import agreement_text
+
+    data = copy.deepcopy(records)
+    screen = record(data, "c4-s141")  # the memory-failing c4 of the first case screens above the margin instead
+    screen.update({"state": "above_margin", "peak_mib": 40000.0, "completed_final_operations": True})
+    out = replay(protocol_data, data, [builtin_rule("direct_screen")], (0,))
+    agreement = out["screen_agreement"]
+    assert (agreement["agree"], agreement["disagreeing_candidates"]) == (11, [f"{QG}-c4"])
+    assert f"they disagree for: {QG}-c4" in agreement_text(agreement)
+
+
+def test_replay_takes_the_budgets_of_the_protocol_file_it_is_given(snapshot: Path, tmp_path: Path, capsys) -> None:
+    from rlvrambench_hf.cli import main
+
+    protocol = json.loads((snapshot / "benchmark/decision/protocol.json").read_text())
+    protocol["budgets_per_case"] = [0, 2]
+    path = tmp_path / "protocol.json"
+    path.write_text(json.dumps(protocol))
+    out = tmp_path / "scores.json"
+    assert main(["--source", str(snapshot), "replay", "--protocol", str(path), "--output", str(out)]) == 0
+    budgets = [(s["rule"], s["budget_target_attempts_per_case"]) for s in json.loads(out.read_text())["summary"]]
+    assert budgets == [(r, b) for r in ("source_copy", "headroom_guard", "direct_screen") for b in (0, 2)]
+    assert (
+        main(["--source", str(snapshot), "replay", "--protocol", str(path), "--budgets", "1", "--output", str(out)])
+        == 0
+    )
+    assert [s["budget_target_attempts_per_case"] for s in json.loads(out.read_text())["summary"]] == [1, 1, 1]
+    capsys.readouterr()

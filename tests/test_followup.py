@@ -173,6 +173,33 @@ def test_cli_reproduces_the_larger_model_figures(snapshot: Path, tmp_path: Path,
     assert donor_line.split()[1:5] == ["12", "6", "6", "3"]
 
 
+def test_the_seven_host_memory_failures_are_named_as_such(larger: dict, expanded: dict) -> None:
+    from rlvrambench_hf.cli.followup import render_scores
+
+    # the card: "Thirteen slots remain unresolved, including seven host-memory failures"
+    slots = larger["slots"]
+    assert slots["unresolved_processes"] == 13 and slots["host_memory_failures"] == 7
+    assert slots["unresolved_failure_kinds"]["host_memory_failure"] == 7
+    assert "vllm_executor_failure" not in slots["unresolved_failure_kinds"]
+    assert slots["host_memory_failures_logged_as"] == {"vllm_executor_failure": 7}
+    text = render_scores("larger_model", larger)
+    assert "13 unresolved slots (failure kind host_memory_failure: 7," in text
+    assert "host memory: 7 unresolved slots are host-memory failures" in text
+    # the follow-up guide: "No scheduler host OOM was recorded"
+    assert expanded["slots"]["host_memory_failures"] == 0 and "host memory:" not in render_scores("x", expanded)
+
+
+def test_the_missing_preflight_is_said_once_naming_the_file(larger: dict, expanded: dict) -> None:
+    from rlvrambench_hf.cli.followup import render_scores
+
+    preflight = expanded["preflight"]
+    assert preflight["card_gpu_hours"] == 0.08 and preflight["file_present"] is False
+    text = render_scores("expanded_host", expanded)
+    line = "device preflight (0.08 GPU-hours on the card): not in this copy of the release, "
+    assert text.count(line + "benchmark/host_capacity/execution_history.json is absent") == 1
+    assert "preflight" not in larger and "preflight" not in render_scores("larger_model", larger)
+
+
 def write(tmp_path: Path, text: str, name: str = "predictions.csv") -> Path:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")

@@ -79,6 +79,12 @@ TARGETS = [
         False,
     ),
     Target("replay --attempts", ("replay", "--attempts", "{IN}", "--output", "{OUT}"), "attempts"),
+    Target("replay --protocol", ("replay", "--protocol", "{IN}", "--output", "{OUT}"), "protocol"),
+    Target(
+        "inputs --admission --format upstream --protocol",
+        ("inputs", "--admission", "--format", "upstream", "--protocol", "{IN}", "--output", "{OUT}"),
+        "protocol",
+    ),
     Target("replay --budgets", ("replay", "--budgets", "{IN}", "--output", "{OUT}"), "budgets"),
     Target("replay --policy", ("replay", "--policy", "{IN}", "--timeout", "2", "--output", "{OUT}"), "policy"),
     Target(
@@ -142,6 +148,10 @@ def followup_base(work: Path) -> tuple[bytes, str]:
 
 def attempts_base(work: Path) -> tuple[bytes, str]:
     return (SNAPSHOT / "benchmark/decision/results/attempts.json").read_bytes(), ".json"
+
+
+def protocol_base(work: Path) -> tuple[bytes, str]:
+    return (SNAPSHOT / "benchmark/decision/protocol.json").read_bytes(), ".json"
 
 
 def planned_base(work: Path) -> tuple[bytes, str]:
@@ -252,6 +262,7 @@ BASES: dict[str, tuple[Callable[[Path], tuple[bytes, str]], str]] = {
     "predictions": (predictions_base, "csv"),
     "followup": (followup_base, "csv"),
     "attempts": (attempts_base, "json"),
+    "protocol": (protocol_base, "json"),
     "planned": (planned_base, "yaml"),
     "verl script": (verl_script_base, "sh"),
     "verl yaml": (verl_yaml_base, "yaml"),

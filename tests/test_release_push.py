@@ -302,6 +302,29 @@ def test_a_token_that_cannot_write_is_told_apart(server, snapshot, release, tmp_
     assert "hf_not_the_right_one" not in done.stderr and head(server, repo_id) == before
 
 
+def test_a_push_to_a_new_repository_creates_it_private_when_asked(server, release, tmp_path):
+    repo_id = "rlvrambench-tests/brand-new"
+    assert server.store.get("dataset", repo_id) is None
+    done = push(server, tmp_path / "hf", release, repo_id, "--private", "--tag", "v1.1.0")
+    assert done.returncode == 0, done.stderr
+    assert f"created the dataset repository {repo_id} (private)" in done.stdout
+    assert ("dataset", repo_id) in server.private and head(server, repo_id, "v1.1.0") == head(server, repo_id)
+    files = remote_files(server, repo_id)
+    assert {p for p in folder_files(release)} <= set(files)
+    again = push(server, tmp_path / "hf", release, repo_id)  # exists now: planned against it, nothing to commit
+    assert again.returncode == 0 and "created" not in again.stdout and "nothing to commit" in again.stdout
+
+
+def test_a_new_repository_is_created_public_by_default_and_only_on_main(server, release, tmp_path):
+    repo_id = "rlvrambench-tests/public-new"
+    refused = push(server, tmp_path / "hf", release, repo_id, "--revision", "dev")
+    assert refused.returncode == 2 and "does not exist yet" in refused.stderr
+    assert server.store.get("dataset", repo_id) is None
+    done = push(server, tmp_path / "hf", release, repo_id)
+    assert done.returncode == 0, done.stderr
+    assert f"created the dataset repository {repo_id}\n" in done.stdout and ("dataset", repo_id) not in server.private
+
+
 EVALUATE_SPACE = """
 import json, sys, evaluate
 ids, states = json.load(open(sys.argv[2]))

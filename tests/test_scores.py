@@ -527,7 +527,7 @@ def test_trainer_factory_scores_eval_predictions_of_logits_and_indices(snapshot,
     codes = np.array([OUTCOME_LABELS.index(s) for s in states])
     logits = np.random.default_rng(1).normal(size=(len(ids), 3)).astype(np.float32)
     logits[np.arange(len(ids)), codes] += 10.0  # argmax: the source_label baseline
-    compute_metrics = trainer_metrics(ids, source=snapshot)
+    compute_metrics = trainer_metrics(ids, source=snapshot, view="full")  # every number; the default: the headline
     metrics = compute_metrics(EvalPrediction(predictions=logits, label_ids=codes))
     assert metrics["overall/correct_three_state"] == 352
     assert metrics["gpu_count_transfer/approved_memory_failure"] == 2

@@ -201,6 +201,99 @@ def test_inputs_cli_option_errors(snapshot, tmp_path):
     assert r.returncode == 2 and "--rule" in r.stderr and not out.exists()
 
 
+# ----------------------------------------------------------------------------- inputs in upstream's schema
+
+# SHA-256 of what the reproduction repository's own code writes for this release (benchmark.py inputs --data
+# benchmark [--track gpu_count_transfer]; decision_benchmark.py inputs --protocol benchmark/decision/protocol.json
+# --rule R), computed once with upstream's task_inputs() on the release copy: ours must be the same bytes.
+UPSTREAM_DIGESTS = {
+    ("transfer", "all"): "d27157c5a68a9a63f95b8e4cb245f78e5de5e93953404accc8d2ac04529dd641",
+    ("transfer", "gpu_count_transfer"): "94d4550c4e0462ce41aba87c56f14f56aa07c45d195c60db874c564c3b24ccd2",
+    ("admission", "source_copy"): "f02c8536868d205e7599c38c26cec741d4d79bfe3a1541f6d1fc07276f31d229",
+    ("admission", "direct_screen"): "43527c92938e447e3440561a6aae60fdddba993746624668302b199f8e9346a2",
+}
+
+
+def upstream_style_source_copy(task_inputs: list[dict]) -> list[dict]:
+    """A method written against upstream's benchmark.py inputs (its baseline(): copy the matched source label)."""
+    predictions = []
+    for task in task_inputs:
+        allowed = {r["settings"]["configuration_id"]: r["measurements"]["observed_state"] for r in task["source"]}
+        for target in task["targets"]:
+            predictions.append(
+                {"query_id": target["query_id"], "predicted_state": allowed[target["matched_source_configuration_id"]]}
+            )
+    return sorted(predictions, key=lambda r: r["query_id"])
+
+
+def upstream_style_guard(cases: list[dict]) -> dict[str, str]:
+    """A method written against upstream's decision_benchmark.py inputs (its headroom guard's initial decisions)."""
+    decisions = {}
+    for task in cases:
+        for candidate in task["candidates"]:
+            donor = task["donors"][candidate["candidate_id"]]
+            approve = donor["observed_state"] == "within_margin" and float(donor["max_completed_run_peak_mib"]) <= (
+                task["memory_limit_mib"] - task["additional_donor_guard_mib"]
+            )
+            decisions[candidate["candidate_id"]] = "approve" if approve else "reject"
+    return decisions
+
+
+@pytest.mark.parametrize(("kind", "which"), sorted(UPSTREAM_DIGESTS))
+def test_upstream_format_inputs_are_upstreams_bytes(snapshot, tmp_path, kind, which):
+    import hashlib
+
+    from rlvrambench_hf.cli import main
+
+    out = tmp_path / "inputs.json"
+    options = ["--track", which] if kind == "transfer" else ["--admission", "--rule", which]
+    assert main(["--source", str(snapshot), "inputs", "--format", "upstream", *options, "--output", str(out)]) == 0
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == UPSTREAM_DIGESTS[kind, which]
+
+
+def test_a_method_written_for_upstreams_inputs_runs_unchanged(snapshot, tmp_path, scores):
+    import csv
+
+    from rlvrambench_hf.admission import score_decisions
+    from rlvrambench_hf.cli import main
+
+    inputs = tmp_path / "task_inputs.json"
+    assert main(["--source", str(snapshot), "inputs", "--format", "upstream", "--output", str(inputs)]) == 0
+    tasks = json.loads(inputs.read_text())
+    assert all(isinstance(v, str) for t in tasks for s in t["source"] for v in s["measurements"].values())
+    assert all("observed_state" not in t["settings"] for task in tasks for t in task["targets"])  # no target outcome
+    predictions = tmp_path / "predictions.csv"
+    with predictions.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["query_id", "predicted_state"], lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(upstream_style_source_copy(tasks))
+    score_file = tmp_path / "scores.json"
+    args = ["--source", str(snapshot), "evaluate", "--predictions", str(predictions), "--output", str(score_file)]
+    assert main(args) == 0
+    assert json.loads(score_file.read_text()) == json.loads(json.dumps(scores["source_label"]))  # the rule's scores
+
+    cases = tmp_path / "admission_inputs.json"
+    option = ["inputs", "--admission", "--format", "upstream", "--rule", "headroom_guard", "--output", str(cases)]
+    assert main(["--source", str(snapshot), *option]) == 0
+    decisions = upstream_style_guard(json.loads(cases.read_text()))
+    result = score_decisions(list(decisions), list(decisions.values()), budget=0, source=snapshot)
+    assert result["macro_case_within_margin_recall"] == 0.75  # the card: the guard's 75 % before testing
+    assert (result["approved_memory_failure"], result["approved_above_margin"]) == (0, 0)
+
+
+def test_upstream_format_option_errors(snapshot, tmp_path, capsys):
+    from rlvrambench_hf.cli import main
+
+    out = tmp_path / "x.json"
+    base = ["--source", str(snapshot), "inputs"]
+    assert main([*base, "--protocol", "p.json", "--output", str(out)]) == 2
+    assert "--protocol applies to --admission --format upstream only" in capsys.readouterr().err
+    bad = tmp_path / "protocol.json"
+    bad.write_text("[]")
+    assert main([*base, "--admission", "--format", "upstream", "--protocol", str(bad), "--output", str(out)]) == 2
+    assert "protocol file" in capsys.readouterr().err and not out.exists()
+
+
 # ----------------------------------------------------------------------------- CLI: baseline and evaluate
 
 

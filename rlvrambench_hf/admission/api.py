@@ -30,6 +30,25 @@ def load_protocol(source: SourceLike = None, revision: str | None = None) -> Pro
     return parse_protocol(open_source(source, revision).read_json(PROTOCOL_PATH))
 
 
+def read_protocol_file(path: str | os.PathLike) -> Protocol:
+    """A protocol from a user's JSON file laid out like ``benchmark/decision/protocol.json`` (upstream's
+    ``decision_benchmark.py replay --protocol``); a pipe is read once."""
+    label = f"protocol file {Path(path)}"
+    try:
+        return parse_protocol(protocol_file_content(path))
+    except InputError as exc:
+        raise InputError(f"{label}: {exc}") from None
+
+
+def protocol_file_content(path: str | os.PathLike) -> Any:
+    """The decoded JSON of a user's protocol file (a pipe is read once)."""
+    from ..data.tables.userfile import binary_head, content_of, parse_json, user_input
+
+    label = f"protocol file {Path(path)}"
+    found = user_input(path, label, refused=binary_head)
+    return parse_json(found if isinstance(found, bytes) else content_of(found, label), label)
+
+
 def load_attempts(
     source: SourceLike = None, revision: str | None = None, *, path: str | os.PathLike | None = None
 ) -> tuple[Attempt, ...]:
@@ -67,6 +86,21 @@ def read_attempts_file(path: str | os.PathLike) -> tuple[Attempt, ...]:
     raise InputError(f"attempts file {file} must end in .json or .csv")
 
 
+def upstream_policy_inputs(
+    source: SourceLike, rule: str, *, revision: str | None = None, protocol_path: str | os.PathLike | None = None
+) -> list[dict]:
+    """What ``decision_benchmark.py inputs --rule RULE`` writes (:func:`.report.upstream_inputs_for_rule`), from the
+    release's protocol or a protocol file."""
+    from .report import upstream_inputs_for_rule
+
+    if protocol_path is None:
+        return upstream_inputs_for_rule(open_source(source, revision).read_json(PROTOCOL_PATH), rule)
+    try:
+        return upstream_inputs_for_rule(protocol_file_content(protocol_path), rule)
+    except InputError as exc:
+        raise InputError(f"protocol file {Path(protocol_path)}: {exc}") from None
+
+
 def policy_inputs(source: SourceLike, rule: str, *, revision: str | None = None) -> dict:
     """What the published rule ``rule`` may see (never evaluation records), as a JSON-ready dict."""
     builtin_rule(rule)
@@ -76,7 +110,8 @@ def policy_inputs(source: SourceLike, rule: str, *, revision: str | None = None)
 class ReplayOptions(TypedDict, total=False):
     """How :func:`replay_report` replays (every key optional): ``rules`` (the published rules, default all three),
     ``policy`` (an object or ``"module:attr"``, replayed after them), ``budgets`` (target attempts per case,
-    default 0-3), ``attempts_path`` (your own attempt records, ``.json`` or ``.csv``), ``intervals`` (each row's
+    default the protocol's ``budgets_per_case``, 0-3 in the release), ``attempts_path`` (your own attempt records,
+    ``.json`` or ``.csv``), ``protocol_path`` (a protocol file instead of the release's), ``intervals`` (each row's
     range over cases, :mod:`.intervals`) and ``timeout`` (seconds each call into ``policy`` may take, default
     300; None: no limit)."""
 
@@ -84,6 +119,7 @@ class ReplayOptions(TypedDict, total=False):
     policy: Any
     budgets: Sequence[int]
     attempts_path: str | os.PathLike | None
+    protocol_path: str | os.PathLike | None
     intervals: IntervalsLike
     timeout: float | None
 
@@ -99,12 +135,13 @@ def replay_report(source: SourceLike = None, revision: str | None = None, **opti
     policies: list[Any] = [builtin_rule(r) for r in ([rules] if isinstance(rules, str) else rules)]
     user_policy = load_policy(policy, timeout=timeout) if isinstance(policy, str) else policy
     src = open_source(source, revision)
-    protocol = load_protocol(src)
+    protocol_path = options.get("protocol_path")
+    protocol = load_protocol(src) if protocol_path is None else read_protocol_file(protocol_path)
     attempts = load_attempts(src, path=options.get("attempts_path"))
     with contextlib.ExitStack() as bound:
         if user_policy is not None:
             policies.append(bound.enter_context(BoundPolicy(user_policy, timeout=timeout)))
-        budgets = options.get("budgets", (0, 1, 2, 3))
+        budgets = options.get("budgets", protocol.budgets)
         report = build_report(protocol, attempts, policies, budgets, candidate_gpu_counts(src))
     return report if ranges is None else add_replay_intervals(report, ranges)
 

@@ -89,14 +89,34 @@ class Screen:
     decision: str
     peak_mib: float | None
 
+    @property
+    def charged_attempts(self) -> int:
+        """Upstream's name of :attr:`charge`."""
+        return self.charge
+
+    @property
+    def cumulative_attempts(self) -> int:
+        """Upstream's name of :attr:`cumulative_spent`."""
+        return self.cumulative_spent
+
+    @property
+    def observed_state(self) -> str:
+        """Upstream's name of :attr:`state`."""
+        return self.state
+
     def as_dict(self) -> dict:
+        """The transcript entry with upstream's keys (``decision_benchmark.py``): a slot that never started is
+        ``{candidate_id, status: not_started, charged_attempts: 0}``; a charged screen has ``candidate_id``,
+        ``attempt_id``, ``charged_attempts``, ``cumulative_attempts``, ``observed_state``, ``decision``,
+        ``peak_mib``."""
+        if self.state == UNAVAILABLE:
+            return {"candidate_id": self.candidate_id, "status": "not_started", "charged_attempts": 0}
         return {
             "candidate_id": self.candidate_id,
             "attempt_id": self.attempt_id,
-            "attempt_index": self.attempt_index,
-            "charge": self.charge,
-            "cumulative_spent_target_attempts": self.cumulative_spent,
-            "state": self.state,
+            "charged_attempts": self.charge,
+            "cumulative_attempts": self.cumulative_spent,
+            "observed_state": self.state,
             "decision": self.decision,
             "peak_mib": self.peak_mib,
         }

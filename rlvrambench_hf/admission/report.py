@@ -14,7 +14,7 @@ from .policy import builtin_rule, policy_name, policy_uses_donors
 from .protocol import SCREEN, Case, Protocol
 from .replay import CaseReplay, replay_case
 from .scoring import COSTS, SUMMARY_HEAD, SUMMED_METRICS, case_metrics, reference_decisions, summarize
-from .truth import Truth, candidate_truth, physical_collection
+from .truth import Truth, candidate_truth, physical_collection, screen_agreement
 
 SCOPE = (
     "Offline replay of a frozen admission protocol: four selected model-workload cases with three "
@@ -85,6 +85,7 @@ def build_report(
         "zero_cost_references": zero_cost_references(protocol, truth),
         "ledgers": ledgers(protocol, attempts, summary, gpu_counts),
         "cold_start_totals": cold_start_totals(summary),
+        "screen_agreement": screen_agreement(protocol, attempts, truth),
     }
 
 
@@ -119,6 +120,30 @@ def summary_csv(summary: Sequence[dict]) -> str:
     for row in summary:
         writer.writerow(["" if row[k] is None else row[k] for k in SUMMARY_COLUMNS])
     return buffer.getvalue()
+
+
+def upstream_inputs_for_rule(protocol_json: Any, rule: str) -> list[dict]:
+    """``decision_benchmark.py inputs``' list (kobzaond/RLVRAMBench-reproduce) from the protocol's JSON content: per
+    case ``case_id``, ``model_family``, ``dataset``, ``query_order``, the candidates as the protocol writes them
+    without their ``slot_ids``, the donors (``{}`` for ``direct_screen``), ``memory_limit_mib`` and
+    ``additional_donor_guard_mib``. The protocol is validated first; only the three published rules have this view."""
+    from .protocol import parse_protocol
+
+    parse_protocol(protocol_json)
+    builtin_rule(rule)  # one of the three published rules, or a one-line error
+    return [
+        {
+            "case_id": case["case_id"],
+            "model_family": case["model_family"],
+            "dataset": case["dataset"],
+            "query_order": case["query_order"],
+            "candidates": [{k: v for k, v in c.items() if k != "slot_ids"} for c in case["candidates"]],
+            "donors": case["donors"] if rule != "direct_screen" else {},
+            "memory_limit_mib": protocol_json["memory_limit_mib"],
+            "additional_donor_guard_mib": protocol_json["additional_donor_guard_mib"],
+        }
+        for case in protocol_json["cases"]
+    ]
 
 
 def inputs_for_rule(protocol: Protocol, rule: str) -> dict:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..data.schema.pins import UNRESOLVED
+from ..data.schema.pins import OUTCOME_LABELS, UNRESOLVED
 from .attempts import Attempt, slot_history
 from .protocol import EVALUATION, SCREEN, Protocol
+
+OUTCOME_ORDER: tuple[str, ...] = tuple(OUTCOME_LABELS)
 
 
 @dataclass(frozen=True)
@@ -60,3 +63,42 @@ def physical_collection(attempts: Sequence[Attempt]) -> dict[str, int]:
         "recorded_screen_attempts": sum(a.role == SCREEN for a in attempts),
         "recorded_evaluation_attempts": sum(a.role == EVALUATION for a in attempts),
     }
+
+
+def screen_agreement(protocol: Protocol, attempts: Sequence[Attempt], truth: dict[str, Truth]) -> dict:
+    """Whether each candidate's screen (its last screen attempt) gave the label its three evaluation slots give:
+    the candidates compared (both resolved), how many agree, the ids that disagree, and the evaluation labels."""
+    screens = slot_history(a for a in attempts if a.role == SCREEN)
+    compared, disagree = 0, []
+    for candidate in protocol.candidates.values():
+        history = screens.get(candidate.screen_slot_id, [])
+        state = truth[candidate.candidate_id].state
+        if not history or history[-1].state == UNRESOLVED or state == UNRESOLVED:
+            continue
+        compared += 1
+        if history[-1].state != state:
+            disagree.append(candidate.candidate_id)
+    labels = Counter(t.state for t in truth.values())
+    return {
+        "candidates": len(truth),
+        "compared": compared,
+        "agree": compared - len(disagree),
+        "disagreeing_candidates": disagree,
+        "evaluation_labels": {s: labels[s] for s in (*OUTCOME_ORDER, UNRESOLVED) if labels[s]},
+    }
+
+
+def agreement_text(agreement: dict) -> str:
+    """The card's sentence when screens and evaluations agree, else how many and which disagree."""
+    labels = ", ".join(f"{n} {s}" for s, n in agreement["evaluation_labels"].items())
+    head = f"{agreement['candidates']} evaluation candidates: {labels}. "
+    if not agreement["disagreeing_candidates"] and agreement["compared"] == agreement["candidates"]:
+        return head + (
+            "Screens and separate evaluation repetitions agree in this panel "
+            f"({agreement['agree']} of {agreement['candidates']} screens give the repeated evaluation label)."
+        )
+    ids = ", ".join(agreement["disagreeing_candidates"]) or "none"
+    return head + (
+        f"Screens and separate evaluation repetitions agree for {agreement['agree']} of {agreement['compared']} "
+        f"candidates with both resolved; they disagree for: {ids}."
+    )

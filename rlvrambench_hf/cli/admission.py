@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 
 from ..admission.policy import RULES
+from ..admission.truth import agreement_text
 from ..errors import InputError, quote
 from ._common import add_timeout, checked_source, choices_text, format_table
 from ._intervals import add_interval_options, interval_options_of, units_cell, with_interval
@@ -33,7 +34,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"a published rule to replay: {choices_text(RULE_NAMES)} (repeatable; default: all)",
     )
     which.add_argument("--policy", metavar="MODULE:ATTR", help="your policy (an object or a class to instantiate)")
-    p.add_argument("--budgets", default="0,1,2,3", help="comma-separated target attempts per case (default: 0,1,2,3)")
+    p.add_argument(
+        "--budgets",
+        help="comma-separated target attempts per case (default: the protocol's budgets_per_case, 0,1,2,3)",
+    )
+    p.add_argument(
+        "--protocol",
+        metavar="FILE",
+        help="the frozen protocol as JSON (like benchmark/decision/protocol.json, as upstream's "
+        "decision_benchmark.py takes it); default: the source's",
+    )
     p.add_argument(
         "--attempts",
         metavar="FILE",
@@ -59,26 +69,26 @@ def parse_budgets(text: str) -> tuple[int, ...]:
 
 def run_replay(args: argparse.Namespace) -> int:
     from .. import admission
+    from ..admission.api import ReplayOptions
     from ..data.tables.output import atomic_output, json_text, object_file
 
-    inputs = {"--attempts": args.attempts, "--policy": object_file(args.policy)}
+    inputs = {"--attempts": args.attempts, "--protocol": args.protocol, "--policy": object_file(args.policy)}
     source = checked_source(args, [args.output, args.summary], inputs)
-    budgets = parse_budgets(args.budgets)
-    options = interval_options_of(args)
+    replay_options: ReplayOptions = {
+        "attempts_path": args.attempts,
+        "protocol_path": args.protocol,
+        "intervals": interval_options_of(args),
+        "timeout": args.timeout,
+    }
+    if args.budgets is not None:  # else the protocol's budgets_per_case
+        replay_options["budgets"] = parse_budgets(args.budgets)
+    options = replay_options["intervals"]
     if args.policy:
-        rules: tuple[str, ...] = ()
-        policy = admission.load_policy(args.policy, timeout=args.timeout)
+        replay_options["rules"] = ()
+        replay_options["policy"] = admission.load_policy(args.policy, timeout=args.timeout)
     else:
-        rules, policy = tuple(dict.fromkeys(args.rule or RULE_NAMES)), None
-    report = admission.replay_report(
-        source,
-        rules=rules,
-        policy=policy,
-        budgets=budgets,
-        attempts_path=args.attempts,
-        intervals=options,
-        timeout=args.timeout,
-    )
+        replay_options["rules"] = tuple(dict.fromkeys(args.rule or RULE_NAMES))
+    report = admission.replay_report(source, **replay_options)
     text = json_text(report)
     with atomic_output(args.output) as scores:  # both files appear together, or neither
         scores.write(text)
@@ -89,6 +99,8 @@ def run_replay(args: argparse.Namespace) -> int:
     if options is not None:
         print()
         print(range_table(report["summary"]))
+    print()
+    print(agreement_text(report["screen_agreement"]))
     print(ledger_text(report))
     return 0
 

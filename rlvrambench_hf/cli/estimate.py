@@ -96,9 +96,14 @@ def run_retrospective(args: argparse.Namespace) -> int:
     from ..estimation import run_retrospective
 
     options = interval_options_of(args)
-    report = run_retrospective(checked_source(args, [args.output]), intervals=options)
+    from ..data.tables.reader import load_table
+    from ..data.verify import pool_figure
+
+    source = checked_source(args, [args.output])
+    report = run_retrospective(source, intervals=options)
     _write(args.output, report)
     print(render_folds(report))
+    print(pool_figure(load_table("all_configurations", source)).detail)  # the card's 72 boundary + 18 four-GPU
     if options is not None:
         print("\n" + render_fold_intervals(report))
     return 0
@@ -106,8 +111,10 @@ def run_retrospective(args: argparse.Namespace) -> int:
 
 def run_fit(args: argparse.Namespace) -> int:
     from ..estimation import run_prospective
+    from ..estimation.logistic import SEALED_MODEL, sealed_comparison
 
-    model = run_prospective(checked_source(args, [args.output]))["fitted_model"]
+    source = checked_source(args, [args.output])
+    model = run_prospective(source)["fitted_model"]
     _write(args.output, model)
     rows = [[n, v] for n, v in zip(["intercept", *model["feature_names"]], model["component_coefficients_gib"])]
     donors = model["source_cost"]["distinct_selected_donors"]
@@ -123,6 +130,8 @@ def run_fit(args: argparse.Namespace) -> int:
         f"({donors['eligible_source_processes']} processes, {donors['recorded_source_attempts']} attempts)"
     )
     print(format_table(["term", "coefficient_gib"], rows))
+    sealed = source.read_json(SEALED_MODEL) if source.has(SEALED_MODEL) else None
+    print(sealed_comparison(model, sealed if isinstance(sealed, dict) else None)["note"])
     return 0
 
 

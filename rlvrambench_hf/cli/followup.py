@@ -83,6 +83,21 @@ def range_lines(scores: dict) -> str:
     return format_table(headers, rows) + "\n" + first.get("note", interval_legend(scores["interval_settings"]))
 
 
+def host_memory_lines(scores: dict) -> list[str]:
+    """The host-memory failures named as such, and the preflight this copy of the release lacks (said once)."""
+    lines = []
+    slots = scores.get("slots") or {}
+    if slots.get("host_memory_failures"):
+        logged = ", ".join(f"{kind}: {n}" for kind, n in slots["host_memory_failures_logged_as"].items())
+        lines.append(
+            f"host memory: {slots['host_memory_failures']} unresolved slots are host-memory failures (the scheduler "
+            f"ended their allocations OUT_OF_MEMORY; the training log records {logged}); not GPU-memory outcomes"
+        )
+    if scores.get("preflight"):
+        lines.append(scores["preflight"]["note"])
+    return lines
+
+
 def render_scores(study: str, scores: dict) -> str:
     """The readable form of a follow-up score: panel coverage, one row per method, then the notes."""
     from ..reporting.tables import followup_facts, followup_notes, followup_summary, followup_table
@@ -92,6 +107,7 @@ def render_scores(study: str, scores: dict) -> str:
     lines = [
         f"study {study}: {followup_summary(scores)}",
         *followup_facts(scores),
+        *host_memory_lines(scores),
         "",
         format_table(table.headers, rows),
     ]

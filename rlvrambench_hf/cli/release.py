@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING, Any
 
 from ._common import add_group, add_push_options, push_and_print, source_of
+
+if TYPE_CHECKING:
+    from ..release.push import PushResult
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -74,6 +78,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     push.add_argument("folder", metavar="FOLDER", help="the release folder (written by release build)")
     push.add_argument("--repo-id", required=True, help="Hub dataset repository to push to, e.g. ORG/NAME")
     add_push_options(push, default_message="Release X.Y.Z", tag=True)
+    push.add_argument("--private", action="store_true", help="create the repository private if it does not exist yet")
     push.set_defaults(handler=_push)
 
     mirror = commands.add_parser(
@@ -144,7 +149,13 @@ def _diff(args: argparse.Namespace) -> int:
 def _push(args: argparse.Namespace) -> int:
     from ..release.push import push_release
 
-    return push_and_print(push_release, args, tag=args.tag)
+    def push_and_tell(folder: str, repo_id: str, **options: Any) -> PushResult:
+        result = push_release(folder, repo_id, **options)
+        if result.created:
+            print(f"created the dataset repository {repo_id}" + (" (private)" if args.private else ""))
+        return result
+
+    return push_and_print(push_and_tell, args, tag=args.tag, private=args.private)
 
 
 def _publish_mirror(args: argparse.Namespace) -> int:

@@ -7,6 +7,8 @@ runs, so that other commands do not pay for numpy/pyarrow).
 from __future__ import annotations
 
 import argparse
+import json
+from typing import TYPE_CHECKING
 
 from ..admission.policy import RULES as ADMISSION_RULES
 from ..errors import InputError
@@ -14,6 +16,9 @@ from ..transfer.key import ALL_TRACKS, TRACKS
 from ..transfer.tasks import RULES
 from ._common import PREDICTIONS_FORMATS, checked_source, choices_text, format_table
 from ._intervals import add_interval_options, interval_legend, interval_options_of, units_cell, with_interval
+
+if TYPE_CHECKING:
+    from ..data.sources.base import Source
 
 _TRACK_HELP = f"the track to select: {choices_text((*TRACKS, ALL_TRACKS))} (default: {ALL_TRACKS})"
 
@@ -31,6 +36,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--rule",
         help=f"with --admission: the admission rule whose view to export ({choices_text(ADMISSION_RULES)})",
+    )
+    p.add_argument(
+        "--format",
+        choices=("rlvrambench", "upstream"),
+        default="rlvrambench",
+        help="rlvrambench (default): this package's task objects; upstream: exactly what the reproduction "
+        "repository writes (benchmark.py inputs, or with --admission decision_benchmark.py inputs), so a method "
+        "written for upstream reads it unchanged",
+    )
+    p.add_argument(
+        "--protocol",
+        metavar="FILE",
+        help="with --admission --format upstream: the protocol JSON to read (like benchmark/decision/protocol.json); "
+        "default: the source's",
     )
     p.add_argument("--output", required=True, metavar="FILE.json", help="JSON file to write")
     p.set_defaults(handler=run_inputs)
@@ -66,16 +85,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_inputs(args: argparse.Namespace) -> int:
     from ..data.tables.output import write_json
 
-    source = checked_source(args, [args.output])
+    source = checked_source(args, [args.output], {"--protocol": args.protocol})
+    if args.protocol is not None and not (args.admission and args.format == "upstream"):
+        raise InputError("--protocol applies to --admission --format upstream only")
     if args.admission:
-        if args.track is not None:
-            raise InputError("--track applies to transfer inputs, not to --admission")
-        if not args.rule:
-            raise InputError("--admission needs --rule (the rule whose view to export)")
-        from ..admission import policy_inputs
-
-        data = policy_inputs(source, args.rule)
-        print(f"admission-panel inputs of rule {args.rule} -> {args.output}")
+        data = _admission_inputs(args, source)
+    elif args.format == "upstream":
+        data = _upstream_transfer_inputs(args, source)
     else:
         if args.rule is not None:
             raise InputError("--rule applies to admission inputs only (add --admission)")
@@ -86,8 +102,44 @@ def run_inputs(args: argparse.Namespace) -> int:
         data = transfer.task_inputs(tables["queries"], tables["outcomes"], tables["configurations"], track)
         queries = sum(len(t["queries"]) for t in data["tasks"])
         print(f"{len(data['tasks'])} tasks, {queries} queries ({track}) -> {args.output}")
-    write_json(args.output, data)
+    if args.admission and args.format == "upstream":  # decision_benchmark.py's save(): ASCII-escaped JSON
+        from ..data.tables.output import write_atomic
+
+        write_atomic(args.output, json.dumps(data, indent=2, allow_nan=False) + "\n")
+    else:
+        write_json(args.output, data)
     return 0
+
+
+def _admission_inputs(args: argparse.Namespace, source: Source) -> object:
+    if args.track is not None:
+        raise InputError("--track applies to transfer inputs, not to --admission")
+    if args.format == "upstream":  # upstream's default rule
+        from ..admission.api import upstream_policy_inputs
+
+        rule = args.rule or "source_copy"
+        cases = upstream_policy_inputs(source, rule, protocol_path=args.protocol)
+        print(f"admission-panel inputs of rule {rule}, {len(cases)} cases (upstream format) -> {args.output}")
+        return cases
+    if not args.rule:
+        raise InputError("--admission needs --rule (the rule whose view to export)")
+    from ..admission import policy_inputs
+
+    print(f"admission-panel inputs of rule {args.rule} -> {args.output}")
+    return policy_inputs(source, args.rule)
+
+
+def _upstream_transfer_inputs(args: argparse.Namespace, source: Source) -> object:
+    if args.rule is not None:
+        raise InputError("--rule applies to admission inputs only (add --admission)")
+    from ..transfer import check_track
+    from ..transfer.api import upstream_inputs
+
+    track = check_track(args.track)
+    tasks = upstream_inputs(source, track=track)
+    queries = sum(len(t["targets"]) for t in tasks)
+    print(f"{len(tasks)} tasks, {queries} queries ({track}, upstream format) -> {args.output}")
+    return tasks
 
 
 def run_baseline(args: argparse.Namespace) -> int:

@@ -37,7 +37,7 @@ _SUMMARY_COUNTS = {
 
 @dataclass(frozen=True)
 class Check:
-    kind: str  # digest, seal, rows, keys, relation
+    kind: str  # digest, seal, rows, keys, relation, figure
     subject: str
     status: str
     detail: str = ""
@@ -47,7 +47,7 @@ def verify_source(source: Source) -> list[Check]:
     """Every check of the release at ``source``."""
     checks = _digest_checks(source) + seal_checks(source)
     tables, read = read_tables(source)
-    return checks + read + _count_checks(source, tables) + _relation_checks(tables)
+    return checks + read + _count_checks(source, tables) + _relation_checks(tables) + card_figures(source, tables)
 
 
 def consistency_checks(source: Source) -> list[Check]:
@@ -172,3 +172,134 @@ def _relation_checks(tables: dict[str, pa.Table]) -> list[Check]:
         detail = f"{crossing} queries whose source and target are in the same case" if crossing else ""
         checks.append(Check("relation", "transfer_queries cross cases", FAILED if crossing else PASSED, detail))
     return checks
+
+
+# ---- the card's figures --------------------------------------------------------------------------------------------
+
+#: The study of the 24 batch-by-logging controls that the card counts beside the original corpus.
+CONTROL_STUDY = "batch_logging_control"
+EXTENSION_STUDY = "temporal_100"
+NOT_REPEATED = "not_repeated"
+
+
+def card_figures(source: Source, tables: dict[str, pa.Table]) -> list[Check]:
+    """The figures the dataset card and its data dictionary state about the static tables, each counted from the
+    typed tables in the card's wording (kind ``figure``): ``failed`` where the release's own ``summary.json``
+    publishes another number, ``absent`` where a table is missing."""
+    summary = _summary(source)
+    rows = {name: decode_labels(t, REGISTRY[name]).to_pylist() for name, t in tables.items()}
+    return [
+        _split_figure(rows, "eligible_runs", summary.get("eligible_processes"), "eligible processes"),
+        _split_figure(rows, "recorded_attempts", summary.get("recorded_attempts"), "recorded attempts"),
+        _source_screens_figure(source, summary),
+        _not_repeated_figure(rows),
+        _extension_figure(rows, summary),
+        pool_figure(tables["all_configurations"])
+        if "all_configurations" in tables
+        else Check("figure", "estimation pool", ABSENT, "configuration_results.csv is not in this revision"),
+    ]
+
+
+def _summary(source: Source) -> dict:
+    try:
+        summary = source.read_json("benchmark/summary.json")
+    except MissingFileError:
+        return {}
+    return summary if isinstance(summary, dict) else {}
+
+
+def _split_figure(rows: dict[str, list[dict]], config: str, published: object, unit: str) -> Check:
+    """612 eligible processes = the 588-process corpus + 24 controls; 683 attempts = 657 original + 26 controls."""
+    if config not in rows:
+        return Check("figure", unit, ABSENT, f"{REGISTRY[config].path} is not in this revision")
+    total = len(rows[config])
+    controls = sum(r["study"] == CONTROL_STUDY for r in rows[config])
+    if config == "eligible_runs":
+        text = f"{total} {unit}: the original {total - controls}-process corpus and {controls} completed "
+        text += "batch-by-logging controls"
+    else:
+        text = f"{total} {unit}: {total - controls} original attempts and {controls} started controls"
+    status = PASSED if published in (None, total) else FAILED
+    return Check("figure", unit, status, text + ("" if status == PASSED else f"; summary.json says {published}"))
+
+
+def _source_screens_figure(source: Source, summary: dict) -> Check:
+    """Sixteen historical source screens, counted separately from the static totals."""
+    published = summary.get("historical_source_screens_counted_separately")
+    try:
+        record = source.read_json("release.json")
+    except MissingFileError:
+        record = {}
+    pinned = record.get("supporting_source_processes") if isinstance(record, dict) else None
+    if published is None and pinned is None:
+        return Check("figure", "historical source screens", ABSENT, "neither summary.json nor release.json counts them")
+    agree = published is None or pinned is None or published == pinned
+    text = (
+        f"{published if published is not None else pinned} historical source screens counted separately, not added "
+        "to these totals (summary.json historical_source_screens_counted_separately, release.json "
+        "supporting_source_processes; archival table profiles/standard_grpo/historical-temporal-source-trials.csv)"
+    )
+    return Check("figure", "historical source screens", PASSED if agree else FAILED, text)
+
+
+def _not_repeated_figure(rows: dict[str, list[dict]]) -> Check:
+    """The twelve single-process sampling-calibration settings labelled ``not_repeated``."""
+    if "all_configurations" not in rows:
+        return Check("figure", NOT_REPEATED, ABSENT, "configuration_results.csv is not in this revision")
+    single = [r for r in rows["all_configurations"] if r["observed_state"] == NOT_REPEATED]
+    studies = ", ".join(sorted({str(r["study"]) for r in single})) or "none"
+    in_tasks = sum(bool(r["used_in_transfer_tasks"]) for r in single)
+    text = f"{len(single)} single-process calibration settings labelled {NOT_REPEATED} (study {studies}); "
+    text += f"{in_tasks} of them in the transfer tasks"
+    return Check("figure", NOT_REPEATED, PASSED if in_tasks == 0 else FAILED, text)
+
+
+def _extension_figure(rows: dict[str, list[dict]], summary: dict) -> Check:
+    """The original 100-step extension: 12 of 14 attempts complete; the two excluded ones stop at steps 63 and 77."""
+    subject = "100-step extension"
+    if "recorded_attempts" not in rows or "eligible_runs" not in rows:
+        return Check("figure", subject, ABSENT, "attempts.csv or runs.csv is not in this revision")
+    attempts = [r for r in rows["recorded_attempts"] if r["study"] == EXTENSION_STUDY]
+    complete = sum(bool(r["documented_completion"]) for r in attempts)
+    stops = sorted(
+        (r["last_completed_step_if_documented"] for r in attempts if not r["eligible"]),
+        key=lambda step: (step is None, step or 0),
+    )
+    runs = [r for r in rows["eligible_runs"] if r["study"] == EXTENSION_STUDY]
+    within = sum(r["observed_state"] == "within_margin" for r in runs)
+    shown = " and ".join("unknown" if s is None else str(s) for s in stops)
+    text = f"original 100-step extension: {complete} of {len(attempts)} attempts complete; "
+    text += f"{len(stops)} excluded attempts stop after steps {shown}; {within} of {len(runs)} eligible outcomes "
+    text += "within_margin"
+    published = sorted(
+        (
+            r.get("last_completed_step_if_documented")
+            for r in summary.get("original_100_step_attempts") or []
+            if isinstance(r, dict)
+        ),
+        key=lambda step: (step is None, step if isinstance(step, int) else 0),
+    )
+    agree = not published or published == stops
+    text += "" if agree else f"; summary.json: {published}"
+    return Check("figure", subject, PASSED if agree else FAILED, text)
+
+
+#: The studies of the estimation comparison's fitting pool (the same as ``estimation.folds.POOL_STUDIES``; data sits
+#: below estimation, so the tuple is restated here and a test keeps the two equal).
+POOL_STUDIES = ("boundary", "four_gpu")
+_POOL_NAMES = {"boundary": "boundary", "four_gpu": "four-GPU"}
+
+
+def pool_figure(configurations: pa.Table) -> Check:
+    """The estimation pool as the card's estimator guide states it: 90 historical configurations, 72 boundary
+    settings and 18 four-GPU settings; every fold withholds one family's 30 and fits on the other 60."""
+    rows = decode_labels(configurations, REGISTRY["all_configurations"]).to_pylist()
+    pool = [r for r in rows if r["study"] in POOL_STUDIES]
+    by_study = Counter(r["study"] for r in pool)
+    families = Counter(r["model_family"] for r in pool)
+    parts = " and ".join(f"{by_study[s]} {_POOL_NAMES[s]}" for s in POOL_STUDIES)
+    text = f"estimation pool: {len(pool)} historical configurations, {parts} settings"
+    sizes = sorted(set(families.values()))
+    if len(sizes) == 1:
+        text += f"; each of the {len(families)} folds fits on {len(pool) - sizes[0]} and tests {sizes[0]}"
+    return Check("figure", "estimation pool", PASSED, text)

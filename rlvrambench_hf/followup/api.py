@@ -24,7 +24,14 @@ from .core import (
     validate_predictions,
 )
 from .intervals import add_followup_intervals
-from .panel import cost_facts, record_config, reference_predictions, slot_facts
+from .panel import (
+    PREFLIGHT_FILE,
+    PREFLIGHT_GPU_HOURS,
+    cost_facts,
+    record_config,
+    reference_predictions,
+    slot_facts,
+)
 
 
 def read_predictions(path: str | os.PathLike, configuration_ids: Sequence[str]) -> MethodPredictions:
@@ -79,6 +86,19 @@ def score_study(
     return {**scores, **panel_facts(next(k for k, v in STUDIES.items() if v == config), src, scores)}
 
 
+def preflight_fact(source: Source) -> dict:
+    """The expanded-host follow-up's separate device preflight (0.08 GPU-hours on the card): whether this copy of
+    the release carries the file that records it."""
+    present = source.has(PREFLIGHT_FILE)
+    note = (
+        f"device preflight: recorded in {PREFLIGHT_FILE}, outside the study's allocations; not added to its costs"
+        if present
+        else f"device preflight ({PREFLIGHT_GPU_HOURS} GPU-hours on the card): not in this copy of the release, "
+        f"{PREFLIGHT_FILE} is absent"
+    )
+    return {"card_gpu_hours": PREFLIGHT_GPU_HOURS, "file": PREFLIGHT_FILE, "file_present": present, "note": note}
+
+
 def panel_facts(study: str, source: Source, scores: dict) -> dict:
     """``slots`` and ``costs`` of ``study`` from its result records (None for a record the release lacks)."""
     records = {}
@@ -89,7 +109,8 @@ def panel_facts(study: str, source: Source, scores: dict) -> dict:
             records[record] = None
     processes, summary, costs, totals = (records[r] for r in ("processes", "summary", "costs", "cost_totals"))
     return {
-        "slots": None if processes is None else slot_facts(processes, scores, summary[0] if summary else None),
+        "slots": None if processes is None else slot_facts(processes, scores, summary[0] if summary else None, costs),
+        **({"preflight": preflight_fact(source)} if study == "expanded_host" else {}),
         "costs": None
         if costs is None or processes is None
         else cost_facts(costs, processes, totals[0] if totals else None),

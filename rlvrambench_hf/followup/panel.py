@@ -21,6 +21,13 @@ RECORDS = ("processes", "pairs", "summary", "costs", "cost_totals")
 ALWAYS_FAILURE = "always_failure"
 MEMORY_FAILURE = "memory_failure"
 SECONDS_PER_HOUR = 3600.0
+#: The scheduler's state of an allocation killed for exhausting its host memory (Slurm's cgroup limit).
+HOST_OOM_STATE = "OUT_OF_MEMORY"
+#: How an unresolved slot whose allocation the scheduler killed for host memory is named among the failure kinds.
+HOST_MEMORY_FAILURE = "host_memory_failure"
+#: The card's separate device preflight of the expanded-host follow-up, and the file that records it.
+PREFLIGHT_GPU_HOURS = 0.08
+PREFLIGHT_FILE = "benchmark/host_capacity/execution_history.json"
 #: Summary member → the slot fact it publishes.
 _SUMMARY_FACTS = {
     "planned_processes": "planned_processes",
@@ -43,13 +50,25 @@ def reference_predictions(rows: Sequence[Mapping]) -> dict[str, MethodPrediction
     return {ALWAYS_FAILURE: MethodPredictions(states={r["configuration_id"]: MEMORY_FAILURE for r in rows})}
 
 
-def slot_facts(processes: Sequence[Mapping], scores: Mapping, summary: Mapping | None = None) -> dict:
+def slot_facts(
+    processes: Sequence[Mapping],
+    scores: Mapping,
+    summary: Mapping | None = None,
+    allocations: Sequence[Mapping] | None = None,
+) -> dict:
     """Planned, launched, eligible and completed processes, the eligible memory failures with their failure kind
     and stage, the unresolved slots with their failure kind, and the resolved configurations (from ``scores``);
-    ``summary`` (the study's summary record) is compared with them."""
+    ``summary`` (the study's summary record) is compared with them.
+
+    An unresolved slot whose scheduler allocation (``allocations``, the study's cost records) ended
+    ``OUT_OF_MEMORY`` is a **host-memory failure** (the scheduler killed the job for its host-memory limit; the
+    training log records it as ``vllm_executor_failure``): it is named ``host_memory_failure`` among the failure
+    kinds and counted in ``host_memory_failures``. It is not a GPU-memory outcome and stays unresolved."""
     eligible = [p for p in processes if p["eligible"]]
     failures = [p for p in eligible if p["state"] == MEMORY_FAILURE]
     unresolved = [p for p in processes if p["state"] == UNRESOLVED]
+    host_killed = {a["job_id"] for a in allocations or () if a.get("scheduler_state") == HOST_OOM_STATE}
+    host = [p for p in unresolved if p["job_id"] in host_killed]
     facts: dict = {
         "planned_processes": len(processes),
         "launched_processes": sum(bool(p["launched"]) for p in processes),
@@ -59,7 +78,11 @@ def slot_facts(processes: Sequence[Mapping], scores: Mapping, summary: Mapping |
         "eligible_memory_failure_kinds": _counts(p["failure_kind"] for p in failures),
         "eligible_memory_failure_stages": _counts(p["failure_stage"] for p in failures),
         "unresolved_processes": len(unresolved),
-        "unresolved_failure_kinds": _counts(p["failure_kind"] for p in unresolved),
+        "unresolved_failure_kinds": _counts(
+            HOST_MEMORY_FAILURE if p["job_id"] in host_killed else p["failure_kind"] for p in unresolved
+        ),
+        "host_memory_failures": len(host),
+        "host_memory_failures_logged_as": _counts(p["failure_kind"] for p in host),
         "planned_configurations": scores["planned_configurations"],
         "resolved_configurations": scores["resolved_configurations"],
     }

@@ -155,12 +155,13 @@ class PushResult:
     commit_url: str | None = None
     commit: str | None = None
     tag: str | None = None
+    created: bool = False
 
 
 class PushOptions(TypedDict, total=False):
     """How a verified folder is committed (every key optional): ``revision`` (the branch, default main),
     ``create_pr``, ``tag`` (a tag for the new commit), ``message`` (the commit message), ``dry_run`` (plan only,
-    no token needed) and ``token``."""
+    no token needed), ``token`` and ``private`` (a repository that does not exist yet is created private)."""
 
     revision: str
     create_pr: bool
@@ -168,17 +169,20 @@ class PushOptions(TypedDict, total=False):
     message: str | None
     dry_run: bool
     token: str | None
+    private: bool
 
 
 def push_release(folder: str | os.PathLike, repo_id: str, **options: Unpack[PushOptions]) -> PushResult:
     """Verify the release ``folder``, plan against ``repo_id@revision`` and (unless ``dry_run``) commit it
-    atomically to the Hub dataset repository."""
+    atomically to the Hub dataset repository, which is created first (private with ``private=True``) when it does
+    not exist yet."""
     folder = Path(folder).expanduser()
     _check_tag(options.get("tag"))
     check_release(folder)
     version = read_record(folder).get("version")
     options["message"] = options.get("message") or f"Release {version}"
-    return push_folder(folder, repo_id, repo_type="dataset", **options)
+    create = {"private": True} if options.pop("private", False) else {}
+    return push_folder(folder, repo_id, repo_type="dataset", create=create, **options)
 
 
 def _check_tag(tag: str | None) -> None:
@@ -216,13 +220,19 @@ def push_folder(
     commit, remote, missing = _remote(api, token, repo_id, revision, repo_type, create is not None)
     if not missing:
         _check_refs(api, repo_id, revision, repo_type, tag=tag, branch_needed=not dry_run)
+    elif revision != "main" and not dry_run:
+        raise InputError(
+            f"{repo_id} does not exist yet: a new repository has only the branch main, so push to main first "
+            f"(not {quote(revision)})"
+        )
     plan = plan_push(folder, remote, repo_id=repo_id, revision=revision, remote_commit=commit, prune=prune)
     result = PushResult(plan, tag=tag)
     if dry_run:
         return result
     with hub_errors(repo_id, revision, repo_type=repo_type):
-        if missing:
-            api.create_repo(repo_id, repo_type=repo_type, **(create or {}))
+        if missing:  # exist_ok: a repository created meanwhile by someone else is used as it is
+            api.create_repo(repo_id, repo_type=repo_type, exist_ok=True, **(create or {}))
+            result.created = True
     result.commit = commit
     if plan.has_changes:
         _commit(api, plan, folder, result, options, repo_type)

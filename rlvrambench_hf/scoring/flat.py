@@ -16,6 +16,13 @@ from typing import Any
 
 from ..errors import SchemaError, quote
 
+#: The figures the card asks to report, per track and overall: the training-loop view logs only these.
+HEADLINE = (
+    "within_margin_recall",
+    "within_margin_approval_precision",
+    "approved_memory_failure",
+    "approved_above_margin",
+)
 #: Levels of a score file whose children are named well enough to stand at the top (tracks, task ids).
 TRANSPARENT = frozenset({"per_track", "per_task"})
 SEPARATOR = "/"
@@ -66,3 +73,32 @@ def _leaves(value: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...]
     elif isinstance(value, (list, tuple)):
         for index, child in enumerate(value):
             yield from _leaves(child, (*path, str(index)))
+
+
+def headline_scores(scores: Mapping[str, Any], prefix: str = "") -> FlatScores:
+    """The headline of a transfer score file for a training loop's logger: per track present and overall, the
+    figures of :data:`HEADLINE` (recall, approval precision, approved memory failures, approved above-margin
+    targets) under ``{prefix}{scope}/{figure}``, at most 20 numbers; a null is left out and listed in
+    ``left_out``, as in :func:`flat_scores`."""
+    if not isinstance(scores, Mapping) or not isinstance(scores.get("overall"), Mapping):
+        raise SchemaError("headline_scores takes a transfer score file (with overall and per_track)")
+    scopes = {**dict(scores.get("per_track") or {}), "overall": scores["overall"]}
+    flat = FlatScores()
+    left_out = []
+    for scope, figures in scopes.items():
+        for name in HEADLINE:
+            key = f"{prefix}{scope}{SEPARATOR}{name}"
+            value = figures.get(name)
+            if value is None:
+                left_out.append(key)
+            else:
+                flat[key] = value
+    flat.left_out = tuple(left_out)
+    return flat
+
+
+def prefixed(flat: FlatScores, prefix: str) -> FlatScores:
+    """``flat`` with ``prefix`` before every key (and every left-out path)."""
+    out = FlatScores((prefix + key, value) for key, value in flat.items())
+    out.left_out = tuple(prefix + key for key in flat.left_out)
+    return out

@@ -1,5 +1,5 @@
 """``compute_metrics`` for ``transformers.Trainer``: logits (or label indices) of the evaluation rows in, the
-benchmark's transfer scores out as a flat mapping of numbers.
+benchmark's headline transfer figures (or, on request, every number of the score file) out as a flat mapping.
 
 The factory takes the query id of each evaluation row, in row order, once; each call turns the predictions into
 labels (the argmax over the three labels in :data:`~rlvrambench_hf.data.schema.pins.OUTCOME_LABELS` order, or
@@ -10,6 +10,7 @@ process). The package does not import transformers: anything with a ``prediction
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,7 +19,7 @@ import numpy as np
 from ..data.schema.pins import OUTCOME_LABELS
 from ..data.sources.resolve import SourceLike
 from ..errors import InputError, quote
-from .flat import FlatScores, flat_scores
+from .flat import FlatScores, flat_scores, headline_scores, prefixed
 from .intervals import IntervalsLike, interval_options
 
 
@@ -50,6 +51,24 @@ def label_codes(predictions: Any, rows: int) -> np.ndarray:
     return codes
 
 
+#: The two views of :func:`trainer_metrics`: the card's headline figures, or every number of the score file.
+VIEWS = ("headline", "full")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def partial_prefix(partial: bool | str) -> str:
+    """The mark every key of a partial score carries: ``partial/`` or, for a named subset, ``partial-NAME/``."""
+    if partial is False:
+        return ""
+    if partial is True:
+        return "partial/"
+    if isinstance(partial, str) and _NAME.fullmatch(partial):
+        return f"partial-{partial}/"
+    raise InputError(
+        f"partial must be False, True or a subset name (letters, digits, '.', '_', '-'), not {quote(partial)}"
+    )
+
+
 def trainer_metrics(
     query_ids: Sequence[str],
     *,
@@ -57,28 +76,73 @@ def trainer_metrics(
     source: SourceLike = None,
     revision: str | None = None,
     intervals: IntervalsLike = None,
-) -> Callable[[Any], FlatScores]:
+    view: str = "headline",
+    partial: bool | str = False,
+) -> Callable[..., FlatScores]:
     """A ``compute_metrics`` function for ``transformers.Trainer``: ``query_ids`` are the evaluation rows' query
-    ids in row order (checked now against the selected queries); each call returns :func:`flat_scores` of the
-    transfer score file (with ``intervals``, the interval blocks flattened too)."""
-    from ..transfer.api import cached_scoring_key, score_lists
+    ids in row order, checked now.
+
+    ``view="headline"`` (the default) logs the card's figures only: per track and overall, within-margin recall,
+    approval precision, approved memory failures and approved above-margin targets (at most 20 keys,
+    :func:`~.flat.headline_scores`); ``view="full"`` logs every number of the score file (:func:`~.flat.flat_scores`,
+    with ``intervals`` the interval blocks too). The rows must cover the selected queries exactly, unless the caller
+    says the evaluation set is a subset: ``partial=True`` (keys start ``partial/``) or a subset name
+    (``partial="dev"``: keys start ``partial-dev/``); a partial score is never logged under a full score's name.
+    Called as ``Trainer(batch_eval_metrics=True)`` calls it (``compute_result``), the batches are gathered and
+    scored at the last one (an empty mapping before)."""
+    from ..transfer.api import cached_scoring_key, subset_scoring_key
+    from ..transfer.score import align_predictions
 
     if isinstance(query_ids, (str, bytes)) or not hasattr(query_ids, "__iter__"):
         raise InputError("trainer_metrics: query_ids must be a list of query ids, one per evaluation row")
+    if view not in VIEWS:
+        raise InputError(f"trainer_metrics: view must be one of {', '.join(VIEWS)}, not {quote(view)}")
     ids = [str(q) for q in query_ids]
+    prefix = partial_prefix(partial)
     options = interval_options(intervals)
-    from ..transfer.score import align_predictions
+    if prefix:
+        key = subset_scoring_key(ids, source, revision, track)
+    else:
+        key = cached_scoring_key(source, revision, track)
+    align_predictions(key, ids, [OUTCOME_LABELS[0]] * len(ids), "query_ids")
+    return _ComputeMetrics(key, ids, options, view, prefix)
 
-    align_predictions(cached_scoring_key(source, revision, track), ids, [OUTCOME_LABELS[0]] * len(ids), "query_ids")
 
-    def compute_metrics(evaluation: Any) -> FlatScores:
+class _ComputeMetrics:
+    """The ``compute_metrics`` callable :func:`trainer_metrics` returns."""
+
+    def __init__(self, key: Any, ids: list[str], options: Any, view: str, prefix: str) -> None:
+        self.key, self.ids, self.options, self.view, self.prefix = key, ids, options, view, prefix
+        self.batches: list[np.ndarray] = []
+
+    def __call__(self, evaluation: Any, compute_result: bool | None = None) -> FlatScores:
         predictions = getattr(evaluation, "predictions", None)
         if predictions is None and isinstance(evaluation, (tuple, list)) and evaluation:
             predictions = evaluation[0]
         if predictions is None:
             raise InputError("compute_metrics takes an EvalPrediction (or a (predictions, label_ids) pair)")
-        states = [OUTCOME_LABELS[c] for c in label_codes(predictions, len(ids)).tolist()]
-        scores = score_lists(ids, states, track=track, source=source, revision=revision, intervals=options)
-        return flat_scores(scores)
+        if compute_result is None:
+            return self.shaped(predictions)
+        self.batches.append(batch_codes(predictions))
+        if not compute_result:
+            return FlatScores()
+        gathered = np.concatenate(self.batches)
+        self.batches.clear()
+        return self.shaped(gathered)
 
-    return compute_metrics
+    def shaped(self, predictions: Any) -> FlatScores:
+        from ..transfer.score import score_predictions
+
+        states = [OUTCOME_LABELS[c] for c in label_codes(predictions, len(self.ids)).tolist()]
+        scores = score_predictions(self.key, self.ids, states, intervals=self.options)
+        if self.view == "full":
+            return prefixed(flat_scores(scores), self.prefix)
+        return headline_scores(scores, self.prefix)
+
+
+def batch_codes(predictions: Any) -> np.ndarray:
+    """One batch's label indices (``batch_eval_metrics``), checked as :func:`label_codes` checks a whole set."""
+    if isinstance(predictions, (tuple, list)) and predictions and not np.isscalar(predictions[0]):
+        predictions = predictions[0]
+    array = np.asarray(predictions)
+    return label_codes(array, len(array))

@@ -49,6 +49,64 @@ def cached_scoring_key(source: SourceLike = None, revision: str | None = None, t
     return key
 
 
+def subset_scoring_key(
+    query_ids: Sequence[str], source: SourceLike = None, revision: str | None = None, track: str | None = None
+) -> ScoringKey:
+    """The scoring key of a subset of the selected queries (``query_ids``, each once, all among the track's
+    queries): a loop that evaluates on part of a track is scored on that part alone."""
+    import pyarrow.compute as pc
+
+    from ..errors import InputError, summary
+
+    ids = pa.array([str(q) for q in query_ids], pa.string())
+    if len(ids) == 0:
+        raise InputError("a partial score needs at least one query id")
+    if pc.count_distinct(ids).as_py() != len(ids):
+        raise InputError(f"query_ids: {len(ids) - pc.count_distinct(ids).as_py()} duplicated query id(s)")
+    full = cached_scoring_key(source, revision, track)
+    known = pc.is_in(ids, value_set=full.query_ids)
+    if not pc.all(known).as_py():
+        unknown = pc.filter(ids, pc.invert(known)).to_pylist()
+        scope = "the selected queries" if full.track == "all" else f"the queries of track {full.track}"
+        raise InputError(f"query_ids: {len(unknown)} id(s) not among {scope} (e.g. {summary(unknown[:3])})")
+    tables = _key_tables(source, revision)
+    queries = tables["queries"].filter(pc.is_in(tables["queries"].column("query_id"), value_set=ids))
+    return scoring_key(queries, tables["outcomes"], track=full.track)
+
+
+def text_rows(source: SourceLike, config: str, revision: str | None = None) -> list[dict[str, str]]:
+    """The rows of a config's CSV file exactly as text, in header order (a blank cell is ``""``), as upstream's
+    ``csv.DictReader`` gives them; the file is verified against the release's manifest first."""
+    import pyarrow.csv as pacsv
+
+    from ..data.schema.registry import get_spec
+
+    spec = get_spec(config)
+    path = open_source(source, revision).path(spec.path)
+    convert = pacsv.ConvertOptions(
+        column_types={c.name: pa.string() for c in spec.columns},
+        strings_can_be_null=False,
+        quoted_strings_can_be_null=False,
+        null_values=[],
+    )
+    table = pacsv.read_csv(path, convert_options=convert)
+    if any(field.type != pa.string() for field in table.schema):
+        from ..errors import SchemaError
+
+        extra = [f.name for f in table.schema if f.name not in {c.name for c in spec.columns}]
+        raise SchemaError(f"{spec.path}: columns the registry does not know: {', '.join(extra)}", path=spec.path)
+    return table.to_pylist()
+
+
+def upstream_inputs(source: SourceLike = None, revision: str | None = None, track: str | None = None) -> list[dict]:
+    """``benchmark.py inputs``' task list (:mod:`.upstream`) of a release."""
+    from .upstream import upstream_task_inputs
+
+    src = open_source(source, revision)
+    rows = {name: text_rows(src, name) for name in (QUERIES_CONFIG, SETTINGS_CONFIG, LABELS_CONFIG)}
+    return upstream_task_inputs(rows[QUERIES_CONFIG], rows[SETTINGS_CONFIG], rows[LABELS_CONFIG], track)
+
+
 def _key_tables(source: SourceLike, revision: str | None) -> dict[str, pa.Table]:
     tables = load_transfer_tables(source, revision)
     return {"queries": tables["queries"], "outcomes": tables["outcomes"]}

@@ -104,15 +104,15 @@ def test_the_transcript_charges_before_revealing_and_stops_at_a_slot_that_never_
         i["case_id"]: i for i in report["per_case"] if (i["rule"], i["budget_target_attempts"]) == ("source_copy", 2)
     }
     a = items["case-a"]["transcript"]
-    assert [(s["candidate_id"], s["attempt_index"], s["state"], s["decision"]) for s in a] == [
-        (A2, 1, "unresolved", ABSTAIN),
-        (A2, 2, "above_margin", REJECT),
+    assert [(s["candidate_id"], s["observed_state"], s["decision"]) for s in a] == [
+        (A2, "unresolved", ABSTAIN),
+        (A2, "above_margin", REJECT),
     ]
-    assert [s["cumulative_spent_target_attempts"] for s in a] == [1, 2] and a[1]["peak_mib"] == 39500.0
+    assert [s["cumulative_attempts"] for s in a] == [1, 2] and a[1]["peak_mib"] == 39500.0
     b = items["case-b"]["transcript"]
-    assert [(s["candidate_id"], s["charge"], s["state"]) for s in b] == [
+    assert [(s["candidate_id"], s["charged_attempts"], s.get("observed_state", s.get("status"))) for s in b] == [
         (B1, 1, "within_margin"),
-        (B2, 0, "unavailable"),
+        (B2, 0, "not_started"),
     ]
 
 

@@ -164,6 +164,8 @@ def test_the_slot_facts_of_the_larger_model_panel_agree_with_its_summary(larger)
         "eligible_memory_failure_stages": {"training": 3},
         "unresolved_processes": 2,
         "unresolved_failure_kinds": {"none": 1, "vllm_executor_failure": 1},
+        "host_memory_failures": 0,  # the mini world's executor failure is not a scheduler host-memory kill
+        "host_memory_failures_logged_as": {},
         "planned_configurations": 4,
         "resolved_configurations": 3,
         "summary_disagreements": [],

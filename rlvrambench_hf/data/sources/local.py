@@ -21,6 +21,9 @@ class LocalSource(Source):
         self.root = Path(self.root).expanduser().resolve()
         if not self.root.is_dir():
             raise SourceError(f"source directory {self.root} does not exist")
+        if not (self.root / CARD_PATH).is_file() and (self.root / "manifest.json").is_file():
+            if self.root.name == "benchmark" and (self.root.parent / CARD_PATH).is_file():
+                self.root = self.root.parent  # upstream's --data folder: the release is its parent
         if not (self.root / CARD_PATH).is_file():
             raise SourceError(f"source directory {self.root} has no dataset card {CARD_PATH}")
 
