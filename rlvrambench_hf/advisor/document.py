@@ -24,10 +24,13 @@ from .records import DEFINING_SETTINGS
 
 STATEMENT = (
     "Measurement first: where the release measured a plan's settings, its verdict is that measurement (basis "
-    "measured); else a physical floor that cannot hold makes it a memory failure (basis floor); else it is the most "
-    "cautious label of the benchmark's three reference methods fitted on its 90 configurations (40 GB A100s, GRPO "
-    "with LoRA), which are predictions, not measurements (basis predicted). Read the scope flags of every plan."
+    "measured); else a physical floor that cannot hold makes it a memory failure (basis floor); else it is the label "
+    "of the per-phase memory model's predicted peak on the plan's device (basis predicted), with its error band from "
+    "the held-out model families. What the model does not cover (another rollout engine, algorithm or training "
+    "backend) gets no verdict. The three reference methods stay beside it with their fold records. Read the scope "
+    "flags of every plan."
 )
+PHASE_NAMES = ("initializing", "rollout", "reference_logprob", "actor_update", "weight_sync")
 
 
 def document(answers: Answers) -> dict:
@@ -47,6 +50,11 @@ def document(answers: Answers) -> dict:
         "defining_settings": list(DEFINING_SETTINGS),
         "fitted_on_configurations": len(context.fitted.training.rows),
         "measured_cloud": context.cloud.summary(),
+        "memory_model": {
+            "band_mib": context.memory.band_mib,
+            "held_out_record": context.memory.fold_summary(context.inputs.pool.rows),
+            "form": context.memory.calibration.form,
+        },
         "configurations": [configuration(answers, i) for i in range(len(answers))],
     }
 
@@ -68,6 +76,8 @@ def configuration(answers: Answers, i: int) -> dict:
         "model_id": model,
         "model_family": coarse_family(model) if model else None,
         "verdict": verdict(answers, i, measured, floors, predictions),
+        "device": answers.hardware.describe(),
+        **memory_block(answers, i),
         "measured": measured,
         "measured_agree": _agree(answers, i),
         "near_matches": near_matches(answers.context.records, a.codes, i, a.table),
@@ -85,11 +95,56 @@ def configuration(answers: Answers, i: int) -> dict:
     return entry
 
 
+def memory_block(answers: Answers, i: int) -> dict:
+    """The per-phase model's part of an answer: phases with their terms, the binding phase, peak and band."""
+    a = answers.assessment
+    band = answers.context.memory.band_mib
+    if not a.model.known[i]:
+        return {"phases": [], "binding_phase": None, "predicted_peak_mib": None, "band_mib": band}
+    return {
+        "phases": a.model.explain(i),
+        "binding_phase": PHASE_NAMES[int(a.model.binding[i])],
+        "predicted_peak_mib": round(float(a.model.peak[i]), 1),
+        "band_mib": round(band, 1),
+    }
+
+
 def verdict(answers: Answers, i: int, measured: list | None, floors: list[dict], predictions: Mapping | None) -> dict:
     a = answers.assessment
     state = int(a.state[i])
     basis = BASES[int(a.basis[i])]
     name = STATES[state] if state >= 0 else None
+    device = answers.hardware
+    head = f"on {device.name} ({device.device_capacity_mib:,} MiB, {'measured' if device.measured else 'not measured'} by the release): "
+    reasons = a.not_modelled_reasons(i)
+    if reasons:
+        return {
+            "state": None,
+            "basis": None,
+            "near_limit": False,
+            "sentence": head + "no verdict: " + "; ".join(reasons),
+        }
+    near = bool(a.near_limit[i]) and basis == "predicted"
+    if basis == "predicted" and a.model_state[i] >= 0:
+        peak = float(a.model.peak[i])
+        band = answers.context.memory.band_mib
+        phase = PHASE_NAMES[int(a.model.binding[i])]
+        sentence = (
+            f"predicted {name}: peak {peak:,.0f} MiB in {phase} (held-out band +/- {band:,.0f} MiB) against the margin "
+            f"{device.margin_limit_mib:,} MiB and the capacity {device.device_capacity_mib:,} MiB"
+        )
+        if near:
+            sentence += "; near the limit: within the band of the margin or the capacity"
+        if not device.measured:
+            sentence += "; extrapolating: physical terms at this capacity, runtime term calibrated on 40 GB A100s"
+        return {"state": name, "basis": basis, "near_limit": near, "sentence": head + sentence}
+    out = _verdict_text(answers, i, measured, floors, predictions, name, basis)
+    return {**out, "near_limit": False, "sentence": head + out["sentence"]}
+
+
+def _verdict_text(
+    answers: Answers, i: int, measured: list | None, floors: list[dict], predictions: Mapping | None, name, basis
+) -> dict:
     if basis == "measured":
         sentence = _measured_sentence(answers, i, measured or [], name)
     elif basis == "floor":

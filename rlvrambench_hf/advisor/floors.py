@@ -26,6 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..estimation.features import METADATA_FIELDS, MIB
+from ..memory.architecture import Architecture
+from ..memory.inputs import PlanInputs
 from .predict import SettingArrays
 
 #: Bytes per element of vLLM's copy of the weights (bf16).
@@ -39,6 +41,7 @@ FLOORS: tuple[str, ...] = (
     "batch_divides_gpus",
     "tensor_parallel_divides_gpus",
     "micro_batch_fits_per_gpu_batch",
+    "kv_cache_one_sequence",
 )
 UNITS = {
     "generation_weights": "MiB",
@@ -47,6 +50,7 @@ UNITS = {
     "batch_divides_gpus": "sequences",
     "tensor_parallel_divides_gpus": "GPUs",
     "micro_batch_fits_per_gpu_batch": "sequences",
+    "kv_cache_one_sequence": "MiB",
 }
 
 
@@ -137,9 +141,37 @@ def floors(s: SettingArrays) -> Floors:
     available["micro_batch_fits_per_gpu_batch"] = sequences / gpus
     for name in ("generation_weights", "actor_shards_at_startup", "sequence_length", "micro_batch_fits_per_gpu_batch"):
         holds[name] = required[name] <= available[name]
-    for name in FLOORS:
+    for name in FLOORS[:-1]:
         holds[name] = np.where(known[name], holds[name], True)
+    none = np.zeros(len(g), dtype=bool)
+    required["kv_cache_one_sequence"] = available["kv_cache_one_sequence"] = np.zeros(len(g))
+    holds["kv_cache_one_sequence"], known["kv_cache_one_sequence"] = ~none, none
     return Floors(required, available, holds, known)
+
+
+def with_kv_floor(found: Floors, x: PlanInputs, arch: Architecture) -> Floors:
+    """``found`` with the KV-cache floor: vLLM refuses to start when its budget, less its weight shard, cannot hold
+    one ``max_model_len`` sequence (null ``max_model_len``: the model's context length, as VERL 0.7 and later pass
+    it to vLLM)."""
+    length = np.where(x.valid["max_model_len"], x["max_model_len"], arch.context)
+    t = np.where(x["rollout_tp_size"] > 0, x["rollout_tp_size"], 1.0)
+    required = arch.kv_bytes_per_token() / t * length / MIB
+    available = x["vllm_gpu_memory_utilization"] * x["device_capacity_mib"] - GENERATION_BYTES * arch.p / t / MIB
+    known = (
+        np.isfinite(required)
+        & np.isfinite(available)
+        & x.valid["vllm_gpu_memory_utilization"]
+        & x.valid["device_capacity_mib"]
+        & x.valid["rollout_tp_size"]
+    )
+    name = "kv_cache_one_sequence"
+    holds = np.where(known, required <= available, True)
+    return Floors(
+        {**found.required, name: np.nan_to_num(required)},
+        {**found.available, name: np.nan_to_num(available)},
+        {**found.holds, name: holds},
+        {**found.known, name: known},
+    )
 
 
 def arithmetic(entry: dict, settings: dict, metadata: dict | None) -> str:
@@ -148,7 +180,7 @@ def arithmetic(entry: dict, settings: dict, metadata: dict | None) -> str:
     if ok is None:
         return "not checked: " + (
             "no model metadata"
-            if name in ("generation_weights", "actor_shards_at_startup")
+            if name in ("generation_weights", "actor_shards_at_startup", "kv_cache_one_sequence")
             else "a setting it needs is not given"
         )
     sign = "<=" if ok else ">"
@@ -171,6 +203,21 @@ def arithmetic(entry: dict, settings: dict, metadata: dict | None) -> str:
             f"{ACTOR_BYTES} B x ({metadata['floating_checkpoint_elements']:,} + "
             f"{metadata['all_linear_layer_adapter_elements']:,}) / {s['gpu_count']} GPUs = {req:,.0f} MiB "
             f"{sign} {left} = {avail:,.0f} MiB beside vLLM's budget"
+        )
+    if name == "kv_cache_one_sequence" and metadata:
+        length = s.get("max_model_len")
+        given = f"max_model_len {length:,}" if length else "max_model_len not set: the model's context"
+        from ..memory.architecture import CONTEXT_LENGTHS
+
+        tokens = length or metadata.get("max_position_embeddings") or CONTEXT_LENGTHS.get(str(s.get("model_id")))
+        per_token = 2 * metadata["num_hidden_layers"] * metadata["num_key_value_heads"] * metadata["head_dim"] * 2
+        return (
+            f"KV cache of one sequence: 2 (K, V) x {metadata['num_hidden_layers']} layers x "
+            f"{metadata['num_key_value_heads']} KV heads x {metadata['head_dim']} x 2 B / TP {s['rollout_tp_size']} "
+            f"= {per_token:,} B per token x {tokens:,} tokens ({given}) = {req:,.0f} MiB {sign} "
+            f"{s['vllm_gpu_memory_utilization']} x {s['device_capacity_mib']:,} MiB - 2 B x "
+            f"{metadata['floating_checkpoint_elements']:,} / TP {s['rollout_tp_size']} = {avail:,.0f} MiB "
+            "(vLLM's budget less its weights)"
         )
     if name == "sequence_length":
         return (

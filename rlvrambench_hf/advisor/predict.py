@@ -21,6 +21,8 @@ from ..data.schema.pins import OUTCOME_LABELS
 from ..estimation.donor import choose_donor
 from ..estimation.features import FEATURE_NAMES, FEATURE_SETTINGS, GIB, METADATA_FIELDS, MIB
 from ..estimation.references import FittedReferences
+from ..memory.architecture import Architecture
+from ..memory.inputs import PlanInputs
 from .arrays import codes_of, numbers
 
 WITHIN, ABOVE, FAILURE = range(3)
@@ -40,6 +42,7 @@ class SettingArrays:
     metadata: np.ndarray  # per row × METADATA_FIELDS (float64; NaN where the model has no metadata)
     has_metadata: np.ndarray
     table: pa.Table
+    metadata_mappings: Mapping[str, Mapping]
 
     @classmethod
     def of(cls, table: pa.Table, metadata: Mapping[str, Mapping]) -> SettingArrays:
@@ -60,7 +63,7 @@ class SettingArrays:
         )
         rows = known[np.where(model >= 0, model, len(models))]
         has_metadata = np.asarray(~np.isnan(rows).any(axis=1), dtype=bool)
-        return cls(values, valid, models, model, rows, has_metadata, table)
+        return cls(values, valid, models, model, rows, has_metadata, table, metadata)
 
     def complete(self) -> np.ndarray:
         """Rows whose feature settings are all given (the margin limit is no feature)."""
@@ -215,3 +218,30 @@ def donors(
     index = np.full(n, len(unique))
     index[usable] = inverse.reshape(-1)
     return chosen[index], matches[index]
+
+
+def memory_inputs(table: pa.Table, s: SettingArrays) -> tuple[PlanInputs, Architecture]:
+    """The per-phase model's inputs of a plan table: its settings, the knob columns it carries
+    (:mod:`.knobs`; absent or null: the model's default) and its models' sizes."""
+    from ..memory.architecture import architecture
+    from ..memory.inputs import SETTINGS, plan_inputs
+    from .knobs import KNOBS
+
+    values, valid = {}, {}
+    for name in SETTINGS:
+        values[name], valid[name] = numbers(table.column(name)) if name in table.column_names else _absent(table)
+    for knob in KNOBS:
+        if knob.type != pa.string() and knob.name in table.column_names:
+            values[knob.name], valid[knob.name] = numbers(table.column(knob.name))
+    dtype = table.column("actor_param_dtype").to_pylist() if "actor_param_dtype" in table.column_names else None
+    column = (
+        table.column("workload_id") if "workload_id" in table.column_names else pa.nulls(table.num_rows, pa.string())
+    )
+    distinct = pc.unique(column).drop_null()
+    workload = codes_of(pc.index_in(column, value_set=distinct))
+    x = plan_inputs(values, valid, dtype, workload, tuple(distinct.to_pylist()))
+    return x, architecture(s.models, s.model, s.metadata_mappings)
+
+
+def _absent(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    return np.zeros(table.num_rows), np.zeros(table.num_rows, dtype=bool)

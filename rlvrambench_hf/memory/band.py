@@ -69,3 +69,35 @@ def band_mib(results: Sequence[FoldResult], pool: Sequence[Mapping]) -> float:
         if p is not None and truth[i]["completed"]
     ]
     return float(np.quantile(errors, BAND_QUANTILE)) if errors else float("nan")
+
+
+@dataclass(frozen=True)
+class ModelRecord:
+    """The model the advisor answers with: calibrated on all 90 configurations and their stages, its held-out
+    fold results and error band."""
+
+    calibration: Calibration
+    folds: list[FoldResult]
+    band_mib: float
+
+    def fold_summary(self, pool: Sequence[Mapping]) -> dict:
+        """Per held-out family: labels right, approved failures, usable rejected."""
+        truth = {r["configuration_id"]: r["observed_state"] for r in pool}
+        out = {}
+        for f in self.folds:
+            observed = [truth[i] for i in f.ids]
+            out[f.family] = {
+                "correct": sum(a == b for a, b in zip(f.labels, observed)),
+                "targets": len(f.ids),
+                "approvals_that_failed": sum(a == WITHIN and b != WITHIN for a, b in zip(f.labels, observed)),
+                "usable_rejected": sum(a != WITHIN and b == WITHIN for a, b in zip(f.labels, observed)),
+            }
+        return out
+
+
+def model_record(pool: Sequence[Mapping], stages: Sequence[Mapping], metadata: Mapping[str, Mapping]) -> ModelRecord:
+    """Calibrate on the whole pool, and keep the held-out folds' record and band."""
+    ids = {r["configuration_id"] for r in pool}
+    calibration = fit(pool, [s for s in stages if s["configuration_id"] in ids], metadata)
+    results = folds(pool, stages, metadata)
+    return ModelRecord(calibration, results, band_mib(results, pool))
