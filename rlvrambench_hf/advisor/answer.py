@@ -20,18 +20,18 @@ import pyarrow as pa
 from ..data.schema.pins import OUTCOME_LABELS, RELEASE_STACK, UNRESOLVED
 from ..data.schema.registry import get_spec
 from ..errors import InputError
+from ..memory.phases import PhaseModel, phases
 from .arrays import numbers, with_validity
 from .changes import Assessed, ChangeSet, variants
 from .context import Context
 from .floors import Floors, floors, with_kv_floor
 from .hardware import BENCHMARK_HARDWARE, HARDWARE_SETTINGS, Hardware
+from .knobs import KNOB_BY_NAME
 from .lookup import Matches, exact_matches
 from .plans import Plans
-from .knobs import KNOB_BY_NAME
 from .predict import ABOVE, FAILURE, WITHIN, Predictions, SettingArrays, memory_inputs, predict
 from .records import UNKNOWN, Codes
 from .scope import Flag, scope_flags
-from ..memory.phases import PhaseModel, phases
 
 #: Verdict states: the three labels, then unresolved (a measurement without a repeated label); -1: nothing known.
 STATES: tuple[str, ...] = (*OUTCOME_LABELS, UNRESOLVED)

@@ -115,7 +115,8 @@ def verdict(answers: Answers, i: int, measured: list | None, floors: list[dict],
     basis = BASES[int(a.basis[i])]
     name = STATES[state] if state >= 0 else None
     device = answers.hardware
-    head = f"on {device.name} ({device.device_capacity_mib:,} MiB, {'measured' if device.measured else 'not measured'} by the release): "
+    seen = "measured" if device.measured else "not measured"
+    head = f"on {device.name} ({device.device_capacity_mib:,} MiB, {seen} by the release): "
     reasons = a.not_modelled_reasons(i)
     if reasons:
         return {
