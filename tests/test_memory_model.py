@@ -4,7 +4,6 @@ held-out record against the references, and the advisor's answers built on it.""
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,7 +14,7 @@ from rlvrambench_hf.estimation.physical import physical_record
 from rlvrambench_hf.memory.band import label_of
 from rlvrambench_hf.memory.calibrate import A_PRIORI_FORM, Calibration, rows_inputs
 from rlvrambench_hf.memory.devices import DEVICES, device_named, margin_of
-from rlvrambench_hf.memory.phases import PHASES, phases
+from rlvrambench_hf.memory.phases import phases
 
 SEVERITY = {"within_margin": 0, "above_margin": 1, "memory_failure": 2}
 CAL = Calibration("hidden_layers", {"gsm8k": 0.032, "math": 0.036}, 500.0)
