@@ -24,7 +24,7 @@ from ..memory.phases import PhaseModel, phases
 from .arrays import numbers, with_validity
 from .changes import Assessed, ChangeSet, variants
 from .context import Context
-from .floors import Floors, floors, with_kv_floor
+from .floors import Floors, floors
 from .hardware import BENCHMARK_HARDWARE, HARDWARE_SETTINGS, Hardware
 from .knobs import KNOB_BY_NAME
 from .lookup import Matches, exact_matches
@@ -91,11 +91,13 @@ def assess(table: pa.Table, context: Context) -> Assessment:
     matches = exact_matches(context.records, codes)
     x, arch = memory_inputs(table, settings)
     model = phases(x, arch, context.memory.calibration)
-    found_floors = with_kv_floor(floors(settings), x, arch)
+    found_floors = floors(settings)
     predictions = predict(settings, context.fitted, context.parameters)
     uncovered = not_modelled(table, codes)
-    withheld = np.logical_or.reduce([m for m in uncovered.values()]) if uncovered else np.zeros(len(x.workload), bool)
-    measured = (matches.count > 0) & ~withheld
+    n = table.num_rows
+    any_reason = np.logical_or.reduce([*uncovered.values(), np.zeros(n, bool)])
+    strict = np.logical_or.reduce([m for r, m in uncovered.items() if r not in ADDITIVE] + [np.zeros(n, bool)])
+    measured = (matches.count > 0) & ~any_reason
     failing = found_floors.failing()
     measured_state = np.where(matches.resolved > 0, matches.worst, UNRESOLVED_STATE)
     peak, capacity, margin = model.peak, x["device_capacity_mib"], settings["margin_limit_mib"]
@@ -105,12 +107,21 @@ def assess(table: pa.Table, context: Context) -> Assessment:
     band = context.memory.band_mib
     near = ~np.isnan(peak) & ((np.abs(peak - margin) <= band) | (np.abs(peak - capacity) <= band))
     state = np.where(measured, measured_state, np.where(failing, FAILURE, model_state))
-    state = np.where(withheld, -1, state)
+    if any_reason.any():  # the GRPO+LoRA twin's measurement bounds a run that carries more
+        state = np.where(any_reason & ~strict, np.maximum(state, _twin_state(table, context)), state)
+    # a run that carries more than the modelled one (full fine-tuning, a critic) fails where the modelled part
+    # alone fails or exceeds the margin; anything else the model does not cover gets no verdict
+    state = np.where(strict | (any_reason & (state < ABOVE)), -1, state)
     basis = np.where(measured, 0, np.where(failing, 1, 2))
     return Assessment(
         table, settings, codes, matches, found_floors, predictions, state, basis, model, model_state, uncovered, near
     )
 
+
+#: Reasons of runs that hold at least what the model counts (so a failure of the modelled part stands).
+FULL_FINE_TUNING = "not modelled: lora_rank=0 is full fine-tuning (the model covers LoRA adapters)"
+OTHER_STACK = "not modelled: another algorithm or adaptation than GRPO with LoRA (the model covers GRPO with LoRA)"
+ADDITIVE: frozenset[str] = frozenset({FULL_FINE_TUNING, OTHER_STACK})
 
 #: Knob values the model covers (a column absent or null: the release's value).
 COVERED: dict[str, tuple[object, ...]] = {
@@ -137,7 +148,7 @@ def not_modelled(table: pa.Table, codes: Codes) -> dict[str, np.ndarray]:
                 [v == value for v in values], dtype=bool
             ).reshape(n)
     for name, reason in (
-        ("lora_rank", "not modelled: lora_rank=0 is full fine-tuning (the model covers LoRA adapters)"),
+        ("lora_rank", FULL_FINE_TUNING),
         ("ulysses_sp_size", "not modelled: Ulysses sequence parallelism (ulysses_sp_size above 1)"),
     ):
         if name in table.column_names:
@@ -147,8 +158,21 @@ def not_modelled(table: pa.Table, codes: Codes) -> dict[str, np.ndarray]:
                 out[reason] = mask
     stack = other_stack(codes)
     if stack.any():
-        out["not modelled: another algorithm or adaptation than GRPO with LoRA"] = stack
+        out[OTHER_STACK] = stack
     return out
+
+
+def _twin_state(table: pa.Table, context: Context) -> np.ndarray:
+    """The measured label (-1: none) of each plan's GRPO+LoRA twin: the same settings in the release's stack."""
+    twin = table
+    for name, value in RELEASE_STACK.items():
+        column = pa.array([value] * table.num_rows, pa.string())
+        if name in twin.column_names:
+            twin = twin.set_column(twin.schema.get_field_index(name), name, column.cast(twin.schema.field(name).type))
+        else:
+            twin = twin.append_column(name, column)
+    found = exact_matches(context.records, context.records.index.codes(twin))
+    return np.where(found.resolved > 0, found.worst, -1)
 
 
 def other_stack(codes: Codes) -> np.ndarray:

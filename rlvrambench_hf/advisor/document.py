@@ -116,15 +116,23 @@ def verdict(answers: Answers, i: int, measured: list | None, floors: list[dict],
     name = STATES[state] if state >= 0 else None
     device = answers.hardware
     seen = "measured" if device.measured else "not measured"
-    head = f"on {device.name} ({device.device_capacity_mib:,} MiB, {seen} by the release): "
+    head = f"on {device.device_name} ({device.device_capacity_mib:,} MiB, {seen} by the release): "
     reasons = a.not_modelled_reasons(i)
-    if reasons:
+    if reasons and state < 0:
         return {
             "state": None,
             "basis": None,
             "near_limit": False,
-            "sentence": head + "no verdict: " + "; ".join(reasons),
+            "sentence": f"{head}no verdict: {'; '.join(reasons)}",
         }
+    if reasons:
+        peak = a.model.peak[i]
+        part = f"{peak:,.0f} MiB" if not np.isnan(peak) else "a floor that cannot hold"
+        sentence = (
+            f"at least {name}: {'; '.join(reasons)}; the GRPO+LoRA part alone (modelled: {part}; or its measured "
+            "twin) reaches that, and this run carries more"
+        )
+        return {"state": name, "basis": basis, "near_limit": False, "sentence": head + sentence}
     near = bool(a.near_limit[i]) and basis == "predicted"
     if basis == "predicted" and a.model_state[i] >= 0:
         peak = float(a.model.peak[i])

@@ -26,8 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..estimation.features import METADATA_FIELDS, MIB
-from ..memory.architecture import Architecture
-from ..memory.inputs import PlanInputs
+from ..memory.architecture import architecture
 from .predict import SettingArrays
 
 #: Bytes per element of vLLM's copy of the weights (bf16).
@@ -141,37 +140,32 @@ def floors(s: SettingArrays) -> Floors:
     available["micro_batch_fits_per_gpu_batch"] = sequences / gpus
     for name in ("generation_weights", "actor_shards_at_startup", "sequence_length", "micro_batch_fits_per_gpu_batch"):
         holds[name] = required[name] <= available[name]
-    for name in FLOORS[:-1]:
+    kv = "kv_cache_one_sequence"
+    required[kv], available[kv], known[kv] = _kv_floor(s)
+    holds[kv] = required[kv] <= available[kv]
+    for name in FLOORS:
         holds[name] = np.where(known[name], holds[name], True)
-    none = np.zeros(len(g), dtype=bool)
-    required["kv_cache_one_sequence"] = available["kv_cache_one_sequence"] = np.zeros(len(g))
-    holds["kv_cache_one_sequence"], known["kv_cache_one_sequence"] = ~none, none
     return Floors(required, available, holds, known)
 
 
-def with_kv_floor(found: Floors, x: PlanInputs, arch: Architecture) -> Floors:
-    """``found`` with the KV-cache floor: vLLM refuses to start when its budget, less its weight shard, cannot hold
-    one ``max_model_len`` sequence (null ``max_model_len``: the model's context length, as VERL 0.7 and later pass
-    it to vLLM)."""
-    length = np.where(x.valid["max_model_len"], x["max_model_len"], arch.context)
-    t = np.where(x["rollout_tp_size"] > 0, x["rollout_tp_size"], 1.0)
+def _kv_floor(s: SettingArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(required, available, known) of the KV-cache floor: vLLM refuses to start when its budget, less its weight
+    shard, cannot hold one ``max_model_len`` sequence (null ``max_model_len``: the model's context length, as VERL
+    0.7 and later pass it to vLLM)."""
+    arch = architecture(s.models, s.model, s.metadata_mappings)
+    v = s.valid
+    length = np.where(v["max_model_len"], s["max_model_len"], arch.context)
+    t = np.where(s["rollout_tp_size"] > 0, s["rollout_tp_size"], 1.0)
     required = arch.kv_bytes_per_token() / t * length / MIB
-    available = x["vllm_gpu_memory_utilization"] * x["device_capacity_mib"] - GENERATION_BYTES * arch.p / t / MIB
+    available = s["vllm_gpu_memory_utilization"] * s["device_capacity_mib"] - GENERATION_BYTES * arch.p / t / MIB
     known = (
         np.isfinite(required)
         & np.isfinite(available)
-        & x.valid["vllm_gpu_memory_utilization"]
-        & x.valid["device_capacity_mib"]
-        & x.valid["rollout_tp_size"]
+        & v["vllm_gpu_memory_utilization"]
+        & v["device_capacity_mib"]
+        & v["rollout_tp_size"]
     )
-    name = "kv_cache_one_sequence"
-    holds = np.where(known, required <= available, True)
-    return Floors(
-        {**found.required, name: np.nan_to_num(required)},
-        {**found.available, name: np.nan_to_num(available)},
-        {**found.holds, name: holds},
-        {**found.known, name: known},
-    )
+    return np.nan_to_num(required), np.nan_to_num(available), known
 
 
 def arithmetic(entry: dict, settings: dict, metadata: dict | None) -> str:

@@ -18,7 +18,7 @@ class Hardware:
 
     device_capacity_mib: int = DEVICE_CAPACITY_MIB
     margin_limit_mib: int = MARGIN_LIMIT_MIB
-    name: str = "A100 40GB"
+    name: str | None = None  # None: the listed device of that capacity, else "<capacity> MiB device"
 
     @property
     def is_benchmark(self) -> bool:
@@ -29,10 +29,14 @@ class Hardware:
         """Whether the release measured runs on a device of this capacity."""
         return self.device_capacity_mib == DEVICE_CAPACITY_MIB
 
+    @property
+    def device_name(self) -> str:
+        return self.name or device_of_capacity(self.device_capacity_mib).name
+
     def describe(self) -> dict:
         """The ``device`` block of every answer."""
         return {
-            "name": self.name,
+            "name": self.device_name,
             "capacity_mib": self.device_capacity_mib,
             "margin_mib": self.margin_limit_mib,
             "measured": self.measured,
@@ -42,7 +46,7 @@ class Hardware:
         if self.is_benchmark:
             return None
         return (
-            f"hardware not measured: {self.name}, {self.device_capacity_mib} MiB devices with a "
+            f"hardware not measured: {self.device_capacity_mib} MiB devices ({self.device_name}) with a "
             f"{self.margin_limit_mib} MiB limit (every measurement is on {DEVICE_CAPACITY_MIB} MiB A100s): the "
             "per-phase model extrapolates its physical terms to this capacity, with its runtime term calibrated on "
             "the A100s"
