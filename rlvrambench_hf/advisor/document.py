@@ -25,7 +25,8 @@ from .records import DEFINING_SETTINGS
 STATEMENT = (
     "Measurement first: where the release measured a plan's settings, its verdict is that measurement (basis "
     "measured); else a physical floor that cannot hold makes it a memory failure (basis floor); else it is the label "
-    "of the per-phase memory model's predicted peak on the plan's device (basis predicted), with its error band from "
+    "of the per-phase memory model's predicted peak on the plan's device (basis predicted: predictions, not "
+    "measurements), with its error band from "
     "the held-out model families. What the model does not cover (another rollout engine, algorithm or training "
     "backend) gets no verdict. The three reference methods stay beside it with their fold records. Read the scope "
     "flags of every plan."
