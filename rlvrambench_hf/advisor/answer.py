@@ -279,9 +279,9 @@ def _changes(assessment: Assessment, context: Context) -> ChangeSet | None:
         assessed.state,
         supported,
         assessed.matches.within_margin_record,
-        assessed.predictions.peak["component_regression"],
+        assessed.model.peak,
     )
-    peak = assessment.predictions.peak["component_regression"]
+    peak = assessment.model.peak
     return ChangeSet.of(found, result, peak, WITHIN, context.describe_record)
 
 
