@@ -212,7 +212,11 @@ def _written(mapping: tuple[Mapped, ...], setting: str, value: object, settings:
     for row in mapping:
         if row.setting != setting:
             continue
-        for key, written in zip(row.keys, row.write(value, settings)):
+        try:
+            values = row.write(value, settings)
+        except (KeyError, TypeError, ValueError):  # the conversion needs a setting the plan does not give
+            return []
+        for key, written in zip(row.keys, values):
             if written is not None and (key, written) not in out:
                 out.append((key, written))
         break  # the first row that gives the setting is how a user sets it
