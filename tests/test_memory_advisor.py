@@ -101,3 +101,14 @@ def test_every_configuration_is_answered_from_its_measurement_first(context, sna
     mape = float(np.mean(np.abs(peak[done] - truth[done]) / truth[done]) * 100)
     print(f"in-sample: {done.sum()} completed configurations with a model peak, MAPE {mape:.2f} %")
     assert done.sum() > 140 and mape < 3.0, (done.sum(), mape)
+
+
+def test_the_sweep_table_names_the_device_binding_phase_and_predicted_peak(context):
+    from rlvrambench_hf.advisor.sweep import sweep_table
+
+    rows = [{**QWEN3B, "workload_id": "math"}, {**QWEN3B, "workload_id": "math", "vllm_gpu_memory_utilization": 0.85}]
+    table = sweep_table(advisor.advise(plans(rows), context=context, hardware=Hardware.of(None, None, "L40S")))
+    assert table.column("device").to_pylist() == ["L40S", "L40S"]
+    assert set(table.column("binding_phase").to_pylist()) <= {"rollout", "initializing", "actor_update", "weight_sync"}
+    low, high = table.column("predicted_peak_mib").to_pylist()
+    assert high - low == pytest.approx(0.25 * 46068, abs=1)  # vLLM's reservation, coefficient 1
