@@ -83,8 +83,10 @@ def plan_inputs(
     for name in SETTINGS:
         vals.setdefault(name, np.zeros(n))
         oks.setdefault(name, np.zeros(n, dtype=bool))
-    dtype = actor_dtype or [None] * n
-    known = np.array([d is not None and d.lower() in ACTOR_DTYPE_BYTES for d in dtype], dtype=bool)
-    actor_bytes = np.array([ACTOR_DTYPE_BYTES.get((d or "fp32").lower(), 4.0) for d in dtype], dtype=np.float64)
+    if actor_dtype is None:
+        known, actor_bytes = np.zeros(n, dtype=bool), np.full(n, 4.0)
+    else:
+        known = np.array([d is not None and d.lower() in ACTOR_DTYPE_BYTES for d in actor_dtype], dtype=bool)
+        actor_bytes = np.array([ACTOR_DTYPE_BYTES.get((d or "fp32").lower(), 4.0) for d in actor_dtype])
     codes = workload if workload is not None else np.full(n, -1)
     return PlanInputs(vals, oks, actor_bytes.reshape(n), known.reshape(n), codes, workloads)
