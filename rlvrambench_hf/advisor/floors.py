@@ -26,7 +26,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..estimation.features import METADATA_FIELDS, MIB
-from ..memory.architecture import architecture
 from .predict import SettingArrays
 
 #: Bytes per element of vLLM's copy of the weights (bf16).
@@ -152,7 +151,7 @@ def _kv_floor(s: SettingArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(required, available, known) of the KV-cache floor: vLLM refuses to start when its budget, less its weight
     shard, cannot hold one ``max_model_len`` sequence (null ``max_model_len``: the model's context length, as VERL
     0.7 and later pass it to vLLM)."""
-    arch = architecture(s.models, s.model, s.metadata_mappings)
+    arch = s.architecture
     v = s.valid
     length = np.where(v["max_model_len"], s["max_model_len"], arch.context)
     t = np.where(s["rollout_tp_size"] > 0, s["rollout_tp_size"], 1.0)

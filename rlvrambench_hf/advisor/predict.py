@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -75,6 +76,13 @@ class SettingArrays:
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.values[name]
+
+    @cached_property
+    def architecture(self) -> Architecture:
+        """The sizes of each plan's model, for the per-phase model and the KV-cache floor."""
+        from ..memory.architecture import architecture
+
+        return architecture(self.models, self.model, self.metadata_mappings)
 
 
 def feature_columns(s: SettingArrays) -> tuple[np.ndarray, np.ndarray]:
@@ -223,7 +231,6 @@ def donors(
 def memory_inputs(table: pa.Table, s: SettingArrays) -> tuple[PlanInputs, Architecture]:
     """The per-phase model's inputs of a plan table: its settings, the knob columns it carries
     (:mod:`.knobs`; absent or null: the model's default) and its models' sizes."""
-    from ..memory.architecture import architecture
     from ..memory.inputs import SETTINGS, plan_inputs
     from .knobs import KNOBS
 
@@ -240,7 +247,7 @@ def memory_inputs(table: pa.Table, s: SettingArrays) -> tuple[PlanInputs, Archit
     distinct = pc.unique(column).drop_null()
     workload = codes_of(pc.index_in(column, value_set=distinct))
     x = plan_inputs(values, valid, dtype, workload, tuple(distinct.to_pylist()))
-    return x, architecture(s.models, s.model, s.metadata_mappings)
+    return x, s.architecture
 
 
 def _absent(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
