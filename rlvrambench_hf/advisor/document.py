@@ -14,7 +14,6 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..data.schema.pins import RELEASE_STACK
 from ..estimation.features import coarse_family
 from ..estimation.references import METHODS
 from .answer import BASES, STATES, UNRESOLVED_STATE, Answers
@@ -148,41 +147,24 @@ def verdict(answers: Answers, i: int, measured: list | None, floors: list[dict],
         if not device.measured:
             sentence += "; extrapolating: physical terms at this capacity, runtime term calibrated on 40 GB A100s"
         return {"state": name, "basis": basis, "near_limit": near, "sentence": head + sentence}
-    out = _verdict_text(answers, i, measured, floors, predictions, name, basis)
+    out = _verdict_text(answers, i, measured, floors, name, basis)
     return {**out, "near_limit": False, "sentence": head + out["sentence"]}
 
 
 def _verdict_text(
-    answers: Answers, i: int, measured: list | None, floors: list[dict], predictions: Mapping | None, name, basis
+    answers: Answers, i: int, measured: list | None, floors: list[dict], name: str | None, basis: str
 ) -> dict:
     if basis == "measured":
         sentence = _measured_sentence(answers, i, measured or [], name)
     elif basis == "floor":
         failed = [f for f in floors if f["holds"] is False]
         sentence = "cannot run: " + "; ".join(f"{f['check']}: {f['arithmetic']}" for f in failed)
-    elif predictions and name is None:
-        labels = ", ".join(f"{m} {p['predicted_state'] or 'none'}" for m, p in predictions.items())
-        sentence = (
-            f"no verdict: the release measured GRPO with LoRA only, and for those settings the references predict "
-            f"{labels}, which this run's {_stack_text(answers, i)} can only exceed"
-        )
-    elif predictions:
-        labels = ", ".join(f"{m} {p['predicted_state'] or 'none'}" for m, p in predictions.items())
-        sentence = f"predicted {name}, the most cautious of {labels}; no measured record matches"
     else:
-        sentence = f"nothing known: no measured record matches and no prediction ({_why_unavailable(answers, i)})"
-    return {"state": name, "basis": basis, "sentence": sentence}
-
-
-def _stack_text(answers: Answers, i: int) -> str:
-    """How plan ``i`` differs from the release's stack (``full fine-tuning``, ``algorithm GAE``)."""
-    table = answers.assessment.table
-    parts = []
-    for name, measured in RELEASE_STACK.items():
-        value = table.column(name)[i].as_py() if name in table.column_names else None
-        if value is not None and value != measured:
-            parts.append("full fine-tuning" if name == "adaptation" and value == "none" else f"{name} {value}")
-    return " and ".join(parts) or "stack"
+        sentence = (
+            "nothing known: no measured record matches and the per-phase model has no peak "
+            f"({_why_unavailable(answers, i)})"
+        )
+    return {"state": name if basis != "predicted" else None, "basis": basis, "sentence": sentence}
 
 
 def _measured_sentence(answers: Answers, i: int, measured: list[dict], name: str | None) -> str:

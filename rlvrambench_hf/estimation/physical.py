@@ -79,7 +79,7 @@ def record_of_release(source: SourceLike = None) -> dict:
 
     inputs = load_inputs(source)
     stages = load_table("stage_measurements", inputs.source, decode=True).to_pylist()
-    out = {"form_note": FORM_NOTE}
+    out: dict[str, object] = {"form_note": FORM_NOTE}
     for form in (FINAL_FORM, A_PRIORI_FORM):
         scores, _ = physical_record(inputs.pool.rows, stages, inputs.metadata, form)
         out[form] = scores

@@ -67,7 +67,7 @@ def architecture(models: Sequence[str], model: np.ndarray, metadata: Mapping[str
     ).reshape(len(models) + 1, len(FIELDS) + 1)
     rows = table[np.where(model >= 0, model, len(models))]
     col = {f: rows[:, i] for i, f in enumerate(FIELDS)}
-    known = ~np.isnan(rows[:, : len(FIELDS) - 1]).any(axis=1)
+    known = np.asarray(~np.isnan(rows[:, : len(FIELDS) - 1]).any(axis=1), dtype=bool)
     rank = np.where(np.isnan(col["lora_rank"]), 64.0, col["lora_rank"])
     unit = np.fmax.reduce(
         [

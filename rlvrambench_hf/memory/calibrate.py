@@ -85,7 +85,7 @@ def rows_inputs(rows: Sequence[Mapping], metadata: Mapping[str, Mapping]) -> tup
     for name in (*SETTINGS, *KNOB_DEFAULTS, "base_quant_bits"):
         raw = [r.get(name) for r in rows]
         valid[name] = np.array([v is not None and v == v for v in raw], dtype=bool).reshape(n)
-        values[name] = np.array([float(v) if ok else 0.0 for v, ok in zip(raw, valid[name])]).reshape(n)
+        values[name] = np.array([float(v) if ok else 0.0 for v, ok in zip(raw, valid[name])]).reshape(n)  # type: ignore[arg-type]
     models = tuple(sorted({str(r.get("model_id")) for r in rows if r.get("model_id")}))
     model = np.array([models.index(r["model_id"]) if r.get("model_id") else -1 for r in rows], dtype=np.int64)
     workloads = tuple(sorted({str(r["workload_id"]) for r in rows if r.get("workload_id")}))
