@@ -120,3 +120,17 @@ def test_the_model_runs_as_an_estimator_under_the_comparison(inputs):
     report = run_retrospective(inputs.source, estimators={"physical": PhysicalModel(inputs.source)}, timeout=None)
     assert report["folds"]["granite33"]["scores"]["physical"]["correct_three_state"] == 29
     assert report["folds"]["granite33"]["scores"]["component_regression"]["correct_three_state"] == 22
+
+
+def test_headroom_solves_the_largest_utilization_and_micro_batch(inputs):
+    from rlvrambench_hf.memory.headroom import headroom
+
+    model = model_of([QWEN3B], inputs.metadata)
+    out = headroom(model, 0, 38912.0, 0.6, 8.0, 32.0)
+    assert out["headroom_mib"]["rollout"] == pytest.approx(38912 - model.phase_peak("rollout")[0], abs=0.1)
+    u = out["largest_vllm_gpu_memory_utilization"]
+    higher = model_of([{**QWEN3B, "vllm_gpu_memory_utilization": u}, {**QWEN3B, "vllm_gpu_memory_utilization": u + 0.01}],
+                      inputs.metadata).peak  # fmt: skip
+    assert higher[0] <= 38912 < higher[1]
+    micro = out["largest_actor_micro_batch"]
+    assert 32 % micro == 0 and model_of([{**QWEN3B, "actor_micro_batch": micro}], inputs.metadata).peak[0] <= 38912

@@ -106,7 +106,34 @@ def memory_block(answers: Answers, i: int) -> dict:
         "binding_phase": PHASE_NAMES[int(a.model.binding[i])],
         "predicted_peak_mib": round(float(a.model.peak[i]), 1),
         "band_mib": round(band, 1),
+        "fits": _fits(answers, i),
     }
+
+
+def _fits(answers: Answers, i: int) -> dict:
+    """Headroom per phase and the largest utilization and actor micro-batch that keep every phase within the
+    margin, with the keys to paste."""
+    from ..memory.headroom import headroom
+    from .changes import in_user_keys
+
+    s = answers.assessment.settings
+    settings = answers.assessment.table.slice(i, 1).to_pylist()[0]
+    per_gpu = s["train_batch_size"][i] * s["rollout_n"][i] / max(s["gpu_count"][i], 1.0)
+    out = headroom(
+        answers.assessment.model,
+        i,
+        float(s["margin_limit_mib"][i]),
+        float(s["vllm_gpu_memory_utilization"][i]),
+        float(s["actor_micro_batch"][i]),
+        float(per_gpu),
+    )
+    for key, setting in (
+        ("largest_vllm_gpu_memory_utilization", "vllm_gpu_memory_utilization"),
+        ("largest_actor_micro_batch", "actor_micro_batch"),
+    ):
+        if out[key] is not None:
+            out[key.replace("largest_", "keys_for_largest_")] = in_user_keys(setting, out[key], settings)
+    return out
 
 
 def verdict(answers: Answers, i: int, measured: list | None, floors: list[dict], predictions: Mapping | None) -> dict:

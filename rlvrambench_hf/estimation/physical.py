@@ -94,3 +94,20 @@ def _mape(rows: Sequence[Mapping], truth: Mapping[str, Mapping]) -> float | None
         if r["predicted_peak_mib"] is not None and truth[r["configuration_id"]]["completed"]
     ]
     return 100.0 * sum(errors) / len(errors) if errors else None
+
+
+def prospective_physical(source: SourceLike = None) -> list[dict]:
+    """The model calibrated on all 90 configurations and their stages, on the 12 larger-model targets."""
+    from ..data.tables.reader import load_table
+    from .api import load_inputs
+
+    inputs = load_inputs(source)
+    stages = load_table("stage_measurements", inputs.source, decode=True).to_pylist()
+    ids = {r["configuration_id"] for r in inputs.pool.rows}
+    calibration = fit(inputs.pool.rows, [s for s in stages if s["configuration_id"] in ids], inputs.metadata)
+    targets = list(inputs.targets.rows)
+    labels, peaks = predict_rows(targets, calibration, inputs.metadata)
+    return [
+        {"configuration_id": t["configuration_id"], "method": METHOD, "predicted_state": s, "predicted_peak_mib": p}
+        for t, s, p in zip(targets, labels, peaks)
+    ]
