@@ -10,8 +10,8 @@ import yaml
 from rlvrambench_hf.advisor.changes import MOVES, in_user_keys
 
 VENDORED = Path("/work/vendor/verl/verl/trainer/config/_generated_ppo_trainer.yaml")
-SETTINGS = {"adaptation": "LoRA", "max_prompt_length": 1024, "max_response_length": 2048, "rollout_n": 2, "gpu_count": 2,
-            "actor_micro_batch": 8}  # fmt: skip
+SETTINGS = {"adaptation": "LoRA", "max_prompt_length": 1024, "max_response_length": 2048, "rollout_n": 2,
+            "gpu_count": 2, "actor_micro_batch": 8}  # fmt: skip
 VALUES = {"parameter_offload": True, "optimizer_offload": True, "free_cache_engine": True,
           "vllm_gpu_memory_utilization": 0.45}  # fmt: skip
 

@@ -129,8 +129,8 @@ def test_headroom_solves_the_largest_utilization_and_micro_batch(inputs):
     out = headroom(model, 0, 38912.0, 0.6, 8.0, 32.0)
     assert out["headroom_mib"]["rollout"] == pytest.approx(38912 - model.phase_peak("rollout")[0], abs=0.1)
     u = out["largest_vllm_gpu_memory_utilization"]
-    higher = model_of([{**QWEN3B, "vllm_gpu_memory_utilization": u}, {**QWEN3B, "vllm_gpu_memory_utilization": u + 0.01}],
-                      inputs.metadata).peak  # fmt: skip
+    rows = [{**QWEN3B, "vllm_gpu_memory_utilization": u}, {**QWEN3B, "vllm_gpu_memory_utilization": u + 0.01}]
+    higher = model_of(rows, inputs.metadata).peak
     assert higher[0] <= 38912 < higher[1]
     micro = out["largest_actor_micro_batch"]
     assert 32 % micro == 0 and model_of([{**QWEN3B, "actor_micro_batch": micro}], inputs.metadata).peak[0] <= 38912
