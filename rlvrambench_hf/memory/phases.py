@@ -77,8 +77,11 @@ class PhaseModel:
 
     @property
     def binding(self) -> np.ndarray:
-        """Index into :data:`PHASES` of the phase that sets each plan's peak."""
-        return np.argmax(self.peaks, axis=1)
+        """Index into :data:`PHASES` of the phase that sets each plan's peak (start-up and generation hold the same
+        terms: a tie is generation's)."""
+        tie = np.zeros(len(PHASES))
+        tie[0] = 1e-6
+        return np.argmax(self.peaks - tie, axis=1)
 
     def explain(self, i: int) -> list[dict]:
         """Plan ``i``'s phases as the answer lists them: phase, peak and terms with their arithmetic."""
