@@ -112,3 +112,23 @@ def test_the_sweep_table_names_the_device_binding_phase_and_predicted_peak(conte
     assert set(table.column("binding_phase").to_pylist()) <= {"rollout", "initializing", "actor_update", "weight_sync"}
     low, high = table.column("predicted_peak_mib").to_pylist()
     assert high - low == pytest.approx(0.25 * 46068, abs=1)  # vLLM's reservation, coefficient 1
+
+
+def test_a_planned_csv_carries_memory_knobs(context, tmp_path, snapshot):
+    from rlvrambench_hf.advisor.read import read_plans
+    from rlvrambench_hf.errors import InputError
+
+    names = [k for k in QWEN3B if k != "max_model_len"] + ["max_model_len"]
+    head = ",".join(names) + ",gradient_checkpointing,layered_summon,rollout_engine"
+    row = ",".join(str({**QWEN3B, "workload_id": "math"}[k]) for k in names)
+    path = tmp_path / "plans.csv"
+    path.write_text(f"{head}\n{row},,,\n{row},false,TRUE,\n{row},,,SGLang\n")
+    plans_read = read_plans(path, kind="planned", source=snapshot)
+    assert plans_read.table.column("gradient_checkpointing").to_pylist() == [None, False, None]
+    base, knobs, engine = document(advisor.advise(plans_read, context=context))["configurations"]
+    update = [{p["phase"]: p["peak_mib"] for p in e["phases"]} for e in (base, knobs)]
+    assert update[1]["actor_update"] > update[0]["actor_update"] and update[1]["weight_sync"] < update[0]["weight_sync"]
+    assert engine["verdict"]["state"] is None and "rollout_engine=sglang" in engine["verdict"]["sentence"]
+    path.write_text(f"{head}\n{row},maybe,,\n")
+    with pytest.raises(InputError, match="row 1: gradient_checkpointing: 'maybe' is not a bool"):
+        read_plans(path, kind="planned", source=snapshot)
