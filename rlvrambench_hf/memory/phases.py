@@ -261,9 +261,14 @@ class _Formats:
         if self.x.knob("layered_summon")[i] > 0:
             return f"layered summon: 4 B x {a.unit[i]:,.0f} (largest FSDP unit) = {4 * a.unit[i] / MIB:,.0f} MiB"
         source = "" if self.x.knob_given("layered_summon")[i] else f" ({KNOB_DEFAULTS['layered_summon'][1]})"
+        seen = (
+            ""
+            if self.x["parameter_offload"][i] > 0
+            else "; the release saw this phase bind only with parameters offloaded: an extrapolation here"
+        )
         return (
             f"no layered summon{source}: 4 B x ({a.p[i]:,.0f} + {r:,.0f}) gathered for the LoRA merge = "
-            f"{4 * (a.p[i] + r) / MIB:,.0f} MiB"
+            f"{4 * (a.p[i] + r) / MIB:,.0f} MiB{seen}"
         )
 
     def vllm_weights(self, i: int) -> str:
