@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rlvrambench_hf import advisor
 from rlvrambench_hf.advisor.context import load_context
@@ -132,3 +134,25 @@ def test_a_planned_csv_carries_memory_knobs(context, tmp_path, snapshot):
     path.write_text(f"{head}\n{row},maybe,,\n")
     with pytest.raises(InputError, match="row 1: gradient_checkpointing: 'maybe' is not a bool"):
         read_plans(path, kind="planned", source=snapshot)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    model=st.sampled_from(["Qwen/Qwen2.5-3B-Instruct", "Qwen/Qwen2.5-7B-Instruct", "microsoft/Phi-4-mini-instruct"]),
+    u=st.sampled_from([0.2, 0.4, 0.6, 0.8]),
+    gpus=st.sampled_from([1, 2, 4]),
+    offload=st.booleans(),
+    length=st.sampled_from([None, 2048, 8192]),
+)
+def test_the_verdict_never_worsens_with_more_device_memory(context, model, u, gpus, offload, length):
+    """Floors and model together, through the advisor's assessment: verdicts on 24, 48, 80 and 141 GB devices."""
+    from rlvrambench_hf.advisor.answer import assess
+    from rlvrambench_hf.memory.devices import margin_of
+
+    capacities = (24564, 49140, 81559, 143771)
+    base = {**QWEN3B, "model_id": model, "vllm_gpu_memory_utilization": u, "gpu_count": gpus, "max_model_len": length,
+            "parameter_offload": offload, "train_batch_size": 64}  # fmt: skip
+    rows = [{**base, "device_capacity_mib": c, "margin_limit_mib": margin_of(c)} for c in capacities]
+    table = plans(rows).table
+    state = assess(table, context).state
+    assert (state >= 0).all() and list(state) == sorted(state, reverse=True), list(state)
