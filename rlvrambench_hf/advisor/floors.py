@@ -6,7 +6,10 @@ Memory (MiB, from the model metadata; a plan whose model has none gets ``holds``
   dtype of the measured stack) / rollout tensor parallelism, must fit vLLM's budget, utilization × device capacity;
 * ``actor_shards_at_startup``: without parameter offload, FSDP keeps the actor's fp32 shards, 4 bytes × (parameters +
   adapter) / GPUs, resident while vLLM asks for its budget, so they must fit the capacity left beside the budget;
-  with parameter offload only the largest FSDP unit is gathered at a time (4 bytes × its elements).
+  with parameter offload only the largest FSDP unit is gathered at a time (4 bytes × its elements);
+* ``kv_cache_one_sequence``: vLLM refuses to start when its budget, less its weight shard, cannot hold the KV cache
+  of one ``max_model_len`` sequence (the model's context length when ``max_model_len`` is null, as VERL 0.7 and
+  later pass it).
 
 Shape, as VERL validates a config before it starts (no metadata needed):
 
