@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..estimation.features import METADATA_FIELDS, MIB
+from ..memory.architecture import CONTEXT_LENGTHS
 from .predict import SettingArrays
 
 #: Bytes per element of vLLM's copy of the weights (bf16).
@@ -203,10 +204,9 @@ def arithmetic(entry: dict, settings: dict, metadata: dict | None) -> str:
     if name == "kv_cache_one_sequence" and metadata:
         length = s.get("max_model_len")
         given = f"max_model_len {length:,}" if length else "max_model_len not set: the model's context"
-        from ..memory.architecture import CONTEXT_LENGTHS
-
         tokens = length or metadata.get("max_position_embeddings") or CONTEXT_LENGTHS.get(str(s.get("model_id")))
-        per_token = 2 * metadata["num_hidden_layers"] * metadata["num_key_value_heads"] * metadata["head_dim"] * 2
+        tp = max(int(s["rollout_tp_size"]), 1)
+        per_token = 2 * metadata["num_hidden_layers"] * metadata["num_key_value_heads"] * metadata["head_dim"] * 2 // tp
         return (
             f"KV cache of one sequence: 2 (K, V) x {metadata['num_hidden_layers']} layers x "
             f"{metadata['num_key_value_heads']} KV heads x {metadata['head_dim']} x 2 B / TP {s['rollout_tp_size']} "
