@@ -150,9 +150,10 @@ def test_a_run_of_another_stack_is_never_answered_by_grpo_lora_records(
         assert c["measured"] is None and c["verdict"]["basis"] != "measured"
         assert c["near_matches"] and all(n["setting"] == setting for n in c["near_matches"][:2])
     assert within["verdict"]["state"] is None
-    assert within["verdict"]["sentence"].startswith("no verdict: the release measured GRPO with LoRA only")
-    assert within["verdict"]["sentence"].endswith(f"which this run's {stack} can only exceed")
-    assert above["verdict"]["state"] in ("above_margin", "memory_failure")
+    assert (
+        "no verdict: not modelled: another algorithm or adaptation than GRPO with LoRA" in within["verdict"]["sentence"]
+    )
+    assert above["verdict"]["state"] in ("above_margin", "memory_failure"), above["verdict"]
 
 
 def test_floors_hold_for_every_record_the_release_measured_as_completing(context) -> None:
@@ -300,7 +301,7 @@ def test_sweep_table_and_files_hold_one_row_per_plan(snapshot: Path, context, tm
         )
     assert (
         verdict_lines(answers)[0]
-        == "est-qwen25-7b-gsm8k-c2-2gpu: memory_failure (basis measured; 2 measured record(s))"
+        == "est-qwen25-7b-gsm8k-c2-2gpu: memory_failure (basis measured; 2 measured record(s)) on A100 40GB (measured by the release)"
     )
 
 

@@ -20,14 +20,16 @@ import pyarrow as pa
 from ..data.schema.pins import OUTCOME_LABELS, RELEASE_STACK, UNRESOLVED
 from ..data.schema.registry import get_spec
 from ..errors import InputError
+from ..memory.phases import PhaseModel, phases
 from .arrays import numbers, with_validity
 from .changes import Assessed, ChangeSet, variants
 from .context import Context
 from .floors import Floors, floors
 from .hardware import BENCHMARK_HARDWARE, HARDWARE_SETTINGS, Hardware
+from .knobs import KNOB_BY_NAME
 from .lookup import Matches, exact_matches
 from .plans import Plans
-from .predict import FAILURE, WITHIN, Predictions, SettingArrays, predict
+from .predict import ABOVE, FAILURE, WITHIN, Predictions, SettingArrays, memory_inputs, predict
 from .records import UNKNOWN, Codes
 from .scope import Flag, scope_flags
 
@@ -50,6 +52,13 @@ class Assessment:
     predictions: Predictions
     state: np.ndarray
     basis: np.ndarray  # index into BASES
+    model: PhaseModel
+    model_state: np.ndarray  # label index of the per-phase model's peak (-1: none)
+    not_modelled: dict[str, np.ndarray]  # reason -> rows the model does not cover for that reason
+    near_limit: np.ndarray
+
+    def not_modelled_reasons(self, i: int) -> list[str]:
+        return [reason for reason, mask in self.not_modelled.items() if mask[i]]
 
 
 def with_hardware(table: pa.Table, hardware: Hardware, written: Mapping[str, str] | None = None) -> pa.Table:
@@ -75,22 +84,95 @@ def with_hardware(table: pa.Table, hardware: Hardware, written: Mapping[str, str
 
 
 def assess(table: pa.Table, context: Context) -> Assessment:
-    """Measured matches, floors, predictions and the verdict of every plan of ``table`` (hardware filled in)."""
+    """Measured matches, floors, the per-phase model and the verdict of every plan of ``table`` (hardware filled
+    in): what the model does not cover withholds the verdict first; then measured > floor > model."""
     settings = SettingArrays.of(table, context.metadata)
     codes = context.records.index.codes(table)
     matches = exact_matches(context.records, codes)
+    x, arch = memory_inputs(table, settings)
+    model = phases(x, arch, context.memory.calibration)
     found_floors = floors(settings)
     predictions = predict(settings, context.fitted, context.parameters)
-    measured = matches.count > 0
+    uncovered = not_modelled(table, codes)
+    n = table.num_rows
+    any_reason = np.logical_or.reduce([*uncovered.values(), np.zeros(n, bool)])
+    strict = np.logical_or.reduce([m for r, m in uncovered.items() if r not in ADDITIVE] + [np.zeros(n, bool)])
+    measured = (matches.count > 0) & ~any_reason
     failing = found_floors.failing()
     measured_state = np.where(matches.resolved > 0, matches.worst, UNRESOLVED_STATE)
-    predicted = predictions.cautious()
-    # the methods know GRPO with LoRA only: for another stack a failure they predict stands (the run carries more),
-    # a fit they predict does not
-    predicted = np.where(other_stack(codes) & (predicted == WITHIN), -1, predicted)
-    state = np.where(measured, measured_state, np.where(failing, FAILURE, predicted))
+    peak, capacity, margin = model.peak, x["device_capacity_mib"], settings["margin_limit_mib"]
+    model_state = np.where(
+        np.isnan(peak), -1, np.where(peak > capacity, FAILURE, np.where(peak > margin, ABOVE, WITHIN))
+    )
+    band = context.memory.band_mib
+    near = ~np.isnan(peak) & ((np.abs(peak - margin) <= band) | (np.abs(peak - capacity) <= band))
+    state = np.where(measured, measured_state, np.where(failing, FAILURE, model_state))
+    if any_reason.any():  # the GRPO+LoRA twin's measurement bounds a run that carries more
+        state = np.where(any_reason & ~strict, np.maximum(state, _twin_state(table, context)), state)
+    # a run that carries more than the modelled one (full fine-tuning, a critic) fails where the modelled part
+    # alone fails or exceeds the margin; anything else the model does not cover gets no verdict
+    state = np.where(strict | (any_reason & (state < ABOVE)), -1, state)
     basis = np.where(measured, 0, np.where(failing, 1, 2))
-    return Assessment(table, settings, codes, matches, found_floors, predictions, state, basis)
+    return Assessment(
+        table, settings, codes, matches, found_floors, predictions, state, basis, model, model_state, uncovered, near
+    )
+
+
+#: Reasons of runs that hold at least what the model counts (so a failure of the modelled part stands).
+FULL_FINE_TUNING = "not modelled: lora_rank=0 is full fine-tuning (the model covers LoRA adapters)"
+OTHER_STACK = "not modelled: another algorithm or adaptation than GRPO with LoRA (the model covers GRPO with LoRA)"
+ADDITIVE: frozenset[str] = frozenset({FULL_FINE_TUNING, OTHER_STACK})
+
+#: Knob values the model covers (a column absent or null: the release's value).
+COVERED: dict[str, tuple[object, ...]] = {
+    "rollout_engine": ("vllm",),
+    "vllm_mode": ("colocate",),
+    "strategy": ("fsdp", "fsdp2"),
+    "advantage_estimator": ("grpo",),
+    "actor_param_dtype": ("fp32", "float32", "bf16", "bfloat16", "fp16"),
+    "use_dynamic_bsz": (False,),
+}
+
+
+def not_modelled(table: pa.Table, codes: Codes) -> dict[str, np.ndarray]:
+    """Per reason, the plans the per-phase model does not cover (another engine, algorithm, backend, full
+    fine-tuning, dynamic batch sizes, sequence parallelism); for them no verdict is given, not even a measured one."""
+    out: dict[str, np.ndarray] = {}
+    n = table.num_rows
+    for name, covered in COVERED.items():
+        if name not in table.column_names:
+            continue
+        values = table.column(name).to_pylist()
+        for value in sorted({v for v in values if v is not None and v not in covered}, key=str):
+            out[f"not modelled: {name}={value} ({KNOB_BY_NAME[name].meaning}; the model covers {covered})"] = np.array(
+                [v == value for v in values], dtype=bool
+            ).reshape(n)
+    for name, reason in (
+        ("lora_rank", FULL_FINE_TUNING),
+        ("ulysses_sp_size", "not modelled: Ulysses sequence parallelism (ulysses_sp_size above 1)"),
+    ):
+        if name in table.column_names:
+            values, valid = numbers(table.column(name))
+            mask = valid & ((values == 0) if name == "lora_rank" else (values > 1))
+            if mask.any():
+                out[reason] = mask
+    stack = other_stack(codes)
+    if stack.any():
+        out[OTHER_STACK] = stack
+    return out
+
+
+def _twin_state(table: pa.Table, context: Context) -> np.ndarray:
+    """The measured label (-1: none) of each plan's GRPO+LoRA twin: the same settings in the release's stack."""
+    twin = table
+    for name, value in RELEASE_STACK.items():
+        column = pa.array([value] * table.num_rows, pa.string())
+        if name in twin.column_names:
+            twin = twin.set_column(twin.schema.get_field_index(name), name, column.cast(twin.schema.field(name).type))
+        else:
+            twin = twin.append_column(name, column)
+    found = exact_matches(context.records, context.records.index.codes(twin))
+    return np.where(found.resolved > 0, found.worst, -1)
 
 
 def other_stack(codes: Codes) -> np.ndarray:
@@ -180,7 +262,7 @@ def answer_plans(
 
 
 def _settings_only(table: pa.Table) -> pa.Table:
-    known = set(get_spec("configurations").column_names)
+    known = set(get_spec("configurations").column_names) | set(KNOB_BY_NAME)
     return table.select([n for n in table.column_names if n in known])
 
 
@@ -197,9 +279,9 @@ def _changes(assessment: Assessment, context: Context) -> ChangeSet | None:
         assessed.state,
         supported,
         assessed.matches.within_margin_record,
-        assessed.predictions.peak["component_regression"],
+        assessed.model.peak,
     )
-    peak = assessment.predictions.peak["component_regression"]
+    peak = assessment.model.peak
     return ChangeSet.of(found, result, peak, WITHIN, context.describe_record)
 
 

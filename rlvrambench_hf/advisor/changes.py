@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from .arrays import numbers, take, with_validity
+from .mapping import TRL_MAPPING, VERL_MAPPING, Mapped
 from .records import MeasuredIndex
 
 #: setting -> (tier, direction): "down", "up", "other" (any other measured value) or "on" (False -> True).
@@ -184,15 +185,46 @@ class ChangeSet:
         name = names[int(self.found.setting[j])]
         origin = int(self.found.origin[j])
         peak = self.assessed.peak[j] - self.peak_before[origin]
+        to = self.found.after[self.found.part[j]]
         return {
             "setting": name,
             "from": _plain(self.found.before[j], self.found.table.schema.field(name).type),
-            "to": self.found.after[self.found.part[j]],
+            "to": to,
+            **in_user_keys(name, to, self.found.table.slice(j, 1).to_pylist()[0]),
             "resulting_state": "within_margin",
             "basis": "measured" if supported else "predicted",
             "supporting_configuration": self.record(int(self.assessed.record[j])) if supported else None,
             "predicted_peak_change_mib": None if np.isnan(peak) else float(peak),
         }
+
+
+def in_user_keys(setting: str, value: object, settings: dict) -> dict[str, list[str]]:
+    """The change as the user writes it, from the rows of the mapping table that give ``setting``: VERL overrides
+    (``key=value``) and TRL arguments (``--key value``); empty where the tool has no such key."""
+    return {
+        "verl_overrides": [f"{k}={_text(v)}" for k, v in _written(VERL_MAPPING, setting, value, settings)],
+        "trl_arguments": [f"--{k} {_text(v)}" for k, v in _written(TRL_MAPPING, setting, value, settings)],
+    }
+
+
+def _written(mapping: tuple[Mapped, ...], setting: str, value: object, settings: dict) -> list[tuple[str, object]]:
+    out: list[tuple[str, object]] = []
+    for row in mapping:
+        if row.setting != setting:
+            continue
+        try:
+            values = row.write(value, settings)
+        except (KeyError, TypeError, ValueError):  # the conversion needs a setting the plan does not give
+            return []
+        for key, written in zip(row.keys, values):
+            if written is not None and (key, written) not in out:
+                out.append((key, written))
+        break  # the first row that gives the setting is how a user sets it
+    return out
+
+
+def _text(value: object) -> str:
+    return str(value) if not isinstance(value, float) or not value.is_integer() else f"{value:g}"
 
 
 def _plain(value: float, arrow_type: pa.DataType) -> object:

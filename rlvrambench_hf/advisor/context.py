@@ -12,6 +12,7 @@ import pyarrow as pa
 from ..data.sources.resolve import SourceLike
 from ..estimation.api import EstimationInputs, load_inputs
 from ..estimation.references import FittedReferences
+from ..memory.band import ModelRecord, model_record
 from .lookup import RecordIndex
 from .predict import SettingArrays, feature_columns
 from .records import build_index, tables_needed
@@ -28,6 +29,7 @@ class Context:
     records: RecordIndex
     cloud: Cloud
     metadata: Mapping[str, Mapping]
+    memory: ModelRecord
 
     @property
     def parameters(self) -> dict[str, int]:
@@ -48,7 +50,13 @@ class Context:
         if not extra:
             return self
         return Context(
-            self.inputs, self.fitted, self.track_record, self.records, self.cloud, {**self.metadata, **extra}
+            self.inputs,
+            self.fitted,
+            self.track_record,
+            self.records,
+            self.cloud,
+            {**self.metadata, **extra},
+            self.memory,
         )
 
     def describe_record(self, i: int) -> dict:
@@ -73,7 +81,9 @@ def load_context(source: SourceLike = None, revision: str | None = None) -> Cont
     fitted, track = fitted_with_record(inputs)
     metadata = dict(inputs.metadata)
     cloud = measured_cloud(records, metadata, fitted)
-    return Context(inputs, fitted, track, records, cloud, metadata)
+    stages = load_table("stage_measurements", inputs.source, decode=True).to_pylist()
+    memory = model_record(inputs.pool.rows, stages, metadata)
+    return Context(inputs, fitted, track, records, cloud, metadata, memory)
 
 
 def measured_cloud(records: RecordIndex, metadata: Mapping[str, Mapping], fitted: FittedReferences) -> Cloud:

@@ -14,7 +14,6 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..data.schema.pins import RELEASE_STACK
 from ..estimation.features import coarse_family
 from ..estimation.references import METHODS
 from .answer import BASES, STATES, UNRESOLVED_STATE, Answers
@@ -24,10 +23,14 @@ from .records import DEFINING_SETTINGS
 
 STATEMENT = (
     "Measurement first: where the release measured a plan's settings, its verdict is that measurement (basis "
-    "measured); else a physical floor that cannot hold makes it a memory failure (basis floor); else it is the most "
-    "cautious label of the benchmark's three reference methods fitted on its 90 configurations (40 GB A100s, GRPO "
-    "with LoRA), which are predictions, not measurements (basis predicted). Read the scope flags of every plan."
+    "measured); else a physical floor that cannot hold makes it a memory failure (basis floor); else it is the label "
+    "of the per-phase memory model's predicted peak on the plan's device (basis predicted: predictions, not "
+    "measurements), with its error band from "
+    "the held-out model families. What the model does not cover (another rollout engine, algorithm or training "
+    "backend) gets no verdict. The three reference methods stay beside it with their fold records. Read the scope "
+    "flags of every plan."
 )
+PHASE_NAMES = ("initializing", "rollout", "reference_logprob", "actor_update", "weight_sync")
 
 
 def document(answers: Answers) -> dict:
@@ -47,6 +50,11 @@ def document(answers: Answers) -> dict:
         "defining_settings": list(DEFINING_SETTINGS),
         "fitted_on_configurations": len(context.fitted.training.rows),
         "measured_cloud": context.cloud.summary(),
+        "memory_model": {
+            "band_mib": context.memory.band_mib,
+            "held_out_record": context.memory.fold_summary(context.inputs.pool.rows),
+            "form": context.memory.calibration.form,
+        },
         "configurations": [configuration(answers, i) for i in range(len(answers))],
     }
 
@@ -68,6 +76,8 @@ def configuration(answers: Answers, i: int) -> dict:
         "model_id": model,
         "model_family": coarse_family(model) if model else None,
         "verdict": verdict(answers, i, measured, floors, predictions),
+        "device": answers.hardware.describe(),
+        **memory_block(answers, i),
         "measured": measured,
         "measured_agree": _agree(answers, i),
         "near_matches": near_matches(answers.context.records, a.codes, i, a.table),
@@ -85,39 +95,103 @@ def configuration(answers: Answers, i: int) -> dict:
     return entry
 
 
+def memory_block(answers: Answers, i: int) -> dict:
+    """The per-phase model's part of an answer: phases with their terms, the binding phase, peak and band."""
+    a = answers.assessment
+    band = answers.context.memory.band_mib
+    if not a.model.known[i]:
+        return {"phases": [], "binding_phase": None, "predicted_peak_mib": None, "band_mib": band}
+    return {
+        "phases": a.model.explain(i),
+        "binding_phase": PHASE_NAMES[int(a.model.binding[i])],
+        "predicted_peak_mib": round(float(a.model.peak[i]), 1),
+        "band_mib": round(band, 1),
+        "fits": _fits(answers, i),
+    }
+
+
+def _fits(answers: Answers, i: int) -> dict:
+    """Headroom per phase and the largest utilization and actor micro-batch that keep every phase within the
+    margin, with the keys to paste."""
+    from ..memory.headroom import headroom
+    from .changes import in_user_keys
+
+    s = answers.assessment.settings
+    settings = answers.assessment.table.slice(i, 1).to_pylist()[0]
+    per_gpu = s["train_batch_size"][i] * s["rollout_n"][i] / max(s["gpu_count"][i], 1.0)
+    out = headroom(
+        answers.assessment.model,
+        i,
+        float(s["margin_limit_mib"][i]),
+        float(s["vllm_gpu_memory_utilization"][i]),
+        float(s["actor_micro_batch"][i]),
+        float(per_gpu),
+    )
+    for key, setting in (
+        ("largest_vllm_gpu_memory_utilization", "vllm_gpu_memory_utilization"),
+        ("largest_actor_micro_batch", "actor_micro_batch"),
+    ):
+        if out[key] is not None:
+            out[key.replace("largest_", "keys_for_largest_")] = in_user_keys(setting, out[key], settings)
+    return out
+
+
 def verdict(answers: Answers, i: int, measured: list | None, floors: list[dict], predictions: Mapping | None) -> dict:
     a = answers.assessment
     state = int(a.state[i])
     basis = BASES[int(a.basis[i])]
     name = STATES[state] if state >= 0 else None
+    device = answers.hardware
+    seen = "measured" if device.measured else "not measured"
+    head = f"on {device.device_name} ({device.device_capacity_mib:,} MiB, {seen} by the release): "
+    reasons = a.not_modelled_reasons(i)
+    if reasons and state < 0:
+        return {
+            "state": None,
+            "basis": None,
+            "near_limit": False,
+            "sentence": f"{head}no verdict: {'; '.join(reasons)}",
+        }
+    if reasons:
+        peak = a.model.peak[i]
+        part = f"{peak:,.0f} MiB" if not np.isnan(peak) else "a floor that cannot hold"
+        sentence = (
+            f"at least {name}: {'; '.join(reasons)}; the GRPO+LoRA part alone (modelled: {part}; or its measured "
+            "twin) reaches that, and this run carries more"
+        )
+        return {"state": name, "basis": basis, "near_limit": False, "sentence": head + sentence}
+    near = bool(a.near_limit[i]) and basis == "predicted"
+    if basis == "predicted" and a.model_state[i] >= 0:
+        peak = float(a.model.peak[i])
+        band = answers.context.memory.band_mib
+        phase = PHASE_NAMES[int(a.model.binding[i])]
+        sentence = (
+            f"predicted {name}: peak {peak:,.0f} MiB in {phase} (held-out band +/- {band:,.0f} MiB) against the margin "
+            f"{device.margin_limit_mib:,} MiB and the capacity {device.device_capacity_mib:,} MiB"
+        )
+        if near:
+            sentence += "; near the limit: within the band of the margin or the capacity"
+        if not device.measured:
+            sentence += "; extrapolating: physical terms at this capacity, runtime term calibrated on 40 GB A100s"
+        return {"state": name, "basis": basis, "near_limit": near, "sentence": head + sentence}
+    out = _verdict_text(answers, i, measured, floors, name, basis)
+    return {**out, "near_limit": False, "sentence": head + out["sentence"]}
+
+
+def _verdict_text(
+    answers: Answers, i: int, measured: list | None, floors: list[dict], name: str | None, basis: str
+) -> dict:
     if basis == "measured":
         sentence = _measured_sentence(answers, i, measured or [], name)
     elif basis == "floor":
         failed = [f for f in floors if f["holds"] is False]
         sentence = "cannot run: " + "; ".join(f"{f['check']}: {f['arithmetic']}" for f in failed)
-    elif predictions and name is None:
-        labels = ", ".join(f"{m} {p['predicted_state'] or 'none'}" for m, p in predictions.items())
-        sentence = (
-            f"no verdict: the release measured GRPO with LoRA only, and for those settings the references predict "
-            f"{labels}, which this run's {_stack_text(answers, i)} can only exceed"
-        )
-    elif predictions:
-        labels = ", ".join(f"{m} {p['predicted_state'] or 'none'}" for m, p in predictions.items())
-        sentence = f"predicted {name}, the most cautious of {labels}; no measured record matches"
     else:
-        sentence = f"nothing known: no measured record matches and no prediction ({_why_unavailable(answers, i)})"
-    return {"state": name, "basis": basis, "sentence": sentence}
-
-
-def _stack_text(answers: Answers, i: int) -> str:
-    """How plan ``i`` differs from the release's stack (``full fine-tuning``, ``algorithm GAE``)."""
-    table = answers.assessment.table
-    parts = []
-    for name, measured in RELEASE_STACK.items():
-        value = table.column(name)[i].as_py() if name in table.column_names else None
-        if value is not None and value != measured:
-            parts.append("full fine-tuning" if name == "adaptation" and value == "none" else f"{name} {value}")
-    return " and ".join(parts) or "stack"
+        sentence = (
+            "nothing known: no measured record matches and the per-phase model has no peak "
+            f"({_why_unavailable(answers, i)})"
+        )
+    return {"state": name if basis != "predicted" else None, "basis": basis, "sentence": sentence}
 
 
 def _measured_sentence(answers: Answers, i: int, measured: list[dict], name: str | None) -> str:

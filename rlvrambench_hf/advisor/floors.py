@@ -6,7 +6,10 @@ Memory (MiB, from the model metadata; a plan whose model has none gets ``holds``
   dtype of the measured stack) / rollout tensor parallelism, must fit vLLM's budget, utilization × device capacity;
 * ``actor_shards_at_startup``: without parameter offload, FSDP keeps the actor's fp32 shards, 4 bytes × (parameters +
   adapter) / GPUs, resident while vLLM asks for its budget, so they must fit the capacity left beside the budget;
-  with parameter offload only the largest FSDP unit is gathered at a time (4 bytes × its elements).
+  with parameter offload only the largest FSDP unit is gathered at a time (4 bytes × its elements);
+* ``kv_cache_one_sequence``: vLLM refuses to start when its budget, less its weight shard, cannot hold the KV cache
+  of one ``max_model_len`` sequence (the model's context length when ``max_model_len`` is null, as VERL 0.7 and
+  later pass it).
 
 Shape, as VERL validates a config before it starts (no metadata needed):
 
@@ -26,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..estimation.features import METADATA_FIELDS, MIB
+from ..memory.architecture import CONTEXT_LENGTHS
 from .predict import SettingArrays
 
 #: Bytes per element of vLLM's copy of the weights (bf16).
@@ -39,6 +43,7 @@ FLOORS: tuple[str, ...] = (
     "batch_divides_gpus",
     "tensor_parallel_divides_gpus",
     "micro_batch_fits_per_gpu_batch",
+    "kv_cache_one_sequence",
 )
 UNITS = {
     "generation_weights": "MiB",
@@ -47,6 +52,7 @@ UNITS = {
     "batch_divides_gpus": "sequences",
     "tensor_parallel_divides_gpus": "GPUs",
     "micro_batch_fits_per_gpu_batch": "sequences",
+    "kv_cache_one_sequence": "MiB",
 }
 
 
@@ -137,9 +143,32 @@ def floors(s: SettingArrays) -> Floors:
     available["micro_batch_fits_per_gpu_batch"] = sequences / gpus
     for name in ("generation_weights", "actor_shards_at_startup", "sequence_length", "micro_batch_fits_per_gpu_batch"):
         holds[name] = required[name] <= available[name]
+    kv = "kv_cache_one_sequence"
+    required[kv], available[kv], known[kv] = _kv_floor(s)
+    holds[kv] = required[kv] <= available[kv]
     for name in FLOORS:
         holds[name] = np.where(known[name], holds[name], True)
     return Floors(required, available, holds, known)
+
+
+def _kv_floor(s: SettingArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(required, available, known) of the KV-cache floor: vLLM refuses to start when its budget, less its weight
+    shard, cannot hold one ``max_model_len`` sequence (null ``max_model_len``: the model's context length, as VERL
+    0.7 and later pass it to vLLM)."""
+    arch = s.architecture
+    v = s.valid
+    length = np.where(v["max_model_len"], s["max_model_len"], arch.context)
+    t = np.where(s["rollout_tp_size"] > 0, s["rollout_tp_size"], 1.0)
+    required = arch.kv_bytes_per_token() / t * length / MIB
+    available = s["vllm_gpu_memory_utilization"] * s["device_capacity_mib"] - GENERATION_BYTES * arch.p / t / MIB
+    known = (
+        np.isfinite(required)
+        & np.isfinite(available)
+        & v["vllm_gpu_memory_utilization"]
+        & v["device_capacity_mib"]
+        & v["rollout_tp_size"]
+    )
+    return np.nan_to_num(required), np.nan_to_num(available), known
 
 
 def arithmetic(entry: dict, settings: dict, metadata: dict | None) -> str:
@@ -148,7 +177,7 @@ def arithmetic(entry: dict, settings: dict, metadata: dict | None) -> str:
     if ok is None:
         return "not checked: " + (
             "no model metadata"
-            if name in ("generation_weights", "actor_shards_at_startup")
+            if name in ("generation_weights", "actor_shards_at_startup", "kv_cache_one_sequence")
             else "a setting it needs is not given"
         )
     sign = "<=" if ok else ">"
@@ -171,6 +200,20 @@ def arithmetic(entry: dict, settings: dict, metadata: dict | None) -> str:
             f"{ACTOR_BYTES} B x ({metadata['floating_checkpoint_elements']:,} + "
             f"{metadata['all_linear_layer_adapter_elements']:,}) / {s['gpu_count']} GPUs = {req:,.0f} MiB "
             f"{sign} {left} = {avail:,.0f} MiB beside vLLM's budget"
+        )
+    if name == "kv_cache_one_sequence" and metadata:
+        length = s.get("max_model_len")
+        given = f"max_model_len {length:,}" if length else "max_model_len not set: the model's context"
+        tokens = length or metadata.get("max_position_embeddings") or CONTEXT_LENGTHS.get(str(s.get("model_id")))
+        tp = max(int(s["rollout_tp_size"]), 1)
+        per_token = 2 * metadata["num_hidden_layers"] * metadata["num_key_value_heads"] * metadata["head_dim"] * 2 // tp
+        return (
+            f"KV cache of one sequence: 2 (K, V) x {metadata['num_hidden_layers']} layers x "
+            f"{metadata['num_key_value_heads']} KV heads x {metadata['head_dim']} x 2 B / TP {s['rollout_tp_size']} "
+            f"= {per_token:,} B per token x {tokens:,} tokens ({given}) = {req:,.0f} MiB {sign} "
+            f"{s['vllm_gpu_memory_utilization']} x {s['device_capacity_mib']:,} MiB - 2 B x "
+            f"{metadata['floating_checkpoint_elements']:,} / TP {s['rollout_tp_size']} = {avail:,.0f} MiB "
+            "(vLLM's budget less its weights)"
         )
     if name == "sequence_length":
         return (

@@ -4,8 +4,10 @@ per plan; ``targets.csv`` itself is one), a YAML or JSON mapping of settings, a 
 
 A CSV is read by ``pyarrow.csv`` as text and typed column by column (:func:`~.checks.typed_from_text`): 100,000
 plans keep no Python object per plan. YAML and JSON values are typed by the same rules from their text, so that
-``"2"`` is the count 2 as in a CSV while ``"two"``, ``2.5``, ``.nan`` or ``2**70`` are refused. An unknown column is
-refused; a blank cell or a null is a setting not given.
+``"2"`` is the count 2 as in a CSV while ``"two"``, ``2.5``, ``.nan`` or ``2**70`` are refused. Beside those
+columns a plan may carry the memory knobs of :mod:`.knobs` (``gradient_checkpointing``, ``layered_summon``,
+``lora_rank``, ``rollout_engine``, ...), typed as the knob is. An unknown column is refused; a blank cell or a null
+is a setting not given.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ..data.tables.reader import header_cells
 from ..data.tables.userfile import check_text, parse_structured, reason
 from ..errors import InputError, first_line, quote
 from .checks import Where, typed_from_text
+from .knobs import KNOB_BY_NAME, KNOBS
 from .plans import RowLabels
 from .userfile import (
     MAX_CSV_BYTES,
@@ -70,7 +73,9 @@ def _from_records(records: object, name: str, spec: ConfigSpec) -> tuple[pa.Tabl
 
     present = [c for c in spec.column_names if any(c in r for r in records)]
     raw = pa.table({c: string_array([text_cell(r.get(c)) for r in records]) for c in present})
-    return typed_from_text(raw, spec.columns, where), origins, {}
+    knobs = [k.name for k in KNOBS if any(k.name in r for r in records)]
+    raw_knobs = pa.table({c: string_array([text_cell(r.get(c)) for r in records]) for c in knobs})
+    return _with_knobs(typed_from_text(raw, spec.columns, where), raw_knobs, origins.__getitem__), origins, {}
 
 
 def _refuse_collections(records: Sequence[Mapping], origins: Sequence[str], spec: ConfigSpec) -> None:
@@ -83,7 +88,7 @@ def _refuse_collections(records: Sequence[Mapping], origins: Sequence[str], spec
 
 
 def _refuse_unknown(names: set[str], name: str, spec: ConfigSpec) -> None:
-    unknown = sorted(names - set(spec.column_names))
+    unknown = sorted(names - set(spec.column_names) - set(KNOB_BY_NAME))
     if unknown:
         shown = ", ".join(map(repr, unknown[:5])) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
         raise InputError(f"{name}: unknown setting(s) {shown} (use the columns of {spec.path})")
@@ -122,5 +127,40 @@ def _read_csv(found: str | bytes, name: str, spec: ConfigSpec) -> tuple[pa.Table
         raise InputError(f"{name}: no plans (a header and no rows)")
     origins = RowLabels(name, raw.num_rows)
     written = {c: f"column {c!r}" for c in header}
-    table = typed_from_text(raw, spec.columns, Where(origins.__getitem__, written))
-    return table, origins, written
+    knobs = [c for c in header if c in KNOB_BY_NAME]
+    table = typed_from_text(raw.drop_columns(knobs), spec.columns, Where(origins.__getitem__, written))
+    return _with_knobs(table, raw.select(knobs), origins.__getitem__), origins, written
+
+
+_TRUE, _FALSE = ["true", "1", "yes"], ["false", "0", "no"]
+
+
+def _with_knobs(table: pa.Table, raw: pa.Table, origin: object) -> pa.Table:
+    """``table`` with the knob columns of ``raw`` (text) typed as :mod:`.knobs` types them; a value that is not of
+    the knob's type is one line naming the plan, the knob and the value."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    for name in raw.column_names:
+        knob = KNOB_BY_NAME[name]
+        text = pc.utf8_trim_whitespace(raw.column(name).combine_chunks())
+        blank = pc.fill_null(pc.equal(text, ""), True)
+        lower = pc.utf8_lower(text)
+        if knob.type == pa.bool_():
+            good = pc.or_(pc.is_in(lower, pa.array(_TRUE)), pc.is_in(lower, pa.array(_FALSE)))
+            typed = pc.if_else(blank, pa.scalar(None, pa.bool_()), pc.is_in(lower, pa.array(_TRUE)))
+        elif knob.type == pa.int64():
+            good = pc.match_substring_regex(text, r"^[+-]?[0-9]{1,18}$")
+            typed = pc.cast(pc.if_else(pc.or_(blank, pc.invert(good)), pa.scalar(None, pa.string()), text), pa.int64())
+        else:
+            good = pc.match_substring_regex(lower, r"^[a-z0-9_.\-]{1,64}$")
+            typed = pc.if_else(blank, pa.scalar(None, pa.string()), lower)
+        bad = np.flatnonzero(~np.asarray(pc.or_(blank, pc.fill_null(good, False)), dtype=bool))
+        if len(bad):
+            i = int(bad[0])
+            value = text[i].as_py()
+            raise InputError(
+                f"{origin(i)}: {name}: {quote(value)} is not a {knob.type} ({knob.meaning})"  # type: ignore[operator]
+            )
+        table = table.append_column(name, typed)
+    return table

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -21,6 +22,8 @@ from ..data.schema.pins import OUTCOME_LABELS
 from ..estimation.donor import choose_donor
 from ..estimation.features import FEATURE_NAMES, FEATURE_SETTINGS, GIB, METADATA_FIELDS, MIB
 from ..estimation.references import FittedReferences
+from ..memory.architecture import Architecture
+from ..memory.inputs import PlanInputs
 from .arrays import codes_of, numbers
 
 WITHIN, ABOVE, FAILURE = range(3)
@@ -40,6 +43,7 @@ class SettingArrays:
     metadata: np.ndarray  # per row × METADATA_FIELDS (float64; NaN where the model has no metadata)
     has_metadata: np.ndarray
     table: pa.Table
+    metadata_mappings: Mapping[str, Mapping]
 
     @classmethod
     def of(cls, table: pa.Table, metadata: Mapping[str, Mapping]) -> SettingArrays:
@@ -60,7 +64,7 @@ class SettingArrays:
         )
         rows = known[np.where(model >= 0, model, len(models))]
         has_metadata = np.asarray(~np.isnan(rows).any(axis=1), dtype=bool)
-        return cls(values, valid, models, model, rows, has_metadata, table)
+        return cls(values, valid, models, model, rows, has_metadata, table, metadata)
 
     def complete(self) -> np.ndarray:
         """Rows whose feature settings are all given (the margin limit is no feature)."""
@@ -72,6 +76,13 @@ class SettingArrays:
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.values[name]
+
+    @cached_property
+    def architecture(self) -> Architecture:
+        """The sizes of each plan's model, for the per-phase model and the KV-cache floor."""
+        from ..memory.architecture import architecture
+
+        return architecture(self.models, self.model, self.metadata_mappings)
 
 
 def feature_columns(s: SettingArrays) -> tuple[np.ndarray, np.ndarray]:
@@ -215,3 +226,29 @@ def donors(
     index = np.full(n, len(unique))
     index[usable] = inverse.reshape(-1)
     return chosen[index], matches[index]
+
+
+def memory_inputs(table: pa.Table, s: SettingArrays) -> tuple[PlanInputs, Architecture]:
+    """The per-phase model's inputs of a plan table: its settings, the knob columns it carries
+    (:mod:`.knobs`; absent or null: the model's default) and its models' sizes."""
+    from ..memory.inputs import SETTINGS, plan_inputs
+    from .knobs import KNOBS
+
+    values, valid = {}, {}
+    for name in SETTINGS:
+        values[name], valid[name] = numbers(table.column(name)) if name in table.column_names else _absent(table)
+    for knob in KNOBS:
+        if knob.type != pa.string() and knob.name in table.column_names:
+            values[knob.name], valid[knob.name] = numbers(table.column(knob.name))
+    dtype = table.column("actor_param_dtype").to_pylist() if "actor_param_dtype" in table.column_names else None
+    column = (
+        table.column("workload_id") if "workload_id" in table.column_names else pa.nulls(table.num_rows, pa.string())
+    )
+    distinct = pc.unique(column).drop_null()
+    workload = codes_of(pc.index_in(column, value_set=distinct))
+    x = plan_inputs(values, valid, dtype, workload, tuple(distinct.to_pylist()))
+    return x, s.architecture
+
+
+def _absent(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    return np.zeros(table.num_rows), np.zeros(table.num_rows, dtype=bool)

@@ -1,7 +1,8 @@
 """The answers as a table, one row per plan, for sweeps (``--output F.csv`` or ``F.parquet``), and the verdict lines
 stdout leads with. Built column by column from the assessment's arrays; no per-plan Python on the way.
 
-Columns: ``configuration_id``, ``origin``, ``verdict_state``, ``verdict_basis``, ``measured_state`` (the measured
+Columns: ``configuration_id``, ``origin``, ``device``, ``verdict_state``, ``verdict_basis``, ``near_limit``,
+``binding_phase`` and ``predicted_peak_mib`` (the per-phase model's), ``measured_state`` (the measured
 label or ``unresolved``; null without a matching record), ``measured_records``, ``floors_failed`` (names,
 ``;``-separated), each method's ``*_state`` and ``*_peak_mib``, ``distance`` (to the nearest measured
 configuration, standardised), ``outside_cloud`` and ``flags`` (scope-flag codes, ``;``-separated). The changes that
@@ -19,6 +20,7 @@ import pyarrow.compute as pc
 
 from ..data.tables.arrow import string_array
 from ..estimation.references import METHODS
+from ..memory.phases import PHASES
 from .answer import BASES, STATES, Answers
 from .arrays import bools, floats, ints, strings, with_validity
 from .floors import FLOORS
@@ -34,8 +36,12 @@ def sweep_table(answers: Answers) -> pa.Table:
     columns: dict[str, pa.Array] = {
         "configuration_id": _ids(answers),
         "origin": _origins(answers),
+        "device": _repeat(answers.hardware.device_name, n),
         "verdict_state": _names(STATES, a.state),
-        "verdict_basis": _names(BASES, a.basis),
+        "verdict_basis": _names(BASES, np.where(a.state >= 0, a.basis, -1)),
+        "near_limit": bools(a.near_limit & (a.basis == 2), None),
+        "binding_phase": _names(PHASES, np.where(a.model.known, a.model.binding, -1)),
+        "predicted_peak_mib": floats(np.nan_to_num(a.model.peak), ~np.isnan(a.model.peak)),
         "measured_state": _names(STATES, np.where(a.matches.count > 0, a.state, -1)),
         "measured_records": ints(a.matches.count),
         "floors_failed": _joined([(a.floors.known[f] & ~a.floors.holds[f], f) for f in FLOORS], n),
@@ -79,7 +85,11 @@ def verdict_lines(answers: Answers) -> list[str]:
     key = ((a.state + 1) * len(BASES) + a.basis) * (1 << len(FLOORS)) + np.where(a.basis == 1, failing, 0)
     key = key * (int(count.max(initial=0)) + 1) + count
     distinct, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    texts = [_verdict_text(int(a.state[i]), int(a.basis[i]), int(count[i]), int(failing[i])) for i in first.tolist()]
+    hw = answers.hardware
+    device = f" on {hw.device_name} ({'measured' if hw.measured else 'not measured'} by the release)"
+    texts = [
+        _verdict_text(int(a.state[i]), int(a.basis[i]), int(count[i]), int(failing[i])) + device for i in first.tolist()
+    ]
     suffix = strings(texts).take(ints(inverse.reshape(-1)))
     joined = pc.binary_join_element_wise(_ids(answers), suffix, _repeat("", n))
     return joined.to_pylist()
@@ -103,7 +113,7 @@ def _verdict_text(state: int, basis: int, count: int, failing: int) -> str:
     elif BASES[basis] == "floor":
         cause = "floor " + ";".join(f for bit, f in enumerate(FLOORS) if failing >> bit & 1) + " cannot hold"
     else:
-        cause = "predictions of the reference methods" if state >= 0 else "no usable prediction"
+        cause = "the per-phase memory model" if state >= 0 else "not modelled, or no model metadata"
     return f": {name} (basis {BASES[basis]}; {cause})"
 
 

@@ -64,10 +64,13 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="plan for a device other than the benchmark's 40 GB A100 (every row is then flagged)",
     )
     p.add_argument(
+        "--gpu", metavar="NAME", help="plan for a GPU by name (A100-80GB, H100, H200, L40S, RTX 4090, L4, A10G, ...)"
+    )
+    p.add_argument(
         "--margin-limit-mib",
         type=int,
         metavar="MIB",
-        help="the per-device limit on that device (default: its capacity minus the benchmark's 2048 MiB headroom)",
+        help="the per-device limit on that device (default: 95%% of its capacity, as the card defines the margin)",
     )
     p.add_argument(
         "--setting",
@@ -97,7 +100,7 @@ def run_advise(args: argparse.Namespace) -> int:
         raise InputError("give the run to advise on: --planned, --verl, --trl, or the log of a failed run with --log")
     if args.output and not args.output.lower().endswith(OUTPUT_SUFFIXES):
         raise InputError(f"--output {quote(args.output)}: use a file ending in {', '.join(OUTPUT_SUFFIXES)}")
-    hardware = Hardware.of(args.device_capacity_mib, args.margin_limit_mib)
+    hardware = Hardware.of(args.device_capacity_mib, args.margin_limit_mib, args.gpu)
     kind, given = next((k, v) for k, v in (("planned", args.planned), ("verl", args.verl), ("trl", args.trl)) if v)
     inputs = {f"--{kind}": given, **({"--accelerate-config": args.accelerate_config} if args.accelerate_config else {})}
     source = checked_source(args, [args.output], inputs)

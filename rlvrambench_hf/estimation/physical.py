@@ -1,0 +1,113 @@
+"""The per-phase memory model (:mod:`rlvrambench_hf.memory`) as a fourth method under the comparison's folds.
+
+:class:`PhysicalModel` is an estimator like a user's (``fit(training)``, ``predict(targets)``): its calibrated
+terms are fitted on the training fold's configurations and on the stage measurements of those configurations
+only, so the held-out family's peaks and stages never reach its predictions.
+``rlvrambench estimate compare --estimator rlvrambench_hf.estimation.physical:PhysicalModel`` scores it beside
+the three references; :func:`physical_record` gives its fold scores directly, for the final form and for the
+simplest form fixed in advance.
+
+Chosen after seeing all 90 configurations (as the card says of the references): the runtime term's scale
+``H × (L + 1)`` (the form fixed in advance is one constant per workload), the median as its statistic, and 2 bytes
+per logit element.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from ..data.sources.resolve import SourceLike
+from ..memory.band import FoldResult, folds, predict_rows
+from ..memory.calibrate import A_PRIORI_FORM, FINAL_FORM, fit
+from .folds import score_rows
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+METHOD = "physical_model"
+#: What the score file says about the form.
+FORM_NOTE = (
+    "choices of form made after seeing all 90 configurations: the runtime term's scale hidden x (layers + 1) "
+    "(the a-priori form is one constant per workload), the median as its statistic, 2 bytes per logit element"
+)
+
+
+class PhysicalModel:
+    """The memory model as an estimator of the comparison (``form``: ``hidden_layers`` or ``constant``)."""
+
+    def __init__(self, source: SourceLike = None, form: str = FINAL_FORM) -> None:
+        self.source, self.form = source, form
+
+    def fit(self, training: pd.DataFrame) -> PhysicalModel:
+        from ..data.tables.reader import load_table
+
+        metadata = {r["model_id"]: r for r in load_table("model_metadata", self.source).to_pylist()}
+        rows = training.to_dict("records")
+        ids = {r["configuration_id"] for r in rows}
+        stages = load_table("stage_measurements", self.source, decode=True).to_pylist()
+        self.metadata = metadata
+        self.calibration = fit(rows, [s for s in stages if s["configuration_id"] in ids], metadata, self.form)
+        return self
+
+    def predict(self, targets: pd.DataFrame) -> dict:
+        labels, peaks = predict_rows(targets.to_dict("records"), self.calibration, self.metadata)
+        return {"predicted_state": labels, "predicted_peak_mib": peaks}
+
+
+def physical_record(
+    pool: Sequence[Mapping], stages: Sequence[Mapping], metadata: Mapping[str, Mapping], form: str = FINAL_FORM
+) -> tuple[dict[str, dict], list[FoldResult]]:
+    """Per fold, the model's scores (the references' metrics) and the fold results."""
+    truth = {r["configuration_id"]: r for r in pool}
+    results = folds(pool, stages, metadata, form)
+    scores = {}
+    for f in results:
+        rows = [
+            {"configuration_id": i, "method": METHOD, "predicted_state": s, "predicted_peak_mib": p}
+            for i, s, p in zip(f.ids, f.labels, f.peaks)
+        ]
+        scores[f.family] = score_rows(rows, truth, [METHOD])[METHOD]
+        scores[f.family]["completed_peak_mape_percent"] = _mape(rows, truth)
+    return scores, results
+
+
+def record_of_release(source: SourceLike = None) -> dict:
+    """Both forms' fold records on a release, with the note on which choices came after seeing the data."""
+    from ..data.tables.reader import load_table
+    from .api import load_inputs
+
+    inputs = load_inputs(source)
+    stages = load_table("stage_measurements", inputs.source, decode=True).to_pylist()
+    out: dict[str, object] = {"form_note": FORM_NOTE}
+    for form in (FINAL_FORM, A_PRIORI_FORM):
+        scores, _ = physical_record(inputs.pool.rows, stages, inputs.metadata, form)
+        out[form] = scores
+    return out
+
+
+def _mape(rows: Sequence[Mapping], truth: Mapping[str, Mapping]) -> float | None:
+    errors = [
+        abs(r["predicted_peak_mib"] - truth[r["configuration_id"]]["max_completed_run_peak_mib"])
+        / truth[r["configuration_id"]]["max_completed_run_peak_mib"]
+        for r in rows
+        if r["predicted_peak_mib"] is not None and truth[r["configuration_id"]]["completed"]
+    ]
+    return 100.0 * sum(errors) / len(errors) if errors else None
+
+
+def prospective_physical(source: SourceLike = None) -> list[dict]:
+    """The model calibrated on all 90 configurations and their stages, on the 12 larger-model targets."""
+    from ..data.tables.reader import load_table
+    from .api import load_inputs
+
+    inputs = load_inputs(source)
+    stages = load_table("stage_measurements", inputs.source, decode=True).to_pylist()
+    ids = {r["configuration_id"] for r in inputs.pool.rows}
+    calibration = fit(inputs.pool.rows, [s for s in stages if s["configuration_id"] in ids], inputs.metadata)
+    targets = list(inputs.targets.rows)
+    labels, peaks = predict_rows(targets, calibration, inputs.metadata)
+    return [
+        {"configuration_id": t["configuration_id"], "method": METHOD, "predicted_state": s, "predicted_peak_mib": p}
+        for t, s, p in zip(targets, labels, peaks)
+    ]

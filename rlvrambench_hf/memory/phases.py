@@ -1,0 +1,279 @@
+"""Per-phase peaks of VERL's colocated GRPO+LoRA loop on one GPU, for many plans at once (pure numpy).
+
+Phases carry the release's stage names (``stage_measurements.csv``): ``initializing``, ``rollout``,
+``reference_logprob``, ``actor_update``, ``weight_sync``. Each phase is a sum of terms in MiB; every physical
+term has its coefficient fixed at its physical value, and the only calibrated terms — runtime memory outside
+vLLM's budget (CUDA context, NCCL buffers, CUDA graphs, allocator slack) and the weight-sync gather's extra — come
+from :mod:`.calibrate`. ``explain`` gives one plan's terms with their arithmetic.
+
+Physical terms (bytes per GPU; P parameters, R adapter elements, G GPUs, T rollout TP, u utilization, C capacity):
+
+* vLLM's reservation ``u × C`` (vLLM ≥ 0.7 takes a share of *total* device memory) while generating; asleep
+  (``free_cache_engine``) it holds nothing between generations, awake for weight sync its bf16 weights ``2P/T``;
+* the resident actor: FSDP shards ``b (P + R) / G`` (b = 4 for fp32, the release's; base weights quantised to q
+  bits: ``q/8 P + 4 R``), none while parameters are offloaded, back on the device for compute;
+* the actor update: LoRA gradients and Adam's two moments ``12 R / G`` (``4 R / G`` with the optimizer offloaded);
+  activations of one micro-batch, ``2 × tokens × H × (L + 1)`` checkpoint boundaries plus one layer's ``34 ×
+  tokens × H`` recomputed with gradient checkpointing, ``34 × tokens × H × L`` without it; logits ``tokens × V ×
+  2`` (bf16 logits; VERL's fused log-probabilities keep no fp32 copy);
+* log-probabilities: logits of a log-prob micro-batch, ``tokens × V × 2``;
+* weight sync: the full parameters gathered for the LoRA merge, ``4 (P + R)`` (one FSDP unit at a time, ``4 U``,
+  with layered summon), beside vLLM's awake bf16 weights.
+
+Tokens of a micro-batch are its sequences at full length (prompt + response capped by ``max_model_len``): the
+worst case, reached when every response runs to its cap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .architecture import Architecture
+from .calibrate import Calibration
+from .inputs import KNOB_DEFAULTS, PlanInputs
+
+MIB = 2.0**20
+PHASES: tuple[str, ...] = ("initializing", "rollout", "reference_logprob", "actor_update", "weight_sync")
+#: Bytes per logit element: bf16 logits (chosen after seeing the release's stages; 6 B overshot them by gigabytes).
+LOGIT_BYTES = 2.0
+#: Bytes of activations per token, hidden unit and layer of a transformer layer in bf16 with flash attention
+#: (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", 34 s b h).
+LAYER_ACTIVATION_BYTES = 34.0
+
+Explain = Callable[[int], str]
+
+
+@dataclass(frozen=True)
+class Term:
+    """One term of a phase: its name, MiB per plan, whether it is calibrated, and its arithmetic for plan i."""
+
+    name: str
+    mib: np.ndarray
+    arithmetic: Explain
+    calibrated: bool = False
+
+
+@dataclass(frozen=True)
+class PhaseModel:
+    """Every phase's terms per plan, the peak per phase, the binding phase and the overall peak."""
+
+    terms: dict[str, list[Term]]
+    known: np.ndarray  # plans whose model and settings let every phase be computed
+
+    def phase_peak(self, phase: str) -> np.ndarray:
+        return np.sum([t.mib for t in self.terms[phase]], axis=0)
+
+    @property
+    def peaks(self) -> np.ndarray:
+        """Per plan × phase (in :data:`PHASES` order), MiB."""
+        return np.column_stack([self.phase_peak(p) for p in PHASES])
+
+    @property
+    def peak(self) -> np.ndarray:
+        return np.where(self.known, self.peaks.max(axis=1), np.nan)
+
+    @property
+    def binding(self) -> np.ndarray:
+        """Index into :data:`PHASES` of the phase that sets each plan's peak (start-up and generation hold the same
+        terms: a tie is generation's)."""
+        tie = np.zeros(len(PHASES))
+        tie[0] = 1e-6
+        return np.argmax(self.peaks - tie, axis=1)
+
+    def explain(self, i: int) -> list[dict]:
+        """Plan ``i``'s phases as the answer lists them: phase, peak and terms with their arithmetic."""
+        out = []
+        for phase in PHASES:
+            terms = [
+                {"term": t.name, "mib": round(float(t.mib[i]), 1), "arithmetic": t.arithmetic(i)}
+                for t in self.terms[phase]
+            ]
+            out.append(
+                {"phase": phase, "peak_mib": round(float(sum(t.mib[i] for t in self.terms[phase])), 1), "terms": terms}
+            )
+        return out
+
+
+def tokens_of(x: PlanInputs, arch: Architecture) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(sequence length, sequences per GPU, tokens of an actor micro-batch, tokens of a log-prob micro-batch)."""
+    context = np.where(x.valid["max_model_len"], x["max_model_len"], arch.context)
+    length = np.minimum(context, x["max_prompt_length"] + x["max_response_length"])
+    gpus = np.where(x["gpu_count"] > 0, x["gpu_count"], 1.0)
+    per_gpu = x["train_batch_size"] * x["rollout_n"] / gpus
+    actor = np.minimum(x["actor_micro_batch"], per_gpu) * length
+    score = np.minimum(np.maximum(x["rollout_logprob_micro_batch"], x["ref_logprob_micro_batch"]), per_gpu) * length
+    return length, per_gpu, actor, score
+
+
+def phases(x: PlanInputs, arch: Architecture, cal: Calibration) -> PhaseModel:
+    """The five phases of every plan."""
+    g = np.where(x["gpu_count"] > 0, x["gpu_count"], 1.0)
+    t = np.where(x["rollout_tp_size"] > 0, x["rollout_tp_size"], 1.0)
+    u, c = x["vllm_gpu_memory_utilization"], x["device_capacity_mib"]
+    p_off, o_off, asleep = x["parameter_offload"] > 0, x["optimizer_offload"] > 0, x["free_cache_engine"] > 0
+    rank = x.knob("lora_rank")
+    r = arch.adapter(rank)
+    quant = x.valid["base_quant_bits"] & (x["base_quant_bits"] > 0) if "base_quant_bits" in x.valid else None
+    base_bytes = np.where(quant, x["base_quant_bits"] / 8.0, x.actor_bytes) if quant is not None else x.actor_bytes
+    shards = (base_bytes * arch.p + x.actor_bytes * r) / g / MIB
+    resident = np.where(p_off, 0.0, shards)
+    budget = u * c
+    vllm_weights = 2.0 * arch.p / t / MIB
+    _, _, tok_actor, tok_score = tokens_of(x, arch)
+    runtime = cal.runtime(arch, x)
+    sync_extra = np.full(x.rows, cal.sync_extra)
+    ckpt = x.knob("gradient_checkpointing") > 0
+    layered = x.knob("layered_summon") > 0
+    h, layers, v = arch.hidden, arch.layers, arch.vocab
+    boundaries = 2.0 * tok_actor * h * (layers + 1) / MIB
+    one_layer = LAYER_ACTIVATION_BYTES * tok_actor * h / MIB
+    activations = np.where(ckpt, boundaries + one_layer, one_layer * layers)
+    logits_update = tok_actor * v * LOGIT_BYTES / MIB
+    logits_score = tok_score * v * LOGIT_BYTES / MIB
+    optimizer = np.where(o_off, 4.0, 12.0) * r / g / MIB
+    gathered = np.where(layered, 4.0 * arch.unit, 4.0 * (arch.p + r)) / MIB
+    vllm_between = np.where(asleep, 0.0, budget)
+
+    f = _Formats(x, arch, cal)
+    reservation = Term("vllm_reservation", budget, f.reservation)
+    actor_term = Term("resident_actor", resident, f.resident)
+    runtime_term = Term("runtime_outside_vllm", runtime, f.runtime, calibrated=True)
+    compute_actor = Term("actor_shards", shards, f.shards)
+    between = Term("vllm_between_generations", vllm_between, f.between)
+    terms = {
+        "initializing": [reservation, actor_term, runtime_term],
+        "rollout": [reservation, actor_term, runtime_term],
+        "reference_logprob": [compute_actor, between, Term("logits", logits_score, f.logits_score), runtime_term],
+        "actor_update": [
+            compute_actor,
+            between,
+            Term("adapter_gradients_and_adam", optimizer, f.optimizer),
+            Term("activations", activations, f.activations),
+            Term("logits", logits_update, f.logits_update),
+            runtime_term,
+        ],
+        "weight_sync": [
+            Term("gathered_parameters", gathered, f.gathered),
+            Term("vllm_weights", vllm_weights, f.vllm_weights),
+            runtime_term,
+            Term("weight_sync_extra", sync_extra, f.sync_extra, calibrated=True),
+        ],
+    }
+    known = arch.known & np.isfinite(tok_actor) & (tok_actor > 0) & np.isfinite(runtime)
+    return PhaseModel(terms, known)
+
+
+class _Formats:
+    """The arithmetic of each term for one plan (built only for the plans an answer shows)."""
+
+    def __init__(self, x: PlanInputs, arch: Architecture, cal: Calibration) -> None:
+        self.x, self.a, self.cal = x, arch, cal
+
+    def _g(self, i: int) -> int:
+        return int(self.x["gpu_count"][i])
+
+    def reservation(self, i: int) -> str:
+        u, c = self.x["vllm_gpu_memory_utilization"][i], self.x["device_capacity_mib"][i]
+        return f"{u:g} x {c:,.0f} MiB = {u * c:,.0f} MiB (vLLM takes this share of the device's total memory)"
+
+    def _shards(self, i: int) -> str:
+        x, a = self.x, self.a
+        b = x.actor_bytes[i]
+        r = a.adapter(x.knob("lora_rank"))[i]
+        given = "" if x.actor_bytes_given[i] else ", fp32 as the release ran"
+        q = x.valid.get("base_quant_bits")
+        if q is not None and q[i] and x["base_quant_bits"][i] > 0:
+            bits = x["base_quant_bits"][i]
+            base = f"{bits:g}/8 B x {a.p[i]:,.0f} base + {b:g} B x {r:,.0f} adapter"
+        else:
+            base = f"{b:g} B{given} x ({a.p[i]:,.0f} + {r:,.0f} adapter)"
+        mib = (bits / 8 if q is not None and q[i] and x["base_quant_bits"][i] > 0 else b) * a.p[i] + b * r
+        return f"{base} / {self._g(i)} GPUs = {mib / self._g(i) / MIB:,.0f} MiB"
+
+    def resident(self, i: int) -> str:
+        if self.x["parameter_offload"][i] > 0:
+            return "0 MiB: parameters offloaded to the CPU while vLLM generates"
+        return self._shards(i) + " (FSDP shards kept on the device)"
+
+    def shards(self, i: int) -> str:
+        where = " (brought back from the CPU for compute)" if self.x["parameter_offload"][i] > 0 else ""
+        return self._shards(i) + where
+
+    def runtime(self, i: int) -> str:
+        return self.cal.describe(self.a, self.x, i)
+
+    def between(self, i: int) -> str:
+        if self.x["free_cache_engine"][i] > 0:
+            return "0 MiB: free_cache_engine puts vLLM to sleep between generations (weights to the CPU, KV freed)"
+        return self.reservation(i) + ", kept: free_cache_engine is off"
+
+    def _tokens(self, i: int, micro: float) -> str:
+        length, per_gpu, _, _ = tokens_of(self.x, self.a)
+        return f"min({micro:g}, {per_gpu[i]:g} sequences per GPU) x {length[i]:,.0f} tokens"
+
+    def logits_score(self, i: int) -> str:
+        micro = max(self.x["rollout_logprob_micro_batch"][i], self.x["ref_logprob_micro_batch"][i])
+        return self._logits(i, micro)
+
+    def logits_update(self, i: int) -> str:
+        return self._logits(i, self.x["actor_micro_batch"][i])
+
+    def _logits(self, i: int, micro: float) -> str:
+        length, per_gpu, _, _ = tokens_of(self.x, self.a)
+        tok = min(micro, per_gpu[i]) * length[i]
+        mib = tok * self.a.vocab[i] * LOGIT_BYTES / MIB
+        return (
+            f"{self._tokens(i, micro)} x vocabulary {self.a.vocab[i]:,.0f} x {LOGIT_BYTES:g} B "
+            f"(bf16 logits; fused log-probabilities) = {mib:,.0f} MiB"
+        )
+
+    def optimizer(self, i: int) -> str:
+        r = self.a.adapter(self.x.knob("lora_rank"))[i]
+        b = 4 if self.x["optimizer_offload"][i] > 0 else 12
+        what = "fp32 gradients (Adam offloaded)" if b == 4 else "fp32 gradients + Adam's two moments"
+        return f"{b} B x {r:,.0f} adapter elements / {self._g(i)} GPUs = {b * r / self._g(i) / MIB:,.0f} MiB ({what})"
+
+    def activations(self, i: int) -> str:
+        _, _, tok, _ = tokens_of(self.x, self.a)
+        h, layers = self.a.hidden[i], self.a.layers[i]
+        ckpt = self.x.knob("gradient_checkpointing")[i] > 0
+        source = (
+            "" if self.x.knob_given("gradient_checkpointing")[i] else f" ({KNOB_DEFAULTS['gradient_checkpointing'][1]})"
+        )
+        if ckpt:
+            mib = (2 * tok[i] * h * (layers + 1) + LAYER_ACTIVATION_BYTES * tok[i] * h) / MIB
+            return (
+                f"gradient checkpointing on{source}: 2 B x {tok[i]:,.0f} tokens x {h:,.0f} x ({layers:.0f} + 1) "
+                f"boundaries + {LAYER_ACTIVATION_BYTES:g} B x {tok[i]:,.0f} x {h:,.0f} (one layer) = {mib:,.0f} MiB"
+            )
+        mib = LAYER_ACTIVATION_BYTES * tok[i] * h * layers / MIB
+        return (
+            f"gradient checkpointing off: {LAYER_ACTIVATION_BYTES:g} B x {tok[i]:,.0f} tokens x {h:,.0f} x "
+            f"{layers:.0f} layers = {mib:,.0f} MiB"
+        )
+
+    def gathered(self, i: int) -> str:
+        a = self.a
+        r = a.adapter(self.x.knob("lora_rank"))[i]
+        if self.x.knob("layered_summon")[i] > 0:
+            return f"layered summon: 4 B x {a.unit[i]:,.0f} (largest FSDP unit) = {4 * a.unit[i] / MIB:,.0f} MiB"
+        source = "" if self.x.knob_given("layered_summon")[i] else f" ({KNOB_DEFAULTS['layered_summon'][1]})"
+        seen = (
+            ""
+            if self.x["parameter_offload"][i] > 0
+            else "; the release saw this phase bind only with parameters offloaded: an extrapolation here"
+        )
+        return (
+            f"no layered summon{source}: 4 B x ({a.p[i]:,.0f} + {r:,.0f}) gathered for the LoRA merge = "
+            f"{4 * (a.p[i] + r) / MIB:,.0f} MiB{seen}"
+        )
+
+    def vllm_weights(self, i: int) -> str:
+        t = self.x["rollout_tp_size"][i]
+        return f"2 B x {self.a.p[i]:,.0f} / TP {t:g} = {2 * self.a.p[i] / t / MIB:,.0f} MiB (vLLM awake, bf16)"
+
+    def sync_extra(self, i: int) -> str:
+        return self.cal.describe_sync()

@@ -1,0 +1,60 @@
+"""Suggested changes in the user's own keys: written from the mapping table, every VERL key one of VERL's own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rlvrambench_hf.advisor.changes import MOVES, in_user_keys
+
+VENDORED = Path("/work/vendor/verl/verl/trainer/config/_generated_ppo_trainer.yaml")
+SETTINGS = {"adaptation": "LoRA", "max_prompt_length": 1024, "max_response_length": 2048, "rollout_n": 2,
+            "gpu_count": 2, "actor_micro_batch": 8}  # fmt: skip
+VALUES = {"parameter_offload": True, "optimizer_offload": True, "free_cache_engine": True,
+          "vllm_gpu_memory_utilization": 0.45}  # fmt: skip
+
+
+def keys_of(mapping: dict, prefix: str = "") -> set[str]:
+    out = set()
+    for key, value in mapping.items():
+        out.add(prefix + key)
+        if isinstance(value, dict):
+            out |= keys_of(value, prefix + key + ".")
+    return out
+
+
+@pytest.fixture(scope="module")
+def verl_keys() -> set[str]:
+    if not VENDORED.is_file():
+        pytest.skip(f"VERL's packaged defaults not found at {VENDORED}")
+    return keys_of(yaml.safe_load(VENDORED.read_text()))
+
+
+def test_every_suggested_verl_key_exists_in_verl_defaults(verl_keys):
+    for setting in MOVES:
+        written = in_user_keys(setting, VALUES.get(setting, 4), SETTINGS)
+        assert written["verl_overrides"], setting
+        for override in written["verl_overrides"]:
+            assert override.split("=")[0] in verl_keys, override
+
+
+def test_registry_settings_are_written_as_a_user_pastes_them():
+    assert in_user_keys("vllm_gpu_memory_utilization", 0.45, SETTINGS) == {
+        "verl_overrides": ["actor_rollout_ref.rollout.gpu_memory_utilization=0.45"],
+        "trl_arguments": ["--vllm_gpu_memory_utilization 0.45"],
+    }
+    assert in_user_keys("actor_micro_batch", 4, SETTINGS)["trl_arguments"] == ["--per_device_train_batch_size 4"]
+    assert in_user_keys("gpu_count", 4, SETTINGS)["verl_overrides"] == [
+        "trainer.n_gpus_per_node=4", "trainer.nnodes=1"
+    ]  # fmt: skip
+    assert in_user_keys("parameter_offload", True, SETTINGS) == {
+        "verl_overrides": ["actor_rollout_ref.actor.fsdp_config.param_offload=True"],
+        "trl_arguments": [],
+    }
+    assert in_user_keys("rollout_tp_size", 2, SETTINGS)["trl_arguments"] == ["--vllm_tensor_parallel_size 2"]
+    assert in_user_keys("max_response_length", 1024, SETTINGS) == {
+        "verl_overrides": ["data.max_response_length=1024"],
+        "trl_arguments": ["--max_completion_length 1024"],
+    }

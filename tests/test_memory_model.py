@@ -1,0 +1,136 @@
+"""The per-phase memory model: physics of its terms, monotone in capacity, calibrated inside folds only, its
+held-out record against the references, and the advisor's answers built on it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rlvrambench_hf.data.tables.reader import load_table
+from rlvrambench_hf.estimation.api import load_inputs, run_retrospective
+from rlvrambench_hf.estimation.physical import physical_record
+from rlvrambench_hf.memory.band import label_of
+from rlvrambench_hf.memory.calibrate import A_PRIORI_FORM, Calibration, rows_inputs
+from rlvrambench_hf.memory.devices import DEVICES, device_named, margin_of
+from rlvrambench_hf.memory.phases import phases
+
+SEVERITY = {"within_margin": 0, "above_margin": 1, "memory_failure": 2}
+CAL = Calibration("hidden_layers", {"gsm8k": 0.032, "math": 0.036}, 500.0)
+QWEN3B = {
+    "model_id": "Qwen/Qwen2.5-3B-Instruct", "workload_id": "gsm8k", "gpu_count": 2, "rollout_tp_size": 1,
+    "actor_micro_batch": 8, "rollout_logprob_micro_batch": 4, "ref_logprob_micro_batch": 4,
+    "vllm_gpu_memory_utilization": 0.6, "parameter_offload": False, "optimizer_offload": False,
+    "free_cache_engine": True, "max_prompt_length": 1024, "max_response_length": 2048, "max_model_len": 3072,
+    "max_num_seqs": 64, "rollout_n": 2, "train_batch_size": 32, "device_capacity_mib": 40960,
+    "margin_limit_mib": 38912,
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def inputs(snapshot):
+    return load_inputs(snapshot)
+
+
+@pytest.fixture(scope="module")
+def stages(inputs):
+    return load_table("stage_measurements", inputs.source, decode=True).to_pylist()
+
+
+def model_of(rows, metadata, cal=CAL):
+    x, arch = rows_inputs(rows, metadata)
+    return phases(x, arch, cal)
+
+
+def test_devices_name_their_capacity_and_margin():
+    assert device_named("h100").capacity_mib == 81559 and device_named("A100-40GB").measured
+    assert margin_of(40960) == 38912 and all(d.source for d in DEVICES)
+
+
+def test_gradient_checkpointing_off_raises_the_actor_update_and_layered_summon_lowers_weight_sync(inputs):
+    base = model_of([QWEN3B, {**QWEN3B, "gradient_checkpointing": False}], inputs.metadata)
+    update = base.phase_peak("actor_update")
+    assert update[1] > update[0]
+    sync = model_of([QWEN3B, {**QWEN3B, "layered_summon": True}], inputs.metadata).phase_peak("weight_sync")
+    assert sync[1] < sync[0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    u=st.sampled_from([0.3, 0.45, 0.6, 0.7, 0.8, 0.85]),
+    gpus=st.sampled_from([1, 2, 4, 8]),
+    micro=st.sampled_from([1, 4, 8, 16]),
+    offload=st.booleans(),
+    capacities=st.lists(st.integers(16000, 200000), min_size=2, max_size=4, unique=True),
+)
+def test_more_device_memory_never_gives_a_worse_label_and_more_gpus_never_a_larger_actor(
+    inputs, u, gpus, micro, offload, capacities
+):
+    """The label of the model's peak is monotone in the capacity (margin 95 %), all else equal."""
+    capacities.sort()
+    rows = [
+        {**QWEN3B, "vllm_gpu_memory_utilization": u, "gpu_count": gpus, "actor_micro_batch": micro,
+         "train_batch_size": 64, "parameter_offload": offload, "device_capacity_mib": c,
+         "margin_limit_mib": margin_of(c)}
+        for c in capacities
+    ]  # fmt: skip
+    x, arch = rows_inputs(rows, inputs.metadata)
+    peak = phases(x, arch, CAL).peak
+    labels = label_of(peak, x["device_capacity_mib"], np.array([r["margin_limit_mib"] for r in rows]))
+    severity = [SEVERITY[str(v)] for v in labels]
+    assert severity == sorted(severity, reverse=True)
+    more = [{**rows[0], "gpu_count": gpus * 2}]
+    resident = {t.name: t.mib for t in model_of(rows[:1] + more, inputs.metadata).terms["rollout"]}
+    assert resident["resident_actor"][1] <= resident["resident_actor"][0]
+
+
+def test_the_held_out_record_beats_or_equals_the_best_reference(inputs, stages):
+    scores, _ = physical_record(inputs.pool.rows, stages, inputs.metadata)
+    correct = {f: s["correct_three_state"] for f, s in scores.items()}
+    assert correct == {"granite33": 29, "phi4": 28, "qwen25": 30}  # best references: 26, 27, 30
+    assert all(s["approved_memory_failure"] == 0 and s["approved_above_margin"] == 0 for s in scores.values())
+    assert [round(s["completed_peak_mape_percent"], 2) for s in scores.values()] == [1.21, 2.64, 0.48]
+    prior, _ = physical_record(inputs.pool.rows, stages, inputs.metadata, A_PRIORI_FORM)
+    assert [s["correct_three_state"] for s in prior.values()] == [27, 28, 29]
+
+
+def test_each_fold_is_calibrated_on_its_training_families_only(inputs, stages):
+    """Perturbing the held-out family's peaks and stage measurements leaves that fold's predictions unchanged."""
+    _, before = physical_record(inputs.pool.rows, stages, inputs.metadata)
+    bumped = [
+        {**r, "max_completed_run_peak_mib": (r["max_completed_run_peak_mib"] or 0) + 5000}
+        if r["model_family_coarse"] == "phi4"
+        else r
+        for r in inputs.pool.rows
+    ]
+    phi_ids = {r["configuration_id"] for r in inputs.pool.rows if r["model_family_coarse"] == "phi4"}
+    moved = [{**s, "observed_peak_mib": s["observed_peak_mib"] + 5000} if s["configuration_id"] in phi_ids else s
+             for s in stages]  # fmt: skip
+    _, after = physical_record(bumped, moved, inputs.metadata)
+    fold = {f.family: f for f in before}["phi4"], {f.family: f for f in after}["phi4"]
+    assert fold[0].peaks == fold[1].peaks and fold[0].labels == fold[1].labels
+    other = {f.family: f for f in after}["qwen25"]
+    assert other.peaks != {f.family: f for f in before}["qwen25"].peaks  # the training side did move
+
+
+def test_the_model_runs_as_an_estimator_under_the_comparison(inputs):
+    from rlvrambench_hf.estimation.physical import PhysicalModel
+
+    report = run_retrospective(inputs.source, estimators={"physical": PhysicalModel(inputs.source)}, timeout=None)
+    assert report["folds"]["granite33"]["scores"]["physical"]["correct_three_state"] == 29
+    assert report["folds"]["granite33"]["scores"]["component_regression"]["correct_three_state"] == 22
+
+
+def test_headroom_solves_the_largest_utilization_and_micro_batch(inputs):
+    from rlvrambench_hf.memory.headroom import headroom
+
+    model = model_of([QWEN3B], inputs.metadata)
+    out = headroom(model, 0, 38912.0, 0.6, 8.0, 32.0)
+    assert out["headroom_mib"]["rollout"] == pytest.approx(38912 - model.phase_peak("rollout")[0], abs=0.1)
+    u = out["largest_vllm_gpu_memory_utilization"]
+    rows = [{**QWEN3B, "vllm_gpu_memory_utilization": u}, {**QWEN3B, "vllm_gpu_memory_utilization": u + 0.01}]
+    higher = model_of(rows, inputs.metadata).peak
+    assert higher[0] <= 38912 < higher[1]
+    micro = out["largest_actor_micro_batch"]
+    assert 32 % micro == 0 and model_of([{**QWEN3B, "actor_micro_batch": micro}], inputs.metadata).peak[0] <= 38912
