@@ -94,3 +94,6 @@ def hf_home(tmp_path: Path) -> Path:
     home = tmp_path / "hf-home"
     home.mkdir()
     return home
+
+
+from packagedverl import packaged_verl, verl_trainer_configs  # noqa: E402,F401  (session fixtures)

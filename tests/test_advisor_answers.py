@@ -301,7 +301,8 @@ def test_sweep_table_and_files_hold_one_row_per_plan(snapshot: Path, context, tm
         )
     assert (
         verdict_lines(answers)[0]
-        == "est-qwen25-7b-gsm8k-c2-2gpu: memory_failure (basis measured; 2 measured record(s)) on A100 40GB (measured by the release)"
+        == "est-qwen25-7b-gsm8k-c2-2gpu: memory_failure (basis measured; 2 measured record(s)) "
+        "on A100 40GB (measured by the release)"
     )
 
 

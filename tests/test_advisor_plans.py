@@ -15,7 +15,6 @@ import re
 import subprocess
 import sys
 import threading
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +34,6 @@ from rlvrambench_hf.errors import InputError
 from conftest import run_cli
 
 MEASURED = "cfg-338d9224eb9d2f3a"  # Qwen2.5-3B, gsm8k, c2, 2 GPUs, boundary study
-VERL_VERSION = "0.9.1"
 #: The settings of a plan in the dataset's vocabulary (a row of configurations.csv, ids and names aside).
 PLANNED_COLUMNS = ("model_id", "workload_id", *(m.setting for m in VERL_MAPPING[1:] if m.setting not in KNOB_BY_NAME))
 
@@ -149,6 +147,10 @@ def test_a_verl_launch_script_the_equivalent_yaml_and_the_planned_csv_give_the_s
     advice = [advisor.advise_planned(p, snapshot)["configurations"][0] for p in (from_script, from_yaml, from_csv)]
     for entry in advice:
         entry.pop("origin")  # where each plan came from: the script, the YAML, the CSV
+    # the script and the YAML also say the knobs a planned CSV leaves out, each as the release's stack ran it
+    knobs = [{k: entry["settings"].pop(k, None) for k in KNOB_BY_NAME} for entry in advice]
+    assert knobs[0] == knobs[1] and set(knobs[2].values()) == {None}
+    assert all(knobs[0][k] in (None, knob.measured) for k, knob in KNOB_BY_NAME.items()), knobs[0]
     assert advice[0] == advice[1] == advice[2]
     assert advice[0]["donor"]["configuration_id"] == MEASURED
     assert advice[0]["verdict"]["basis"] == "measured"
@@ -241,29 +243,6 @@ def test_named_settings_are_not_levels_but_equal_settings_infer_one(snapshot: Pa
     other = read_plans([{**plan, "max_response_length": 4096, "max_model_len": 4608}], source=snapshot)
     assert "configuration_level" not in other.settings(0)
     assert other.row_flags(0) == ["configuration level: none (no measured level of math has these settings): no donor"]
-
-
-@pytest.fixture(scope="module")
-def packaged_verl(tmp_path_factory) -> Path:
-    """A folder holding an importable ``verl`` with VERL's real packaged trainer configs, from the real wheel; its
-    ``__init__`` raises, so that reading the defaults provably never imports VERL."""
-    download = tmp_path_factory.mktemp("verl-wheel")
-    result = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", f"verl=={VERL_VERSION}", "-d", str(download)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    wheels = list(download.glob("verl-*.whl"))
-    if result.returncode or not wheels:
-        pytest.skip(f"the verl {VERL_VERSION} wheel could not be downloaded: {result.stderr.strip()[-200:]}")
-    root = tmp_path_factory.mktemp("site")
-    with zipfile.ZipFile(wheels[0]) as wheel:
-        for name in wheel.namelist():
-            if name.startswith("verl/trainer/config/") and name.endswith(".yaml"):
-                wheel.extract(name, root)
-    (root / "verl" / "__init__.py").write_text('raise ImportError("reading the defaults must not import verl")\n')
-    return root
 
 
 def test_absent_settings_take_the_installed_verls_defaults(

@@ -9,7 +9,6 @@ import yaml
 
 from rlvrambench_hf.advisor.changes import MOVES, in_user_keys
 
-VENDORED = Path("/work/vendor/verl/verl/trainer/config/_generated_ppo_trainer.yaml")
 SETTINGS = {"adaptation": "LoRA", "max_prompt_length": 1024, "max_response_length": 2048, "rollout_n": 2,
             "gpu_count": 2, "actor_micro_batch": 8}  # fmt: skip
 VALUES = {"parameter_offload": True, "optimizer_offload": True, "free_cache_engine": True,
@@ -26,10 +25,8 @@ def keys_of(mapping: dict, prefix: str = "") -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def verl_keys() -> set[str]:
-    if not VENDORED.is_file():
-        pytest.skip(f"VERL's packaged defaults not found at {VENDORED}")
-    return keys_of(yaml.safe_load(VENDORED.read_text()))
+def verl_keys(verl_trainer_configs: Path) -> set[str]:
+    return keys_of(yaml.safe_load((verl_trainer_configs / "_generated_ppo_trainer.yaml").read_text()))
 
 
 def test_every_suggested_verl_key_exists_in_verl_defaults(verl_keys):
@@ -44,6 +41,7 @@ def test_registry_settings_are_written_as_a_user_pastes_them():
     assert in_user_keys("vllm_gpu_memory_utilization", 0.45, SETTINGS) == {
         "verl_overrides": ["actor_rollout_ref.rollout.gpu_memory_utilization=0.45"],
         "trl_arguments": ["--vllm_gpu_memory_utilization 0.45"],
+        "accelerate_config": [],
     }
     assert in_user_keys("actor_micro_batch", 4, SETTINGS)["trl_arguments"] == ["--per_device_train_batch_size 4"]
     assert in_user_keys("gpu_count", 4, SETTINGS)["verl_overrides"] == [
@@ -51,10 +49,13 @@ def test_registry_settings_are_written_as_a_user_pastes_them():
     ]  # fmt: skip
     assert in_user_keys("parameter_offload", True, SETTINGS) == {
         "verl_overrides": ["actor_rollout_ref.actor.fsdp_config.param_offload=True"],
-        "trl_arguments": [],
+        "trl_arguments": [],  # not a GRPOConfig argument: the accelerate config's DeepSpeed section holds it
+        "accelerate_config": ["deepspeed_config.offload_param_device: cpu"],
     }
+    assert in_user_keys("gpu_count", 4, SETTINGS)["accelerate_config"] == ["num_processes: 4"]
     assert in_user_keys("rollout_tp_size", 2, SETTINGS)["trl_arguments"] == ["--vllm_tensor_parallel_size 2"]
     assert in_user_keys("max_response_length", 1024, SETTINGS) == {
         "verl_overrides": ["data.max_response_length=1024"],
         "trl_arguments": ["--max_completion_length 1024"],
+        "accelerate_config": [],
     }

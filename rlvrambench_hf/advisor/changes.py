@@ -20,6 +20,7 @@ import pyarrow as pa
 from .arrays import numbers, take, with_validity
 from .mapping import TRL_MAPPING, VERL_MAPPING, Mapped
 from .records import MeasuredIndex
+from .trlmapping import ACCELERATE_PLACES
 
 #: setting -> (tier, direction): "down", "up", "other" (any other measured value) or "on" (False -> True).
 MOVES: dict[str, tuple[int, str]] = {
@@ -200,10 +201,13 @@ class ChangeSet:
 
 def in_user_keys(setting: str, value: object, settings: dict) -> dict[str, list[str]]:
     """The change as the user writes it, from the rows of the mapping table that give ``setting``: VERL overrides
-    (``key=value``) and TRL arguments (``--key value``); empty where the tool has no such key."""
+    (``key=value``), TRL arguments (``--key value``) and entries of the accelerate config that ``accelerate launch
+    --config_file`` reads (``deepspeed_config.offload_param_device: cpu``); empty where the tool has no such key."""
+    trl = _written(TRL_MAPPING, setting, value, settings)
     return {
         "verl_overrides": [f"{k}={_text(v)}" for k, v in _written(VERL_MAPPING, setting, value, settings)],
-        "trl_arguments": [f"--{k} {_text(v)}" for k, v in _written(TRL_MAPPING, setting, value, settings)],
+        "trl_arguments": [f"--{k} {_text(v)}" for k, v in trl if k not in ACCELERATE_PLACES],
+        "accelerate_config": [f"{ACCELERATE_PLACES[k]}: {_text(v)}" for k, v in trl if k in ACCELERATE_PLACES],
     }
 
 

@@ -104,6 +104,8 @@ def with_plan(
     }
     kv_short = found.signal is not None and found.signal.family in KV_FAMILIES
     changes = _changes([c for c in answer["changes"] if physical(c, kv_short)], found.phase, written)
+    if phase_model is None and answer.get("phases"):  # the advisor's own per-phase model of the plan
+        phase_model = answer
     if phase_model is not None:
         model = phase_model if isinstance(phase_model, PhaseModel) else PhaseModel.of(phase_model)
         numbers = {n.name: n.value for n in found.numbers if n.unit == "MiB"}

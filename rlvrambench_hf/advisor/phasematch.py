@@ -93,12 +93,20 @@ class Override:
 #: Term-name keywords → the overrides that shrink that term (the first keyword found in a term's name wins).
 TERM_OVERRIDES: tuple[tuple[tuple[str, ...], tuple[Override, ...]], ...] = (
     (
-        ("merged", "summon", "sync", "bf16 copy"),
+        ("gathered", "merged", "summon", "sync", "bf16 copy"),
         (Override("layered_summon", "actor_rollout_ref.rollout.layered_summon", "switch"),),
     ),
     (
         ("reservation", "budget", "kv cache", "kv-cache"),
         (Override("vllm_gpu_memory_utilization", "actor_rollout_ref.rollout.gpu_memory_utilization", "fraction"),),
+    ),
+    (
+        ("between_generations",),
+        (Override("free_cache_engine", "actor_rollout_ref.rollout.free_cache_engine", "switch"),),
+    ),
+    (
+        ("update_logits",),
+        (Override("actor_micro_batch", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", "count"),),
     ),
     (
         ("reference", "ref "),

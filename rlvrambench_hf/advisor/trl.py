@@ -17,6 +17,7 @@ from ..data.schema.spec import Column
 from ..data.tables.userfile import parse_structured
 from ..errors import InputError, quote
 from .mapping import TRL_MAPPING, TRL_SCOPE, TRL_STACK_FLAG, mapped_keys
+from .trlmapping import ACCELERATE_KEYS
 from .userfile import read_text
 from .verl import Config, plain, record_of
 
@@ -59,18 +60,6 @@ TRL_MODEL_DEFAULTS: dict[str, object] = {
     "dtype": "float32",
 }
 TRL_CONSTANTS: dict[str, object] = {"algorithm": "GRPO", "advantage_estimator": "grpo"}
-#: The accelerate config's keys a plan reads (nested sections flattened: ``deepspeed_config.zero_stage`` is
-#: ``zero_stage``), as accelerate names them.
-ACCELERATE_KEYS = {
-    "num_processes": "num_processes",
-    "num_machines": "num_machines",
-    "distributed_type": "distributed_type",
-    "deepspeed_config.zero_stage": "zero_stage",
-    "deepspeed_config.offload_param_device": "offload_param_device",
-    "deepspeed_config.offload_optimizer_device": "offload_optimizer_device",
-    "fsdp_config.fsdp_offload_params": "fsdp_offload_params",
-    "fsdp_config.fsdp_version": "fsdp_version",
-}
 #: Keys ``trl grpo --config`` takes that set no memory-relevant setting here (neither mapped nor said unmapped).
 TRL_QUIET = frozenset(
     """output_dir run_name dataset_name dataset_config dataset_train_split dataset_test_split logging_steps

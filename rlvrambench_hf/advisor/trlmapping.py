@@ -29,6 +29,21 @@ from .conversions import (
 )
 from .mapped import Mapped, Scope, _knob
 
+#: The accelerate config's keys a plan reads (nested sections flattened: ``deepspeed_config.zero_stage`` is
+#: ``zero_stage``), as accelerate names them.
+ACCELERATE_KEYS = {
+    "num_processes": "num_processes",
+    "num_machines": "num_machines",
+    "distributed_type": "distributed_type",
+    "deepspeed_config.zero_stage": "zero_stage",
+    "deepspeed_config.offload_param_device": "offload_param_device",
+    "deepspeed_config.offload_optimizer_device": "offload_optimizer_device",
+    "fsdp_config.fsdp_offload_params": "fsdp_offload_params",
+    "fsdp_config.fsdp_version": "fsdp_version",
+}
+#: The accelerate config's place of each key a plan reads from it (``zero_stage`` → ``deepspeed_config.zero_stage``).
+ACCELERATE_PLACES = {flat: dotted for dotted, flat in ACCELERATE_KEYS.items()}
+
 #: TRL's GRPOConfig (with the model and accelerate keys that ``trl grpo --config`` takes) in vLLM colocate mode.
 TRL_MAPPING: tuple[Mapped, ...] = (
     Mapped(

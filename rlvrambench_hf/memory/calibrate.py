@@ -8,7 +8,8 @@ The physical terms keep their physical coefficients; only these offsets are fitt
   ``constant`` (one MiB figure per workload; fixed before looking at the held-out scores) and ``hidden_layers``
   (per workload, MiB per ``H × (L + 1)`` of the model; chosen after seeing all 90 configurations).
 * ``weight_sync_extra`` — what a parameter-offloaded weight sync holds beyond the gathered parameters, vLLM's
-  weights and the runtime term: the median of ``stage peak − those terms`` over the completed ``weight_sync``
+  memory at sync (its weights, or its whole reservation when it never sleeps) and the runtime term: the median of
+  ``stage peak − those terms`` over the completed ``weight_sync``
   stage measurements of the training configurations with parameter offload.
 """
 
@@ -21,6 +22,7 @@ import numpy as np
 
 from .architecture import Architecture, architecture
 from .inputs import SETTINGS, PlanInputs, plan_inputs
+from .vllm import vllm_at_sync
 
 MIB = 2.0**20
 FORMS: tuple[str, ...] = ("constant", "hidden_layers")
@@ -137,6 +139,6 @@ def _sync_extra(
     configs = [offloaded[s["configuration_id"]] for s in rows]
     x, arch = rows_inputs(configs, metadata)
     r = arch.adapter(x.knob("lora_rank"))
-    physical = (4.0 * (arch.p + r) + 2.0 * arch.p / x["rollout_tp_size"]) / MIB + partial.runtime(arch, x)
+    physical = 4.0 * (arch.p + r) / MIB + vllm_at_sync(x, arch) + partial.runtime(arch, x)
     observed = np.array([s["observed_peak_mib"] for s in rows], dtype=np.float64)
     return float(np.median(observed - physical)), len(rows)

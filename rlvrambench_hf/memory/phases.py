@@ -18,7 +18,8 @@ Physical terms (bytes per GPU; P parameters, R adapter elements, G GPUs, T rollo
   2`` (bf16 logits; VERL's fused log-probabilities keep no fp32 copy);
 * log-probabilities: logits of a log-prob micro-batch, ``tokens × V × 2``;
 * weight sync: the full parameters gathered for the LoRA merge, ``4 (P + R)`` (one FSDP unit at a time, ``4 U``,
-  with layered summon), beside vLLM's awake bf16 weights.
+  with layered summon), beside the resident actor and vLLM: its bf16 weights ``2P/T`` when ``free_cache_engine``
+  woke it for them, its whole reservation ``u × C`` when it never slept.
 
 Tokens of a micro-batch are its sequences at full length (prompt + response capped by ``max_model_len``): the
 worst case, reached when every response runs to its cap.
@@ -34,6 +35,7 @@ import numpy as np
 from .architecture import Architecture
 from .calibrate import Calibration
 from .inputs import KNOB_DEFAULTS, PlanInputs
+from .vllm import vllm_kept, vllm_woken_weights
 
 MIB = 2.0**20
 PHASES: tuple[str, ...] = ("initializing", "rollout", "reference_logprob", "actor_update", "weight_sync")
@@ -111,9 +113,8 @@ def tokens_of(x: PlanInputs, arch: Architecture) -> tuple[np.ndarray, np.ndarray
 def phases(x: PlanInputs, arch: Architecture, cal: Calibration) -> PhaseModel:
     """The five phases of every plan."""
     g = np.where(x["gpu_count"] > 0, x["gpu_count"], 1.0)
-    t = np.where(x["rollout_tp_size"] > 0, x["rollout_tp_size"], 1.0)
     u, c = x["vllm_gpu_memory_utilization"], x["device_capacity_mib"]
-    p_off, o_off, asleep = x["parameter_offload"] > 0, x["optimizer_offload"] > 0, x["free_cache_engine"] > 0
+    p_off, o_off = x["parameter_offload"] > 0, x["optimizer_offload"] > 0
     rank = x.knob("lora_rank")
     r = arch.adapter(rank)
     quant = x.valid["base_quant_bits"] & (x["base_quant_bits"] > 0) if "base_quant_bits" in x.valid else None
@@ -121,7 +122,6 @@ def phases(x: PlanInputs, arch: Architecture, cal: Calibration) -> PhaseModel:
     shards = (base_bytes * arch.p + x.actor_bytes * r) / g / MIB
     resident = np.where(p_off, 0.0, shards)
     budget = u * c
-    vllm_weights = 2.0 * arch.p / t / MIB
     _, _, tok_actor, tok_score = tokens_of(x, arch)
     runtime = cal.runtime(arch, x)
     sync_extra = np.full(x.rows, cal.sync_extra)
@@ -135,7 +135,7 @@ def phases(x: PlanInputs, arch: Architecture, cal: Calibration) -> PhaseModel:
     logits_score = tok_score * v * LOGIT_BYTES / MIB
     optimizer = np.where(o_off, 4.0, 12.0) * r / g / MIB
     gathered = np.where(layered, 4.0 * arch.unit, 4.0 * (arch.p + r)) / MIB
-    vllm_between = np.where(asleep, 0.0, budget)
+    vllm_between = vllm_kept(x)
 
     f = _Formats(x, arch, cal)
     reservation = Term("vllm_reservation", budget, f.reservation)
@@ -146,18 +146,25 @@ def phases(x: PlanInputs, arch: Architecture, cal: Calibration) -> PhaseModel:
     terms = {
         "initializing": [reservation, actor_term, runtime_term],
         "rollout": [reservation, actor_term, runtime_term],
-        "reference_logprob": [compute_actor, between, Term("logits", logits_score, f.logits_score), runtime_term],
+        "reference_logprob": [
+            compute_actor,
+            between,
+            Term("logprob_logits", logits_score, f.logits_score),
+            runtime_term,
+        ],
         "actor_update": [
             compute_actor,
             between,
             Term("adapter_gradients_and_adam", optimizer, f.optimizer),
             Term("activations", activations, f.activations),
-            Term("logits", logits_update, f.logits_update),
+            Term("update_logits", logits_update, f.logits_update),
             runtime_term,
         ],
         "weight_sync": [
             Term("gathered_parameters", gathered, f.gathered),
-            Term("vllm_weights", vllm_weights, f.vllm_weights),
+            between,
+            Term("vllm_woken_weights", vllm_woken_weights(x, arch), f.vllm_woken_weights),
+            actor_term,
             runtime_term,
             Term("weight_sync_extra", sync_extra, f.sync_extra, calibrated=True),
         ],
@@ -271,9 +278,12 @@ class _Formats:
             f"{4 * (a.p[i] + r) / MIB:,.0f} MiB{seen}"
         )
 
-    def vllm_weights(self, i: int) -> str:
-        t = self.x["rollout_tp_size"][i]
-        return f"2 B x {self.a.p[i]:,.0f} / TP {t:g} = {2 * self.a.p[i] / t / MIB:,.0f} MiB (vLLM awake, bf16)"
+    def vllm_woken_weights(self, i: int) -> str:
+        if self.x["free_cache_engine"][i] > 0:
+            t = self.x["rollout_tp_size"][i]
+            weights = 2 * self.a.p[i] / t / MIB
+            return f"2 B x {self.a.p[i]:,.0f} / TP {t:g} = {weights:,.0f} MiB (vLLM woken for its bf16 weights)"
+        return "0 MiB: vLLM never slept, its weights are inside the reservation it keeps"
 
     def sync_extra(self, i: int) -> str:
         return self.cal.describe_sync()
