@@ -111,7 +111,7 @@ def test_advice_on_the_prospective_targets_equals_the_final_predictions(snapshot
             r["method"]: r["predicted_state"] for r in published if r["configuration_id"] == c["configuration_id"]
         }
         assert mine == theirs, c["configuration_id"]
-        assert c["scope_flags"][0].startswith("model not measured: Qwen/Qwen2.5-7B-Instruct")
+        assert c["scope_flags"][0].startswith("model outside the references' fitting pool: Qwen/Qwen2.5-7B-Instruct")
         assert "floating_checkpoint_elements=7615616512" in c["scope_flags"][1]
 
 

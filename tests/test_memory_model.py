@@ -134,3 +134,32 @@ def test_headroom_solves_the_largest_utilization_and_micro_batch(inputs):
     assert higher[0] <= 38912 < higher[1]
     micro = out["largest_actor_micro_batch"]
     assert 32 % micro == 0 and model_of([{**QWEN3B, "actor_micro_batch": micro}], inputs.metadata).peak[0] <= 38912
+
+
+def test_without_free_cache_engine_vllm_keeps_its_reservation_through_the_weight_sync(inputs):
+    """vLLM that never sleeps holds u x C while the weights are synced (its weights inside it); one that slept is
+    woken for its bf16 weights alone. The resident actor's shards stay on the device through the sync."""
+    rows = [QWEN3B, {**QWEN3B, "free_cache_engine": False}, {**QWEN3B, "parameter_offload": True}]
+    model = model_of(rows, inputs.metadata)
+    sync = model.phase_peak("weight_sync")
+    weights = 2 * inputs.metadata["Qwen/Qwen2.5-3B-Instruct"]["floating_checkpoint_elements"] / 2**20
+    assert sync[1] - sync[0] == pytest.approx(0.6 * 40960 - weights, abs=1)
+    names = {t.name: float(t.mib[2]) for t in model.terms["weight_sync"]}
+    assert (
+        names["resident_actor"] == 0
+        and {t.name: float(t.mib[0]) for t in model.terms["weight_sync"]}["resident_actor"] > 6000
+    )
+
+
+def test_the_release_failures_without_free_cache_engine_are_failures_of_the_model(inputs, snapshot):
+    """The release's two Qwen2.5-3B configurations with free_cache_engine off at utilization 0.65 failed (memory
+    failure, weight_sync_oom, while initializing); the model puts their weight sync above the device."""
+    configurations = {
+        r["configuration_id"]: r for r in load_table("all_configurations", snapshot, decode=True).to_pylist()
+    }
+    results = configurations
+    failed = [i for i, r in configurations.items() if r["free_cache_engine"] is False and r["gpu_count"] == 2
+              and r["model_id"] == "Qwen/Qwen2.5-3B-Instruct" and r["vllm_gpu_memory_utilization"] == 0.65]  # fmt: skip
+    assert len(failed) == 2 and {results[i]["observed_state"] for i in failed} == {"memory_failure"}
+    model = model_of([configurations[i] for i in failed], inputs.metadata)
+    assert (model.phase_peak("weight_sync") > 40960).all()  # VERL syncs the weights once at start-up, first

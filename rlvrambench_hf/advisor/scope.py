@@ -45,7 +45,8 @@ def scope_flags(
     flags by code (hardware, no donor, outside the cloud, no metadata)."""
     flags = []
     families = sorted(set(FAMILIES.values()))
-    family = np.array([coarse_family(m) is None for m in s.models] + [False])[s.model]
+    measured = set(index.values["model_id"].to_pylist()) if "model_id" in index.values else set()
+    family = np.array([coarse_family(m) is None and m not in measured for m in s.models] + [False])[s.model]
     flags.append(
         Flag(
             "family_not_measured",
@@ -56,12 +57,20 @@ def scope_flags(
             ),
         )
     )
-    unpooled = np.array([coarse_family(m) is not None and m not in pool_models for m in s.models] + [False])[s.model]
+    known = [coarse_family(m) is not None or m in measured for m in s.models]
+    unpooled = np.array([k and m not in pool_models for m, k in zip(s.models, known)] + [False])[s.model]
     flags.append(
         Flag(
             "model_not_measured",
             unpooled,
-            lambda i: f"model not measured: {s.models[s.model[i]]} is not in the fitting pool (its family is)",
+            lambda i: (
+                f"model outside the references' fitting pool: {s.models[s.model[i]]} "
+                + (
+                    "(the release measured it outside the estimation pool)"
+                    if s.models[s.model[i]] in measured
+                    else "(its family is in)"
+                )
+            ),
         )
     )
     outside = {name: _outside(name, s, codes, index) for name in RANGED}

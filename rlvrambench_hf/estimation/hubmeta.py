@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..data.sources.huberrors import hub_error, is_network_error
 from ..errors import InputError, RLVRAMBenchError, SourceError, first_line, redact
+from .knownconfigs import KNOWN_CONFIGS, KNOWN_SOURCE
 
 LORA_RANK = 64
 #: Bytes per element of the safetensors floating dtypes.
@@ -97,6 +98,7 @@ def metadata_from_shapes(
         "num_key_value_heads": settings.get("num_key_value_heads", heads),
         "head_dim": settings.get("head_dim") or (settings["hidden_size"] // heads if heads else None),
         "tie_word_embeddings": bool(config.get("tie_word_embeddings", True)),
+        "max_position_embeddings": settings.get("max_position_embeddings"),
     }
 
 
@@ -113,11 +115,15 @@ def fetch_model_metadata(model_id: str, revision: str | None = None) -> dict:
     config_path = _config_path(model_id, revision)
     if config_path is not None and constants.HF_HUB_OFFLINE:
         return _from_cached_config(model_id, config_path)
+    if config_path is None and constants.HF_HUB_OFFLINE and model_id in KNOWN_CONFIGS:
+        return _from_known_config(model_id)
     try:
         headers = get_safetensors_metadata(model_id, revision=revision)
     except Exception as exc:
         if config_path is not None and _offline(exc):
             return _from_cached_config(model_id, config_path)
+        if model_id in KNOWN_CONFIGS and _offline(exc):
+            return _from_known_config(model_id)
         raise _metadata_error(exc, model_id, revision) from None
     if config_path is None:
         raise SourceError(f"{where}: the Hub did not serve its config.json")
@@ -131,6 +137,11 @@ def fetch_model_metadata(model_id: str, revision: str | None = None) -> dict:
     metadata["config_sha256"] = hashlib.sha256(raw).hexdigest()
     metadata["revision"] = config_path.parent.name if "snapshots" in config_path.parts else revision
     return metadata
+
+
+def _from_known_config(model_id: str) -> dict:
+    """The counts of a common model from the ``config.json`` facts the package ships (offline, nothing cached)."""
+    return {**architecture_metadata(model_id, KNOWN_CONFIGS[model_id]), "derived_from": KNOWN_SOURCE}
 
 
 def _config_path(model_id: str, revision: str | None) -> Path | None:
@@ -241,6 +252,7 @@ def architecture_metadata(model_id: str, config: Mapping, *, rank: int = LORA_RA
         "head_dim": head_dim,
         "tie_word_embeddings": tied,
         "kv_cache_bytes_per_token": 2 * layers * kv_width * size,
+        "max_position_embeddings": settings.get("max_position_embeddings"),
         "derived_from": "config.json (architecture; no weights' headers)",
     }
 

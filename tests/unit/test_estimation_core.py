@@ -409,4 +409,6 @@ def test_advice_for_a_planned_run_is_its_measurement_first(shared_mini):
     assert "the references disagree with it" in entry["verdict"]["sentence"]
     assert {f["check"] for f in entry["floors"]} >= {"generation_weights", "sequence_length"}
     assert all(f["holds"] for f in entry["floors"])
-    assert any("model not measured" in flag for flag in entry["scope_flags"])  # 7B: its family is, the model is not
+    assert any(
+        "model outside the references' fitting pool" in flag for flag in entry["scope_flags"]
+    )  # 7B: its family is, the model is not

@@ -1,0 +1,68 @@
+"""The architecture of common open models as their Hub repositories' ``config.json`` states it, shipped so that a
+model named in a launch file gets sizes offline, without a cached ``config.json``.
+
+Facts only: each entry holds the ``config.json`` fields that :func:`~.hubmeta.architecture_metadata` derives the
+parameter, adapter and KV-cache sizes from (no weights). Source: the ``config.json`` of each named repository on
+the Hugging Face Hub (an Instruct model and its base share one architecture). A cached or reachable ``config.json``
+is always preferred; these are used only when neither can be had, and the metadata says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+
+def _qwen2(hidden: int, layers: int, heads: int, kv: int, inter: int, vocab: int, context: int) -> dict[str, object]:
+    return {
+        "model_type": "qwen2",
+        "hidden_size": hidden,
+        "num_hidden_layers": layers,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv,
+        "intermediate_size": inter,
+        "vocab_size": vocab,
+        "max_position_embeddings": context,
+        "tie_word_embeddings": vocab == 151936,
+        "torch_dtype": "bfloat16",
+    }
+
+
+def _llama(hidden: int, layers: int, heads: int, inter: int, tied: bool) -> dict[str, object]:
+    return {
+        "model_type": "llama",
+        "hidden_size": hidden,
+        "num_hidden_layers": layers,
+        "num_attention_heads": heads,
+        "num_key_value_heads": 8,
+        "intermediate_size": inter,
+        "vocab_size": 128256,
+        "max_position_embeddings": 131072,
+        "tie_word_embeddings": tied,
+        "torch_dtype": "bfloat16",
+    }
+
+
+_QWEN25 = {
+    "0.5B": _qwen2(896, 24, 14, 2, 4864, 151936, 32768),
+    "1.5B": _qwen2(1536, 28, 12, 2, 8960, 151936, 32768),
+    "3B": _qwen2(2048, 36, 16, 2, 11008, 151936, 32768),
+    "7B": _qwen2(3584, 28, 28, 4, 18944, 152064, 32768),
+    "14B": _qwen2(5120, 48, 40, 8, 13824, 152064, 32768),
+    "32B": _qwen2(5120, 64, 40, 8, 27648, 152064, 32768),
+    "72B": _qwen2(8192, 80, 64, 8, 29568, 152064, 32768),
+}
+_LLAMA = {
+    "Llama-3.2-1B": _llama(2048, 16, 32, 8192, True),
+    "Llama-3.2-3B": _llama(3072, 28, 24, 8192, True),
+    "Llama-3.1-8B": _llama(4096, 32, 32, 14336, False),
+}
+
+#: Hub id → the architecture fields of its ``config.json``.
+KNOWN_CONFIGS: Mapping[str, Mapping[str, object]] = {
+    **{f"Qwen/Qwen2.5-{size}{suffix}": config for size, config in _QWEN25.items() for suffix in ("", "-Instruct")},
+    "Qwen/Qwen2.5-Math-1.5B": _qwen2(1536, 28, 12, 2, 8960, 151936, 4096),
+    "Qwen/Qwen2.5-Math-7B": _qwen2(3584, 28, 28, 4, 18944, 152064, 4096),
+    **{f"meta-llama/{name}{suffix}": config for name, config in _LLAMA.items() for suffix in ("", "-Instruct")},
+}
+#: How metadata derived from these facts names where it came from.
+KNOWN_SOURCE = "config.json facts shipped with rlvrambench-hf (the Hub's config.json could not be read)"
