@@ -15,7 +15,7 @@ from rlvrambench_hf.errors import InputError
 from rlvrambench_hf.estimation.api import VIEW_TABLES, inputs_from_tables
 from rlvrambench_hf.estimation.evidence import ARCHITECTURE_FIELDS, EVIDENCE_COLUMNS
 from rlvrambench_hf.estimation.folds import retrospective, split
-from rlvrambench_hf.estimation.references import METHODS
+from rlvrambench_hf.estimation.references import BUILT_IN, METHODS, MODEL
 from rlvrambench_hf.estimation.user import bind_estimator, checked_predictions, estimator_run
 
 from conftest import run_cli
@@ -239,10 +239,12 @@ def _everything(inputs, configuration_id: str) -> str:
 
 def test_the_side_by_side_table_and_the_spread_over_folds(shapes: dict) -> None:
     table = shapes["table"]
-    assert len(table) == 3 * (len(METHODS) + 4)
+    assert len(table) == 3 * (len(BUILT_IN) + 4)
     for row in table:
         if row["method"] in METHODS:
             assert row["kind"] == "reference" and "startup_guard_changed_states" in row and "arguments" not in row
+        elif row["method"] == MODEL:
+            assert row["kind"] == "memory model" and not {"startup_guard_changed_states", "arguments"} & set(row)
         else:
             assert row["kind"] == "estimator" and "startup_guard_changed_states" not in row and "arguments" in row
             assert "startup_guard_changed_states" not in shapes["folds"][row["fold"]]["scores"][row["method"]]

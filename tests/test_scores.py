@@ -245,7 +245,7 @@ def test_estimation_intervals_resample_configurations_within_each_fold(snapshot,
     assert result.returncode == 0, result.stderr
     report = json.loads(with_intervals.read_text())
     assert json_text(without_intervals(report)) == plain.read_text()
-    assert_every_rate_has_an_interval(report, 3 * 3)
+    assert_every_rate_has_an_interval(report, 3 * 4)  # three folds: three references and the memory model
     block = report["folds"]["granite33"]["scores"]["component_regression"]["intervals"]
     assert (block["method"], block["units"], block["unit"]) == (BOOTSTRAP, 30, "held_out_configuration")
     approved = block["metrics"]["approved_memory_failure"]
@@ -276,7 +276,7 @@ def test_estimate_compare_reads_each_estimator_against_each_reference(snapshot, 
     )
     assert result.returncode == 0, result.stderr
     fold = json.loads(output.read_text())["folds"]["qwen25"]
-    assert set(fold["comparisons"]["AlwaysReject"]) == set(estimation.METHODS)
+    assert set(fold["comparisons"]["AlwaysReject"]) == {*estimation.METHODS, "physical_model"}
     entry = fold["comparisons"]["AlwaysReject"]["logistic"]["metrics"]["rejected_within_margin"]
     assert (entry["a"], entry["b"], entry["difference"]) == (22, 6, 16)
     assert (

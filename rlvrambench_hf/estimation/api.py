@@ -25,7 +25,7 @@ from .evidence import ARCHITECTURE, RUNS, STAGES, Evidence, build_evidence
 from .features import FEATURE_NAMES, apply_amendment, feature_matrix
 from .folds import final_fit, fitting_pool, parameters_of, prospective, retrospective, score_rows
 from .logistic import CLASSIFIER_SETTINGS
-from .references import METHODS, Examples, FittedReferences
+from .references import BUILT_IN, MODEL, Examples, FittedReferences
 
 if TYPE_CHECKING:  # pragma: no cover
     from .user import Estimator
@@ -117,9 +117,10 @@ def run_retrospective(
     intervals: IntervalsLike = None,
     timeout: float | None = DEFAULT_TIMEOUT,
 ) -> dict:
-    """The three leave-one-family-out folds (``retrospective.json``'s structure) with ``table`` (one row per fold
-    and method, references and estimators side by side), ``across_folds`` (each method's spread over the three
-    folds) and, with estimators, ``estimators`` (what each name is and its arguments).
+    """The three leave-one-family-out folds (``retrospective.json``'s structure) with the per-phase memory model
+    (:mod:`.physical`) scored as a fourth method beside the three references, ``table`` (one row per fold and
+    method, references, the model and estimators side by side), ``across_folds`` (each method's spread over the
+    three folds) and, with estimators, ``estimators`` (what each name is and its arguments).
 
     ``estimators`` maps names to users' estimators: objects, or ``module:attr[,key=value...]`` specs
     (:func:`parse_estimator`), scored beside the references, each call into one within ``timeout`` seconds (None:
@@ -133,14 +134,18 @@ def run_retrospective(
     inputs = load_inputs(source, revision)
     described = {}
     with contextlib.ExitStack() as bound:
+        from .physical import PhysicalModel
+
+        model = bound.enter_context(bind_estimator(PhysicalModel(inputs.source), MODEL, timeout=None))
+        models = {MODEL: estimator_run(model, MODEL, inputs.evidence, inputs.source.identity)}
         runs = {}
         for name, given in (estimators or {}).items():
-            if name in METHODS:
-                raise InputError(f"estimator name {quote(name)} is a reference method's; choose another name")
+            if name in BUILT_IN:
+                raise InputError(f"estimator name {quote(name)} is a built-in method's; choose another name")
             loaded, described[name] = _estimator(given, str(name), timeout)
             user = bound.enter_context(bind_estimator(loaded, name, timeout=timeout))
             runs[name] = estimator_run(user, name, inputs.evidence, inputs.source.identity)
-        folds = retrospective(inputs.pool, inputs.parameters, runs)
+        folds = retrospective(inputs.pool, inputs.parameters, runs, models)
     report = {**folds, "numerical_environment": numerical_environment()}
     if described:
         report["estimators"] = described
@@ -148,7 +153,7 @@ def run_retrospective(
         from .intervals import add_retrospective_intervals
 
         truth = {r["configuration_id"]: r for r in inputs.pool.rows}
-        report = add_retrospective_intervals(report, truth, options, METHODS)
+        report = add_retrospective_intervals(report, truth, options, BUILT_IN)
     return {**report, "table": fold_table(report), "across_folds": across_folds(report)}
 
 

@@ -14,7 +14,7 @@ from ..data.schema.pins import OUTCOME_LABELS
 from ..errors import InputError, quote
 from ..scoring.estimators import estimator_scores, peak_error_statistics
 from .features import coarse_family, feature_matrix
-from .references import METHODS, Examples, FittedReferences, evidence_cost, fit_references
+from .references import METHODS, MODEL, Examples, FittedReferences, evidence_cost, fit_references
 
 POOL_STUDIES: tuple[str, ...] = ("boundary", "four_gpu")
 REPEATS = 3
@@ -128,12 +128,16 @@ def source_cost(training: Examples, donor_ids: Sequence[str]) -> dict:
 
 
 def retrospective(
-    pool: Examples, parameters: Mapping[str, int], estimators: Mapping[str, EstimatorRun] | None = None
+    pool: Examples,
+    parameters: Mapping[str, int],
+    estimators: Mapping[str, EstimatorRun] | None = None,
+    models: Mapping[str, EstimatorRun] | None = None,
 ) -> dict:
-    """Every fold (§7): fitted parameters, 90 prediction rows, per-method scores and source costs.
+    """Every fold (§7): fitted parameters, the references' prediction rows, per-method scores and source costs.
 
-    ``estimators`` are users' estimators by name; each is run on the same training and test rows and scored
-    beside the references (its rows are under ``user_predictions``).
+    ``models`` are the package's own further methods (the memory model), run like estimators and listed with the
+    references (their rows under ``predictions``); ``estimators`` are users' estimators by name, each run on the
+    same training and test rows and scored beside them (its rows under ``user_predictions``).
     """
     truth = {r["configuration_id"]: r for r in pool.rows}
     folds = {}
@@ -141,16 +145,14 @@ def retrospective(
         training, test = split(pool, family)
         fitted = fit_references(training, parameters)
         rows = fitted.predict(test)
-        scores = score_rows(rows, truth, METHODS)
+        for name, run in (models or {}).items():
+            rows += _rows_of(name, test, run(training, test))
+        scores = score_rows(rows, truth, [*METHODS, *(models or {})])
         fold: dict = {"model": fitted.model_fields(), "predictions": rows, "scores": scores}
         if estimators:
             user_rows = []
             for name, run in estimators.items():
-                result = run(training, test)
-                user_rows += [
-                    {"configuration_id": cid, "method": name, "predicted_state": s, "predicted_peak_mib": p}
-                    for cid, s, p in zip(test.ids, result["predicted_state"], result["predicted_peak_mib"])
-                ]
+                user_rows += _rows_of(name, test, run(training, test))
             scores.update(score_rows(user_rows, truth, list(estimators)))
             fold["user_predictions"] = user_rows
         fold["common_peaks"] = common_peaks([*rows, *fold.get("user_predictions", [])], truth, list(scores))
@@ -158,6 +160,13 @@ def retrospective(
         fold["source_cost"] = source_cost(training, donors)
         folds[family] = fold
     return {"folds": folds}
+
+
+def _rows_of(method: str, test: Examples, result: Mapping[str, Sequence]) -> list[dict]:
+    return [
+        {"configuration_id": cid, "method": method, "predicted_state": s, "predicted_peak_mib": p}
+        for cid, s, p in zip(test.ids, result["predicted_state"], result["predicted_peak_mib"])
+    ]
 
 
 def final_fit(pool: Examples, parameters: Mapping[str, int]) -> FittedReferences:
@@ -205,7 +214,7 @@ def fold_table(report: Mapping) -> list[dict]:
                 "fold": family,
                 "held_out_family": family,
                 "method": method,
-                "kind": "reference" if method in METHODS else "estimator",
+                "kind": "reference" if method in METHODS else "memory model" if method == MODEL else "estimator",
                 "correct": s["correct_three_state"],
                 "queries": s["queries"],
                 "approved": s["approved"],
@@ -220,7 +229,7 @@ def fold_table(report: Mapping) -> list[dict]:
             }
             if method in METHODS:
                 row["startup_guard_changed_states"] = s.get("startup_guard_changed_states")
-            else:
+            elif method != MODEL:
                 row["arguments"] = described.get(method, {}).get("arguments")
             out.append(row)
     return out

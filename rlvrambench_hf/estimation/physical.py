@@ -21,11 +21,12 @@ from ..data.sources.resolve import SourceLike
 from ..memory.band import FoldResult, folds, predict_rows
 from ..memory.calibrate import A_PRIORI_FORM, FINAL_FORM, fit
 from .folds import score_rows
+from .references import MODEL
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-METHOD = "physical_model"
+METHOD = MODEL
 #: What the score file says about the form.
 FORM_NOTE = (
     "choices of form made after seeing all 90 configurations: the runtime term's scale hidden x (layers + 1) "
@@ -39,9 +40,13 @@ class PhysicalModel:
     def __init__(self, source: SourceLike = None, form: str = FINAL_FORM) -> None:
         self.source, self.form = source, form
 
-    def fit(self, training: pd.DataFrame) -> PhysicalModel:
+    def fit(self, training: pd.DataFrame, context: object = None) -> PhysicalModel:
+        """Calibrate on ``training`` and the stage measurements of its configurations only; the release is
+        ``source``, else the one the comparison's ``context`` names."""
         from ..data.tables.reader import load_table
 
+        if self.source is None and getattr(context, "source", None):
+            self.source = context.source  # type: ignore[attr-defined]
         metadata = {r["model_id"]: r for r in load_table("model_metadata", self.source).to_pylist()}
         rows = training.to_dict("records")
         ids = {r["configuration_id"] for r in rows}

@@ -22,6 +22,10 @@ from .regression import ComponentRegression, fit_regression, regression_states
 DONOR, REGRESSION, LOGISTIC = "donor_copy", "component_regression", "logistic"
 #: The reference methods, in the order of the prediction rows.
 METHODS: tuple[str, ...] = (DONOR, REGRESSION, LOGISTIC)
+#: The per-phase memory model (:mod:`.physical`), scored under the same folds after the references.
+MODEL = "physical_model"
+#: Every method the package itself scores: the references, then the memory model.
+BUILT_IN: tuple[str, ...] = (*METHODS, MODEL)
 
 
 @dataclass(frozen=True)

@@ -181,7 +181,7 @@ def estimation_entries(
 def _estimator_folds(report: Mapping[str, Any], source: str) -> tuple[str, dict[str, Mapping]]:
     """(the report's one estimator, its scores per held-out family), checked as :func:`check_scores` checks a
     transfer score file."""
-    from ..estimation.references import METHODS
+    from ..estimation.references import BUILT_IN
 
     folds = report.get("folds")
     if not isinstance(folds, Mapping) or not folds or not all(isinstance(f, Mapping) for f in folds.values()):
@@ -191,7 +191,7 @@ def _estimator_folds(report: Mapping[str, Any], source: str) -> tuple[str, dict[
         scores = fold.get("scores")
         if not isinstance(scores, Mapping):
             raise InputError(f"{source}: a fold has no scores mapping")
-        names += [m for m in scores if m not in METHODS and m not in names]
+        names += [m for m in scores if m not in BUILT_IN and m not in names]
     if len(names) != 1:
         found = ", ".join(quote(n) for n in names[:5]) or "none (the references are the release's own)"
         raise InputError(f"{source}: export needs a report of exactly one estimator of yours, found {found}")

@@ -192,5 +192,5 @@ def test_an_estimator_may_not_take_a_reference_name(shared_mini) -> None:
         def predict(self, targets):
             return ["within_margin"] * len(targets)
 
-    with pytest.raises(InputError, match="estimator name 'logistic' is a reference method's"):
+    with pytest.raises(InputError, match="estimator name 'logistic' is a built-in method's"):
         run_retrospective(shared_mini.root, estimators={"logistic": Any_()})
