@@ -112,7 +112,9 @@ def with_plan(
         layers = answers.context.metadata.get(answer["model_id"] or "", {}).get("num_hidden_layers")
         settings = {**answer["settings"], "num_hidden_layers": int(layers) if layers else None}
         specific["phases"] = match_phases(model, found.phase, numbers, settings, written)
-        changes = [*(_model_fix(f) for f in specific["phases"]["fixes"]), *changes]
+        supported = [c for c in changes if c["supported"]]  # a measurement first, then the model's fixes
+        model = [_model_fix(f) for f in specific["phases"]["fixes"]]
+        changes = [*supported, *model, *(c for c in changes if not c["supported"])]
     if not found.is_memory:
         return replace(found, specific=specific)
     logged, others = _split(found.fixes)
@@ -202,6 +204,7 @@ def _changes(changes: list[dict], phase: str | None, written: Mapping[str, str])
                 "why": f"from {_value(c['from'])}: {why}",
                 "basis": "launch",
                 "setting": c["setting"],
+                "supported": support is not None,
             }
         )
     return out

@@ -105,7 +105,7 @@ TERM_OVERRIDES: tuple[tuple[tuple[str, ...], tuple[Override, ...]], ...] = (
         (Override("free_cache_engine", "actor_rollout_ref.rollout.free_cache_engine", "switch"),),
     ),
     (
-        ("update_logits",),
+        ("update_logits", "update_tokens"),
         (Override("actor_micro_batch", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", "count"),),
     ),
     (

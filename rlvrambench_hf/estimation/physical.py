@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 from ..data.sources.resolve import SourceLike
 from ..memory.band import FoldResult, folds, predict_rows
-from ..memory.calibrate import A_PRIORI_FORM, FINAL_FORM, fit
+from ..memory.calibrate import A_PRIORI_FORM, FINAL_FORM
+from ..memory.fit import fit
 from .folds import score_rows
 from .references import MODEL
 
@@ -30,7 +31,9 @@ METHOD = MODEL
 #: What the score file says about the form.
 FORM_NOTE = (
     "choices of form made after seeing all 90 configurations: the runtime term's scale hidden x (layers + 1) "
-    "(the a-priori form is one constant per workload), the median as its statistic, 2 bytes per logit element"
+    "(the a-priori form is one constant per workload), the median as its statistic, 2 bytes per logit element, "
+    "and the token phases' memory calibrated per workload on the training families' actor-update and log-prob "
+    "stage measurements (both forms)"
 )
 
 

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .calibrate import FINAL_FORM, Calibration, fit, rows_inputs
+from .calibrate import FINAL_FORM, Calibration, rows_inputs
+from .fit import fit
 from .phases import phases
 
 WITHIN, ABOVE, FAILURE = "within_margin", "above_margin", "memory_failure"

@@ -7,6 +7,9 @@ The physical terms keep their physical coefficients; only these offsets are fitt
   over completed configurations without parameter offload of ``peak − u·C − resident actor``. Two forms:
   ``constant`` (one MiB figure per workload; fixed before looking at the held-out scores) and ``hidden_layers``
   (per workload, MiB per ``H × (L + 1)`` of the model; chosen after seeing all 90 configurations).
+* ``token_scale`` — per token phase and workload, the median over the training configurations' completed
+  ``actor_update`` / ``reference_logprob`` stage measurements of (stage peak − the phase's other terms) / (its
+  token terms at full length): below 1 where responses stop before the length cap (:mod:`.fit`).
 * ``weight_sync_extra`` — what a parameter-offloaded weight sync holds beyond the gathered parameters, vLLM's
   memory at sync (its weights, or its whole reservation when it never sleeps) and the runtime term: the median of
   ``stage peak − those terms`` over the completed ``weight_sync``
@@ -39,6 +42,33 @@ class Calibration:
     per_workload: Mapping[str, float]
     sync_extra: float
     evidence: Mapping[str, int] = field(default_factory=dict)  # configurations and stage rows used
+    #: Per token phase (``actor_update``, ``reference_logprob``) and workload: the measured memory of the phase's
+    #: token terms per modelled MiB of them (none fitted: 1, the full-length physics alone).
+    token_scale: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+    def tokens(self, phase: str, x: PlanInputs) -> np.ndarray:
+        """The token scale of ``phase`` per plan; a workload the release did not measure gets the largest (and at
+        least 1: never below the full-length physics)."""
+        per = self.token_scale.get(phase, {})
+        fallback = max(1.0, *per.values()) if per else 1.0
+        names = [*x.workloads, None]
+        scales = np.array([per.get(n, fallback) if n else fallback for n in names])
+        return scales[np.where(x.workload >= 0, x.workload, len(names) - 1)]
+
+    def describe_tokens(self, phase: str, x: PlanInputs, i: int, physical: float) -> str:
+        w = x.workloads[x.workload[i]] if x.workload[i] >= 0 else None
+        per = self.token_scale.get(phase, {})
+        scale = float(self.tokens(phase, x)[i])
+        if not per:
+            return "0 MiB: not calibrated (the full-length physics alone)"
+        whose = f"workload {w}" if w in per else "no measured workload: the largest, at least 1"
+        spread = f"{min(per.values()):.2f}-{max(per.values()):.2f}"
+        return (
+            f"calibrated, {whose}: ({scale:.2f} - 1) x {physical:,.0f} MiB of token terms = "
+            f"{(scale - 1) * physical:,.0f} MiB (median of the measured {phase} stage memory per modelled MiB; "
+            f"below 1 where responses stop before the cap; range over workloads {spread}; "
+            f"{self.evidence.get(phase + '_rows', 0)} stage measurements)"
+        )
 
     @property
     def fallback(self) -> float:
@@ -97,35 +127,7 @@ def rows_inputs(rows: Sequence[Mapping], metadata: Mapping[str, Mapping]) -> tup
     return x, architecture(models, model.reshape(n), metadata)
 
 
-def fit(
-    training: Sequence[Mapping],
-    stages: Sequence[Mapping],
-    metadata: Mapping[str, Mapping],
-    form: str = FINAL_FORM,
-) -> Calibration:
-    """Fit the calibrated terms on ``training`` (configurations with ``completed`` and
-    ``max_completed_run_peak_mib``) and the ``stages`` rows of those configurations only."""
-    if form not in FORMS:
-        raise ValueError(f"unknown form {form!r}")
-    done = [r for r in training if r.get("completed") and not r["parameter_offload"]]
-    x, arch = rows_inputs(done, metadata)
-    resident = 4.0 * (arch.p + arch.adapter(x.knob("lora_rank"))) / x["gpu_count"] / MIB
-    residual = (
-        np.array([r["max_completed_run_peak_mib"] for r in done])
-        - x["vllm_gpu_memory_utilization"] * x["device_capacity_mib"]
-        - resident
-    )
-    scale = arch.hidden * (arch.layers + 1) if form == "hidden_layers" else np.ones(len(done))
-    per_workload = {
-        w: float(np.median((residual / scale)[np.array([r["workload_id"] == w for r in done])]))
-        for w in sorted({r["workload_id"] for r in done})
-    }
-    partial = Calibration(form, per_workload, 0.0)
-    sync, used = _sync_extra(training, stages, metadata, partial)
-    return Calibration(form, per_workload, sync, {"configurations": len(done), "stage_rows": used})
-
-
-def _sync_extra(
+def sync_extra_of(
     training: Sequence[Mapping], stages: Sequence[Mapping], metadata: Mapping[str, Mapping], partial: Calibration
 ) -> tuple[float, int]:
     offloaded = {r["configuration_id"]: r for r in training if r["parameter_offload"]}

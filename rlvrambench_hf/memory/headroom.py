@@ -12,7 +12,7 @@ import math
 from .phases import PHASES, PhaseModel
 
 UTILIZATION_TERMS = ("vllm_reservation", "vllm_between_generations")
-MICRO_BATCH_TERMS = ("activations", "update_logits")
+MICRO_BATCH_TERMS = ("activations", "update_logits", "calibrated_update_tokens")
 
 
 def headroom(model: PhaseModel, i: int, margin: float, utilization: float, micro: float, per_gpu: float) -> dict:

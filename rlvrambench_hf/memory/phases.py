@@ -46,6 +46,16 @@ LOGIT_BYTES = 2.0
 LAYER_ACTIVATION_BYTES = 34.0
 
 Explain = Callable[[int], str]
+#: The terms of each token phase that grow with the tokens of a micro-batch, at full length.
+TOKEN_TERMS: dict[str, tuple[str, ...]] = {
+    "actor_update": ("activations", "update_logits"),
+    "reference_logprob": ("logprob_logits",),
+}
+#: The calibrated term of each token phase: what the release measured of those terms beyond (or short of) them.
+TOKEN_CALIBRATION: dict[str, str] = {
+    "actor_update": "calibrated_update_tokens",
+    "reference_logprob": "calibrated_logprob_tokens",
+}
 
 
 @dataclass(frozen=True)
@@ -134,7 +144,9 @@ def phases(x: PlanInputs, arch: Architecture, cal: Calibration) -> PhaseModel:
     logits_update = tok_actor * v * LOGIT_BYTES / MIB
     logits_score = tok_score * v * LOGIT_BYTES / MIB
     optimizer = np.where(o_off, 4.0, 12.0) * r / g / MIB
-    gathered = np.where(layered, 4.0 * arch.unit, 4.0 * (arch.p + r)) / MIB
+    # one GPU without offload: FSDP does not shard, the resident parameters are the full ones (nothing to gather)
+    unsharded = (g == 1) & ~p_off
+    gathered = np.where(unsharded, 0.0, np.where(layered, 4.0 * arch.unit, 4.0 * (arch.p + r)) / MIB)
     vllm_between = vllm_kept(x)
 
     f = _Formats(x, arch, cal)
@@ -169,6 +181,10 @@ def phases(x: PlanInputs, arch: Architecture, cal: Calibration) -> PhaseModel:
             Term("weight_sync_extra", sync_extra, f.sync_extra, calibrated=True),
         ],
     }
+    for phase, names in TOKEN_TERMS.items():
+        physical = np.sum([t.mib for t in terms[phase] if t.name in names], axis=0)
+        correction = (cal.tokens(phase, x) - 1.0) * physical
+        terms[phase].append(Term(TOKEN_CALIBRATION[phase], correction, f.tokens(phase, physical), calibrated=True))
     known = arch.known & np.isfinite(tok_actor) & (tok_actor > 0) & np.isfinite(runtime)
     return PhaseModel(terms, known)
 
@@ -265,6 +281,8 @@ class _Formats:
     def gathered(self, i: int) -> str:
         a = self.a
         r = a.adapter(self.x.knob("lora_rank"))[i]
+        if self._g(i) == 1 and self.x["parameter_offload"][i] <= 0:
+            return "0 MiB: on one GPU FSDP keeps the full parameters resident (counted there), nothing is gathered"
         if self.x.knob("layered_summon")[i] > 0:
             return f"layered summon: 4 B x {a.unit[i]:,.0f} (largest FSDP unit) = {4 * a.unit[i] / MIB:,.0f} MiB"
         source = "" if self.x.knob_given("layered_summon")[i] else f" ({KNOB_DEFAULTS['layered_summon'][1]})"
@@ -284,6 +302,9 @@ class _Formats:
             weights = 2 * self.a.p[i] / t / MIB
             return f"2 B x {self.a.p[i]:,.0f} / TP {t:g} = {weights:,.0f} MiB (vLLM woken for its bf16 weights)"
         return "0 MiB: vLLM never slept, its weights are inside the reservation it keeps"
+
+    def tokens(self, phase: str, physical: np.ndarray) -> Explain:
+        return lambda i: self.cal.describe_tokens(phase, self.x, i, float(physical[i]))
 
     def sync_extra(self, i: int) -> str:
         return self.cal.describe_sync()

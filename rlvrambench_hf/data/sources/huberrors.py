@@ -7,6 +7,7 @@ from contextlib import contextmanager
 
 from ...errors import MissingFileError, RLVRAMBenchError, SourceError, first_line, redact
 from .caches import cache_error
+from .hubtraffic import HubTrafficError
 
 
 def unreachable(message: str) -> SourceError:
@@ -42,7 +43,10 @@ def missing_revision(repo_id: str, revision: str, *, repo_type: str = "dataset")
 
 
 def is_network_error(exc: BaseException) -> bool:
-    """True for errors of the transport below huggingface_hub (sockets, httpx, httpcore)."""
+    """True for errors of the transport below huggingface_hub (sockets, httpx, httpcore), and for the bounded
+    client's refusal to ask a server this command already found unreachable."""
+    if isinstance(exc, HubTrafficError):
+        return exc.unreachable
     return isinstance(exc, OSError) or type(exc).__module__.startswith(("httpx", "httpcore"))
 
 

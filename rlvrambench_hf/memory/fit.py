@@ -1,0 +1,71 @@
+"""Fitting the calibrated terms of :mod:`.calibrate` on the training configurations and their stage measurements
+(inside each fold): the runtime term, the weight-sync extra, then the token scales, which need the phases' own
+token terms (:mod:`.phases`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from .calibrate import FINAL_FORM, FORMS, MIB, Calibration, rows_inputs, sync_extra_of
+from .phases import TOKEN_CALIBRATION, TOKEN_TERMS, phases
+
+#: A stage measurement's rows used for the token scales: completed runs only.
+COMPLETED = "completed_run"
+
+
+def fit(
+    training: Sequence[Mapping],
+    stages: Sequence[Mapping],
+    metadata: Mapping[str, Mapping],
+    form: str = FINAL_FORM,
+) -> Calibration:
+    """Fit the calibrated terms on ``training`` (configurations with ``completed`` and
+    ``max_completed_run_peak_mib``) and the ``stages`` rows of those configurations only."""
+    if form not in FORMS:
+        raise ValueError(f"unknown form {form!r}")
+    done = [r for r in training if r.get("completed") and not r["parameter_offload"]]
+    x, arch = rows_inputs(done, metadata)
+    resident = 4.0 * (arch.p + arch.adapter(x.knob("lora_rank"))) / x["gpu_count"] / MIB
+    residual = (
+        np.array([r["max_completed_run_peak_mib"] for r in done])
+        - x["vllm_gpu_memory_utilization"] * x["device_capacity_mib"]
+        - resident
+    )
+    scale = arch.hidden * (arch.layers + 1) if form == "hidden_layers" else np.ones(len(done))
+    per_workload = {
+        w: float(np.median((residual / scale)[np.array([r["workload_id"] == w for r in done])]))
+        for w in sorted({r["workload_id"] for r in done})
+    }
+    partial = Calibration(form, per_workload, 0.0)
+    sync, used = sync_extra_of(training, stages, metadata, partial)
+    partial = Calibration(form, per_workload, sync)
+    scales, counts = token_scales(training, stages, metadata, partial)
+    evidence = {"configurations": len(done), "stage_rows": used, **{f"{p}_rows": n for p, n in counts.items()}}
+    return Calibration(form, per_workload, sync, evidence, scales)
+
+
+def token_scales(
+    training: Sequence[Mapping], stages: Sequence[Mapping], metadata: Mapping[str, Mapping], partial: Calibration
+) -> tuple[dict[str, dict[str, float]], dict[str, int]]:
+    """Per token phase and workload, the median of (stage peak − the phase's other terms) / (its token terms)."""
+    configs = {r["configuration_id"]: r for r in training}
+    scales: dict[str, dict[str, float]] = {}
+    counts: dict[str, int] = {}
+    for phase, names in TOKEN_TERMS.items():
+        rows = [
+            s for s in stages if s["configuration_id"] in configs and s["stage"] == phase and s["coverage"] == COMPLETED
+        ]
+        counts[phase] = len(rows)
+        if not rows:
+            continue
+        chosen = [configs[s["configuration_id"]] for s in rows]
+        x, arch = rows_inputs(chosen, metadata)
+        terms = {t.name: t.mib for t in phases(x, arch, partial).terms[phase] if t.name != TOKEN_CALIBRATION[phase]}
+        tokens = sum(terms[n] for n in names)
+        others = sum(v for n, v in terms.items() if n not in names)
+        ratio = (np.array([s["observed_peak_mib"] for s in rows]) - others) / tokens
+        workloads = np.array([c["workload_id"] for c in chosen])
+        scales[phase] = {str(w): float(np.median(ratio[workloads == w])) for w in sorted(set(workloads))}
+    return scales, counts
