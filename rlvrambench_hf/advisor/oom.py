@@ -113,8 +113,8 @@ def with_plan(
         settings = {**answer["settings"], "num_hidden_layers": int(layers) if layers else None}
         specific["phases"] = match_phases(model, found.phase, numbers, settings, written)
         supported = [c for c in changes if c["supported"]]  # a measurement first, then the model's fixes
-        model = [_model_fix(f) for f in specific["phases"]["fixes"]]
-        changes = [*supported, *model, *(c for c in changes if not c["supported"])]
+        by_model = [_model_fix(f) for f in specific["phases"]["fixes"]]
+        changes = [*supported, *by_model, *(c for c in changes if not c["supported"])]
     if not found.is_memory:
         return replace(found, specific=specific)
     logged, others = _split(found.fixes)
