@@ -18,6 +18,12 @@ repeated columns, a missing column or value, an empty file, a header without row
 read before the format and header are checked, so a huge wrong file fails at once. A file pyarrow cannot parse is
 diagnosed by the package (:mod:`~rlvrambench_hf.data.tables.diagnose`: the line that is not UTF-8, a line too long,
 the row with the wrong number of cells, ...). A pipe or device (``/dev/stdin``, ``<(...)``) is read once, fully.
+
+Memory is bounded before anything is materialised: a file (or what a pipe streams, or what compressed data
+decompresses to) holds at most :data:`MAX_BYTES`; decompression stops at that size, or at :data:`MAX_RATIO` times
+the compressed size beyond the first 8 MiB (a decompression bomb); a Parquet file's footer is checked first (at
+most :data:`MAX_ROWS` rows and :data:`MAX_BYTES` of declared column data); at most :data:`MAX_ROWS` rows are read.
+An allocation that fails all the same is one line naming the file and the bound.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ import pyarrow.compute as pc
 
 from ..data.tables.arrow import one_chunk
 from ..data.tables.diagnose import csv_problem, first_non_utf8, json_lines_problem
-from ..data.tables.userfile import reason, standard_input, user_input
+from ..data.tables.userfile import reason, standard_input, too_large, user_input
 from ..errors import InputError, first_line, quote, summary
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -48,6 +54,14 @@ STDIN = "-"
 _HEAD = 1 << 16
 #: The longest line (bytes) the CSV and JSON Lines readers accept.
 BLOCK_SIZE = 1 << 24
+#: The most bytes a predictions file may hold once decompressed (the largest task has 400 rows, a few KiB).
+MAX_BYTES = 64 << 20
+#: The most rows a predictions file may have (or a Parquet file declare).
+MAX_ROWS = 1_000_000
+#: The largest ratio of decompressed to compressed size, beyond the first :data:`_RATIO_FREE` bytes.
+MAX_RATIO = 1000
+_RATIO_FREE = 8 << 20
+_CHUNK = 1 << 20
 _COMPRESSION_MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bz2", b"\x28\xb5\x2f\xfd": "zstd"}
 _SEEN_MAGIC = {  # formats recognised only to be named in the refusal
     b"\xfd7zXZ\x00": "xz-compressed data",
@@ -85,10 +99,11 @@ class _Input:
     data: pa.Buffer | None
     compression: str | None = None
     name: str | None = None  # the name a stream was given (its suffixes are a hint of its format)
+    decoded: bool = False  # ``data`` holds the decompressed bytes (``compression`` says what they were)
 
     def open(self) -> pa.NativeFile:
         raw: pa.NativeFile = pa.OSFile(self.path) if self.path is not None else pa.BufferReader(self.data)
-        return pa.CompressedInputStream(raw, self.compression) if self.compression else raw
+        return pa.CompressedInputStream(raw, self.compression) if self.compression and not self.decoded else raw
 
     @property
     def suffixes(self) -> list[str]:
@@ -101,7 +116,19 @@ def read_prediction_file(
 ) -> dict[str, pa.Array]:
     """The columns of a predictions file as string arrays without nulls (cells as written; a missing optional
     value is ``""``), keyed by name. ``path`` is a file in any accepted format, or ``-`` for standard input."""
-    source, head = _open_input(os.fspath(path))
+    name = os.fspath(path)
+    try:
+        return _read_predictions(name, required, optional)
+    except MemoryError:  # pyarrow's ArrowMemoryError too: an allocation failed despite the bounds
+        label = "predictions from standard input" if name == STDIN else f"predictions file {name}"
+        raise InputError(
+            f"{label}: not enough memory to read it (predictions files are read up to {MAX_BYTES >> 20} MiB "
+            f"and {MAX_ROWS:,} rows)"
+        ) from None
+
+
+def _read_predictions(path: str, required: Sequence[str], optional: Sequence[str]) -> dict[str, pa.Array]:
+    source, head = _open_input(path)
     expected = columns_spec(required, optional)
     kind = _kind(source, head)
     if kind == "empty":
@@ -119,6 +146,8 @@ def read_prediction_file(
         _check_names(source, table.column_names, required, optional, expected)
     if table.num_rows == 0:
         raise InputError(f"{source.label} has a header but no prediction rows")
+    if table.num_rows > MAX_ROWS:
+        raise InputError(f"{source.label} has {table.num_rows:,} rows; at most {MAX_ROWS:,} are read")
     columns = {}
     for raw, name in zip(table.column_names, _stripped(table.column_names)):
         values = _as_strings(source, name, table.column(raw))
@@ -136,14 +165,16 @@ def _open_input(path: str) -> tuple[_Input, bytes]:
     """The input and its first 64 KiB (decompressed), after refusing what is not readable at all."""
     if path == STDIN:
         label = "predictions from standard input"
-        source = _Input(label, None, pa.py_buffer(standard_input(label, refused=_refused_at_once)))
+        data = standard_input(label, refused=_refused_at_once, limit=MAX_BYTES)
+        source, size = _Input(label, None, pa.py_buffer(data)), len(data)
     else:
         label = f"predictions file {path}"
-        found = user_input(path, label, refused=_refused_at_once)
+        found = user_input(path, label, refused=_refused_at_once, limit=MAX_BYTES)
         if isinstance(found, str):
-            source = _Input(label, found, None)
+            source, size = _Input(label, found, None), _file_size(found, label)
+            too_large(label, size, MAX_BYTES)
         else:  # a pipe or device, read once
-            source = _Input(label, None, pa.py_buffer(found), name=path)
+            source, size = _Input(label, None, pa.py_buffer(found), name=path), len(found)
     try:
         with source.open() as stream:
             head = stream.read(_HEAD)
@@ -152,12 +183,41 @@ def _open_input(path: str) -> tuple[_Input, bytes]:
     codec = next((c for magic, c in _COMPRESSION_MAGIC.items() if head.startswith(magic)), None)
     if codec is None:
         return source, head
-    source = _Input(source.label, source.path, source.data, codec, source.name)
+    data = _decompressed(_Input(source.label, source.path, source.data, codec), size)
+    source = _Input(source.label, None, pa.py_buffer(data), codec, source.path or source.name, decoded=True)
+    return source, data[:_HEAD]
+
+
+def _file_size(path: str, label: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError as exc:
+        raise InputError(f"cannot read {label}: {reason(exc)}") from None
+
+
+def _decompressed(source: _Input, size: int) -> bytes:
+    """The decompressed bytes of ``source`` (``size`` bytes compressed), read in bounded chunks: refused beyond
+    :data:`MAX_BYTES`, or beyond :data:`MAX_RATIO` times ``size`` once past the first 8 MiB."""
+    codec, out = source.compression, bytearray()
     try:
         with source.open() as stream:
-            return source, stream.read(_HEAD)
+            while block := stream.read(_CHUNK):
+                out += block
+                if len(out) > MAX_BYTES:
+                    raise InputError(
+                        f"{source.label} is {codec}-compressed data that decompresses to more than "
+                        f"{MAX_BYTES >> 20} MiB, the most a predictions file may hold"
+                    )
+                if len(out) > _RATIO_FREE and len(out) > MAX_RATIO * max(size, 1):
+                    raise InputError(
+                        f"{source.label} is {codec}-compressed data that decompresses more than {MAX_RATIO:,}-fold "
+                        f"({size:,} bytes to over {len(out):,}): refused as a decompression bomb"
+                    )
+    except MemoryError:
+        raise
     except (OSError, pa.ArrowException) as exc:
         raise InputError(f"{source.label} is not valid {codec} data ({first_line(exc, limit=160)})") from None
+    return bytes(out)
 
 
 def _refused_at_once(head: bytes) -> bool:
@@ -312,17 +372,41 @@ def _parquet_file(source: _Input) -> pq.ParquetFile:
     import pyarrow.parquet as pq
 
     try:
-        if source.compression or source.path is None:
-            with source.open() as stream:
-                return pq.ParquetFile(pa.BufferReader(stream.read()))
-        return pq.ParquetFile(source.path)
+        if source.path is None:
+            parquet = pq.ParquetFile(pa.BufferReader(source.data))
+        else:
+            parquet = pq.ParquetFile(source.path)
+    except MemoryError:
+        raise
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"{source.label} is not a readable Parquet file: {first_line(exc, limit=160)}") from None
+    _check_declared(source, parquet.metadata)
+    return parquet
+
+
+def _check_declared(source: _Input, metadata: pq.FileMetaData) -> None:
+    """Refuse a Parquet file whose footer declares more rows or column data than is read, before reading any."""
+    groups = [metadata.row_group(i) for i in range(metadata.num_row_groups)]
+    rows = max(metadata.num_rows, sum(g.num_rows for g in groups), 0)
+    if rows > MAX_ROWS or any(g.num_rows < 0 for g in groups):
+        raise InputError(f"{source.label} declares {rows:,} rows; at most {MAX_ROWS:,} are read")
+    declared = 0
+    for group in groups:
+        for index in range(group.num_columns):
+            column = group.column(index)
+            declared += max(column.total_uncompressed_size, column.total_compressed_size, 0)
+    if declared > MAX_BYTES:
+        raise InputError(
+            f"{source.label} declares {declared / 2**20:,.0f} MiB of column data; "
+            f"at most {MAX_BYTES >> 20} MiB are read"
+        )
 
 
 def _read_parquet(source: _Input, parquet: pq.ParquetFile) -> pa.Table:
     try:
         table = parquet.read()
+    except MemoryError:
+        raise
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"{source.label} is not a readable Parquet file: {first_line(exc, limit=160)}") from None
     return _decode_class_labels(table)

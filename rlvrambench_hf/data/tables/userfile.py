@@ -22,8 +22,10 @@ from typing import IO
 
 from ...errors import InputError, RLVRAMBenchError, first_line, quote
 
-#: The most that is read from a pipe or device (a regular file has no limit).
+#: The most that is read from a pipe or device (a regular file is bounded by its reader).
 STREAM_LIMIT = 512 << 20
+#: The largest JSON or YAML document read whole (a score file, an attempts list; the release's are under 100 KB).
+MAX_DOCUMENT_BYTES = 64 << 20
 #: Most YAML / JSON nodes a config may hold once aliases are expanded (a YAML alias bomb stops here).
 MAX_NODES = 200_000
 #: How much is read first from a stream, so that data refused on its first bytes is not read to the end.
@@ -86,25 +88,36 @@ def read_stream(
         return head
     rest = handle.read(max(limit + 1 - len(head), 0))
     if len(head) + len(rest) > limit:
-        raise InputError(f"{label} streams more than {limit / 2**20:g} MiB; save it to a file and name the file")
+        raise InputError(f"{label} streams more than {limit / 2**20:g} MiB, the most that is read")
     return head + rest
 
 
-def content_of(found: str | bytes, label: str) -> bytes:
-    """The bytes of what :func:`user_input` gave: a regular file's, read now, or those a stream gave already."""
+def content_of(found: str | bytes, label: str, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+    """The bytes of what :func:`user_input` gave: a regular file's, read now (refused above ``limit`` bytes before
+    any is read), or those a stream gave already."""
     if isinstance(found, bytes):
+        too_large(label, len(found), limit)
         return found
     try:
         with open(found, "rb") as handle:
-            return handle.read()
+            too_large(label, os.fstat(handle.fileno()).st_size, limit)
+            data = handle.read(limit + 1)
     except OSError as exc:
         raise InputError(f"cannot read {label}: {reason(exc)}") from None
+    too_large(label, len(data), limit)  # a file that grew while it was read
+    return data
 
 
-def user_bytes(path: str | os.PathLike, label: str) -> bytes:
-    """All the bytes of the file a user names (a pipe or device read once; binary data is read no further than
-    its first bytes)."""
-    return content_of(user_input(path, label, refused=binary_head), label)
+def too_large(label: str, size: int, limit: int) -> None:
+    """Refuse ``size`` bytes where at most ``limit`` are read: one line with both."""
+    if size > limit:
+        raise InputError(f"{label} has {size / 2**20:,.1f} MiB; at most {limit / 2**20:g} MiB are read")
+
+
+def user_bytes(path: str | os.PathLike, label: str, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+    """All the bytes of the file a user names, at most ``limit`` (a pipe or device read once; binary data is read
+    no further than its first bytes)."""
+    return content_of(user_input(path, label, refused=binary_head, limit=limit), label, limit)
 
 
 def user_json(path: str | os.PathLike, label: str) -> object:
@@ -115,15 +128,15 @@ def user_json(path: str | os.PathLike, label: str) -> object:
     return parse_json(content, label)
 
 
-def standard_input(label: str, *, refused: Callable[[bytes], bool] | None = None) -> bytes:
-    """The bytes of standard input (refused when it is a terminal: nothing was piped in)."""
+def standard_input(label: str, *, refused: Callable[[bytes], bool] | None = None, limit: int = STREAM_LIMIT) -> bytes:
+    """The bytes of standard input, at most ``limit`` (refused when it is a terminal: nothing was piped in)."""
     stdin = sys.stdin
     if stdin is None or stdin.closed:
         raise InputError(f"{label}: standard input is closed")
     if stdin.isatty():
         raise InputError(f"{label}: standard input is a terminal; pipe the data in (… | rlvrambench …) or name a file")
     try:
-        return read_stream(stdin.buffer, label, refused=refused)
+        return read_stream(stdin.buffer, label, refused=refused, limit=limit)
     except OSError as exc:
         raise InputError(f"cannot read {label}: {reason(exc)}") from None
 
@@ -230,7 +243,7 @@ def text_of(found: str | bytes, name: str, limit: int = MAX_CONFIG_BYTES) -> str
     size = os.stat(found).st_size if isinstance(found, str) else len(found)
     if size > limit:
         raise InputError(f"{name}: {size} bytes is more than the {limit} bytes read")
-    data = content_of(found, name)
+    data = content_of(found, name, limit)
     check_text(data, name)
     return data.decode("utf-8-sig")
 
