@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -292,7 +293,7 @@ def harness_env() -> dict[str, str]:
     return cli_env(
         HF_HUB_OFFLINE="1",
         HF_ENDPOINT="http://127.0.0.1:9",
-        PYTHONPATH=str(REPO_ROOT / "tests"),
+        PYTHONPATH=f"{REPO_ROOT}{os.pathsep}{REPO_ROOT / 'tests'}",  # this checkout, wherever it is installed
         RLVRAMBENCH_USER_MEMORY_MIB="512",
     )
 

@@ -9,7 +9,7 @@ import os
 import resource
 import signal
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -53,16 +53,19 @@ def file_size_limit(limit: int) -> Iterator[None]:
         signal.signal(signal.SIGXFSZ, handler)
 
 
+Filled = Callable[[], contextlib.AbstractContextManager]
+
+
 @pytest.fixture
-def full(tmp_path: Path) -> Iterator[tuple[Path, contextlib.AbstractContextManager]]:
+def full(tmp_path: Path) -> Iterator[tuple[Path, Filled]]:
     """A folder with 4 KiB of room, and the context in which it is full."""
     folder = tmp_path / "full"
     folder.mkdir()
     if _mount(folder, "size=4k"):
-        yield folder, contextlib.nullcontext()
+        yield folder, contextlib.nullcontext
         subprocess.run(["umount", "-l", str(folder)], check=False)
     else:
-        yield folder, file_size_limit(4096)
+        yield folder, lambda: file_size_limit(4096)
 
 
 def one_line(error: BaseException, *words: str) -> None:
@@ -82,18 +85,18 @@ def test_a_read_only_folder_is_refused_before_any_work(read_only: Path) -> None:
     assert list(read_only.iterdir()) == []
 
 
-def test_a_full_file_system_leaves_nothing(full: tuple[Path, contextlib.AbstractContextManager]) -> None:
+def test_a_full_file_system_leaves_nothing(full: tuple[Path, Filled]) -> None:
     folder, filled = full
-    with filled, pytest.raises(OutputError) as caught:
+    with filled(), pytest.raises(OutputError) as caught:
         write_space(folder / "space")
     one_line(caught.value, str(folder / "space"), "nothing was written")
     assert list(folder.iterdir()) == [], "the Space folder or one of its files was left"
     files = {folder / "small.txt": "x" * 100, folder / "large.txt": "y" * 100_000}
-    with filled, pytest.raises(OutputError) as caught:
+    with filled(), pytest.raises(OutputError) as caught:
         write_all_atomic(files)
     one_line(caught.value, "large.txt")
     assert list(folder.iterdir()) == [], "the file that fitted was renamed into place without the other"
-    with filled, pytest.raises(OutputError):
+    with filled(), pytest.raises(OutputError):
         write_atomic(folder / "big.bin", b"z" * 100_000)
     assert list(folder.iterdir()) == []
 
