@@ -93,7 +93,7 @@ json.dump(results, open(sys.argv[2], "w"))
 
 def test_inputs_that_would_take_gigabytes_end_in_one_line_under_1_gib(tmp_path: Path) -> None:
     makers = {
-        "2 GiB file": (two_gib_file, "at most 64 MiB are read"),
+        "2 GiB file": (two_gib_file, "2147483648 bytes is more than the 67108864 bytes read"),
         "its gzip": (gzip_of_two_gib, "gzip-compressed data that decompresses"),
         "zstd bomb": (zstd_bomb, "zstd-compressed data that decompresses"),
         "crafted Parquet": (crafted_parquet, "declares 1,099,511,627,776 rows"),

@@ -22,10 +22,11 @@ from typing import IO
 
 from ...errors import InputError, RLVRAMBenchError, first_line, quote
 
-#: The most that is read from a pipe or device (a regular file is bounded by its reader).
-STREAM_LIMIT = 512 << 20
-#: The largest JSON or YAML document read whole (a score file, an attempts list; the release's are under 100 KB).
+#: The largest file read whole unless its reader says otherwise (a score file, an attempts list: the release's are
+#: under 1 MB); a regular file or a stream beyond it is refused before it is read.
 MAX_DOCUMENT_BYTES = 64 << 20
+#: The most that :func:`read_stream` reads by default.
+STREAM_LIMIT = MAX_DOCUMENT_BYTES
 #: Most YAML / JSON nodes a config may hold once aliases are expanded (a YAML alias bomb stops here).
 MAX_NODES = 200_000
 #: How much is read first from a stream, so that data refused on its first bytes is not read to the end.
@@ -59,16 +60,24 @@ def binary_head(head: bytes) -> bool:
 
 
 def user_input(
-    path: str | os.PathLike, label: str, *, refused: Callable[[bytes], bool] | None = None, limit: int = STREAM_LIMIT
+    path: str | os.PathLike,
+    label: str,
+    *,
+    refused: Callable[[bytes], bool] | None = None,
+    limit: int = MAX_DOCUMENT_BYTES,
 ) -> str | bytes:
-    """``path`` as a string when it is a regular file, else the bytes it streams (at most ``limit``); ``label``
-    names it in errors ("predictions file p.csv"). ``refused(head)`` says that the first bytes are enough to refuse
-    the input, so that nothing more is read (e.g. binary data from ``/dev/zero``)."""
+    """``path`` as a string when it is a regular file of at most ``limit`` bytes, else the bytes it streams (at
+    most ``limit``); ``label`` names it in errors ("predictions file p.csv"). ``refused(head)`` says that the first
+    bytes are enough to refuse the input, so that nothing more is read (e.g. binary data from ``/dev/zero``)."""
     name = os.fspath(path)
     mode = file_mode(name, label)
     if stat.S_ISDIR(mode):
         raise InputError(f"{label} is a directory, not a file")
     if stat.S_ISREG(mode):
+        try:
+            too_large(label, os.stat(name).st_size, limit)
+        except OSError as exc:
+            raise InputError(f"cannot read {label}: {reason(exc)}") from None
         return name
     if stat.S_ISSOCK(mode):
         raise InputError(f"{label} is a socket, which cannot be read as a file; save the data to a file")
@@ -111,7 +120,7 @@ def content_of(found: str | bytes, label: str, limit: int = MAX_DOCUMENT_BYTES) 
 def too_large(label: str, size: int, limit: int) -> None:
     """Refuse ``size`` bytes where at most ``limit`` are read: one line with both."""
     if size > limit:
-        raise InputError(f"{label} has {size / 2**20:,.1f} MiB; at most {limit / 2**20:g} MiB are read")
+        raise InputError(f"{label}: {size} bytes is more than the {limit} bytes read ({limit / 2**20:g} MiB)")
 
 
 def user_bytes(path: str | os.PathLike, label: str, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
@@ -230,19 +239,11 @@ def opened(path: str | os.PathLike, what: str, limit: int = MAX_CONFIG_BYTES) ->
     """``path`` as a string when it is a regular file of at most ``limit`` bytes, else the bytes a pipe, a device
     or ``/dev/stdin`` streams (read once, at most ``limit``); a one-line error otherwise."""
     label = f"{what} {quote(str(path))}"
-    found = user_input(path, label, refused=binary_head, limit=limit)
-    if isinstance(found, str):
-        size = os.stat(found).st_size
-        if size > limit:
-            raise InputError(f"{label}: {size} bytes is more than the {limit} bytes read")
-    return found
+    return user_input(path, label, refused=binary_head, limit=limit)
 
 
 def text_of(found: str | bytes, name: str, limit: int = MAX_CONFIG_BYTES) -> str:
     """The text of what :func:`opened` gave; NUL bytes or invalid UTF-8 make it a binary file, refused."""
-    size = os.stat(found).st_size if isinstance(found, str) else len(found)
-    if size > limit:
-        raise InputError(f"{name}: {size} bytes is more than the {limit} bytes read")
     data = content_of(found, name, limit)
     check_text(data, name)
     return data.decode("utf-8-sig")
