@@ -117,3 +117,17 @@ def test_inputs_that_would_take_gigabytes_end_in_one_line_under_1_gib(tmp_path: 
         assert len(lines) == 1 and said in lines[0], (name, lines)
     assert not list(tmp_path.glob("out-*")), "a refused command wrote its output"
     assert peak < 1 << 30, f"peak resident memory {peak / 2**20:.0f} MiB"
+
+
+def test_an_allocation_failure_anywhere_is_one_line_and_exit_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rlvrambench_hf.cli import data, main
+
+    def fails(args: object) -> int:
+        raise pa.ArrowMemoryError("malloc of size 2199023255552 failed")
+
+    monkeypatch.setattr(data, "cmd_configs", fails)
+    assert main(["--source", str(SNAPSHOT), "configs"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and "an allocation failed (ArrowMemoryError" in lines[0] and "internal" not in lines[0]

@@ -141,13 +141,12 @@ class Child:
     def ending(self) -> str:
         """How the child ended (it is stopped, with its process group, if it still runs)."""
         deadline = time.monotonic() + 5
-        while self.status is None and time.monotonic() < deadline:
-            self._reap(os.WNOHANG)
-            if self.status is None:
-                time.sleep(0.01)
+        while not _exited(self.pid) and time.monotonic() < deadline:  # not reaped: the group id stays its own
+            time.sleep(0.01)
+        ended = _exited(self.pid)
         self.stop()
         code = self.status
-        if code is None:
+        if code is None or not ended:
             return "it stopped answering"
         if os.WIFSIGNALED(code):
             number = os.WTERMSIG(code)
