@@ -468,8 +468,8 @@ CODE_INPUTS = {
         policy("leaves a thread running", "initial_decisions", THREAD + "\n" + ABSTAIN),
         policy("allocates 8 GiB", "initial_decisions", "return bytearray(8 << 30)"),
         Input(
-            "prints 100 MiB per call",
-            policy("", "initial_decisions", "sys.stdout.write('x' * (100 << 20))\n" + ABSTAIN).make,
+            "prints 10 MiB per call",
+            policy("", "initial_decisions", "sys.stdout.write('x' * (10 << 20))\n" + ABSTAIN).make,
             "accepted",
             prints=True,
         ),
