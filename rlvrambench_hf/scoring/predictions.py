@@ -19,16 +19,13 @@ read before the format and header are checked, so a huge wrong file fails at onc
 diagnosed by the package (:mod:`~rlvrambench_hf.data.tables.diagnose`: the line that is not UTF-8, a line too long,
 the row with the wrong number of cells, ...). A pipe or device (``/dev/stdin``, ``<(...)``) is read once, fully.
 
-Memory is bounded before anything is materialised: a file (or what a pipe streams, or what compressed data
-decompresses to) holds at most :data:`MAX_BYTES`; decompression stops at that size, or at :data:`MAX_RATIO` times
-the compressed size beyond the first 8 MiB (a decompression bomb); a Parquet file's footer is checked first (at
-most :data:`MAX_ROWS` rows and :data:`MAX_BYTES` of declared column data); at most :data:`MAX_ROWS` rows are read.
-An allocation that fails all the same is one line naming the file and the bound.
+Memory is bounded before anything is materialised (:mod:`.predictionbounds`): at most :data:`MAX_BYTES` of a file,
+a stream or what compressed data decompresses to, a Parquet footer checked first, at most :data:`MAX_ROWS` rows. An
+allocation that fails all the same is one line naming the file and the bounds.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,9 +39,10 @@ from ..data.tables.arrow import one_chunk
 from ..data.tables.diagnose import csv_problem, first_non_utf8, json_lines_problem
 from ..data.tables.userfile import reason, standard_input, too_large, user_input
 from ..errors import InputError, first_line, quote, summary
+from .predictionbounds import MAX_BYTES, MAX_ROWS, decompressed, parquet_file, read_parquet
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pyarrow.parquet as pq
+    pass
 
 #: Characters stripped around cells and header names.
 WHITESPACE = " \t"
@@ -54,14 +52,6 @@ STDIN = "-"
 _HEAD = 1 << 16
 #: The longest line (bytes) the CSV and JSON Lines readers accept.
 BLOCK_SIZE = 1 << 24
-#: The most bytes a predictions file may hold once decompressed (the largest task has 400 rows, a few KiB).
-MAX_BYTES = 64 << 20
-#: The most rows a predictions file may have (or a Parquet file declare).
-MAX_ROWS = 1_000_000
-#: The largest ratio of decompressed to compressed size, beyond the first :data:`_RATIO_FREE` bytes.
-MAX_RATIO = 1000
-_RATIO_FREE = 8 << 20
-_CHUNK = 1 << 20
 _COMPRESSION_MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bz2", b"\x28\xb5\x2f\xfd": "zstd"}
 _SEEN_MAGIC = {  # formats recognised only to be named in the refusal
     b"\xfd7zXZ\x00": "xz-compressed data",
@@ -138,9 +128,9 @@ def _read_predictions(path: str, required: Sequence[str], optional: Sequence[str
         _check_names(source, names, required, optional, expected)
         table = _read_csv(source, names)
     elif kind == "parquet":
-        parquet = _parquet_file(source)
+        parquet = parquet_file(source.label, source.path, source.data)
         _check_names(source, parquet.schema_arrow.names, required, optional, expected)
-        table = _read_parquet(source, parquet)
+        table = read_parquet(source.label, parquet)
     else:
         table = _read_json_lines(source)
         _check_names(source, table.column_names, required, optional, expected)
@@ -183,7 +173,7 @@ def _open_input(path: str) -> tuple[_Input, bytes]:
     codec = next((c for magic, c in _COMPRESSION_MAGIC.items() if head.startswith(magic)), None)
     if codec is None:
         return source, head
-    data = _decompressed(_Input(source.label, source.path, source.data, codec), size)
+    data = decompressed(_Input(source.label, source.path, source.data, codec).open, source.label, codec, size)
     source = _Input(source.label, None, pa.py_buffer(data), codec, source.path or source.name, decoded=True)
     return source, data[:_HEAD]
 
@@ -193,31 +183,6 @@ def _file_size(path: str, label: str) -> int:
         return os.stat(path).st_size
     except OSError as exc:
         raise InputError(f"cannot read {label}: {reason(exc)}") from None
-
-
-def _decompressed(source: _Input, size: int) -> bytes:
-    """The decompressed bytes of ``source`` (``size`` bytes compressed), read in bounded chunks: refused beyond
-    :data:`MAX_BYTES`, or beyond :data:`MAX_RATIO` times ``size`` once past the first 8 MiB."""
-    codec, out = source.compression, bytearray()
-    try:
-        with source.open() as stream:
-            while block := stream.read(_CHUNK):
-                out += block
-                if len(out) > MAX_BYTES:
-                    raise InputError(
-                        f"{source.label} is {codec}-compressed data that decompresses to more than "
-                        f"{MAX_BYTES >> 20} MiB, the most a predictions file may hold"
-                    )
-                if len(out) > _RATIO_FREE and len(out) > MAX_RATIO * max(size, 1):
-                    raise InputError(
-                        f"{source.label} is {codec}-compressed data that decompresses more than {MAX_RATIO:,}-fold "
-                        f"({size:,} bytes to over {len(out):,}): refused as a decompression bomb"
-                    )
-    except MemoryError:
-        raise
-    except (OSError, pa.ArrowException) as exc:
-        raise InputError(f"{source.label} is not valid {codec} data ({first_line(exc, limit=160)})") from None
-    return bytes(out)
 
 
 def _refused_at_once(head: bytes) -> bool:
@@ -366,67 +331,6 @@ def _read_json_lines(source: _Input) -> pa.Table:
         if problem is not None:
             raise InputError(f"{source.label}: {problem}") from None
         raise InputError(f"{source.label} is not valid JSON Lines ({first_line(exc, limit=160)})") from None
-
-
-def _parquet_file(source: _Input) -> pq.ParquetFile:
-    import pyarrow.parquet as pq
-
-    try:
-        if source.path is None:
-            parquet = pq.ParquetFile(pa.BufferReader(source.data))
-        else:
-            parquet = pq.ParquetFile(source.path)
-    except MemoryError:
-        raise
-    except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"{source.label} is not a readable Parquet file: {first_line(exc, limit=160)}") from None
-    _check_declared(source, parquet.metadata)
-    return parquet
-
-
-def _check_declared(source: _Input, metadata: pq.FileMetaData) -> None:
-    """Refuse a Parquet file whose footer declares more rows or column data than is read, before reading any."""
-    groups = [metadata.row_group(i) for i in range(metadata.num_row_groups)]
-    rows = max(metadata.num_rows, sum(g.num_rows for g in groups), 0)
-    if rows > MAX_ROWS or any(g.num_rows < 0 for g in groups):
-        raise InputError(f"{source.label} declares {rows:,} rows; at most {MAX_ROWS:,} are read")
-    declared = 0
-    for group in groups:
-        for index in range(group.num_columns):
-            column = group.column(index)
-            declared += max(column.total_uncompressed_size, column.total_compressed_size, 0)
-    if declared > MAX_BYTES:
-        raise InputError(
-            f"{source.label} declares {declared / 2**20:,.0f} MiB of column data; "
-            f"at most {MAX_BYTES >> 20} MiB are read"
-        )
-
-
-def _read_parquet(source: _Input, parquet: pq.ParquetFile) -> pa.Table:
-    try:
-        table = parquet.read()
-    except MemoryError:
-        raise
-    except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"{source.label} is not a readable Parquet file: {first_line(exc, limit=160)}") from None
-    return _decode_class_labels(table)
-
-
-def _decode_class_labels(table: pa.Table) -> pa.Table:
-    """Integer columns that ``datasets`` describes as ``ClassLabel`` (in the schema metadata) as label names."""
-    try:
-        features = json.loads((table.schema.metadata or {}).get(b"huggingface", b"{}"))["info"]["features"]
-    except (KeyError, TypeError, ValueError):
-        return table
-    for index, name in enumerate(table.column_names):
-        feature = features.get(name) if isinstance(features, dict) else None
-        column = table.column(name)
-        if isinstance(feature, dict) and feature.get("_type") == "ClassLabel" and pa.types.is_integer(column.type):
-            labels = pa.array([str(n) for n in feature.get("names") or []], pa.string())
-            if pc.max(column).as_py() is not None and pc.max(column).as_py() >= len(labels):
-                continue  # not codes of these names: left as numbers, refused as labels later
-            table = table.set_column(index, name, pc.take(labels, column))
-    return table
 
 
 def _as_strings(source: _Input, name: str, values: pa.ChunkedArray) -> pa.Array:
