@@ -4,7 +4,8 @@ is among the input's ``formats`` (``csv``, ``json``, ``yaml``, ``sh``: a VERL la
 the inputs of one kind: ``TEXT_INPUTS`` (an option's text), ``SOURCE_INPUTS`` (a local release folder),
 ``CODE_INPUTS`` (a policy or an estimator named as ``file.py:attr``), ``RELEASE_INPUTS`` (a release folder to
 verify, diff or publish), and the settings of one kind of file: ``PLANNED_INPUTS``, ``SCRIPT_INPUTS``,
-``VERL_YAML_INPUTS``, ``TRL_INPUTS``, ``SCORE_INPUTS``."""
+``VERL_YAML_INPUTS``, ``TRL_INPUTS``, ``SCORE_INPUTS``. ``OUTPUT_INPUTS`` put a command's outputs where nothing can
+be written (a read-only file system, a full one: tmpfs mounts, made where the tests may mount them)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import os
 import random
 import shutil
 import socket
+import struct
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +32,8 @@ class Prepared:
     stdin: str | None = None
     fifo: list[str] | None = None
     files: list[Path] = field(default_factory=list)
+    outputs: Path | None = None  # the folder the command's outputs go to, instead of the case's own
+    skip: str | None = None  # why this case cannot be made here
 
 
 Maker = Callable[[Path, bytes, str], Prepared]  # (the input's own folder, a valid file of the kind, its suffix)
@@ -41,6 +46,7 @@ class Input:
     expect: str = "refused"  # refused (exit 2), accepted (0), either (0 or 2), interrupt (130)
     formats: tuple[str, ...] = ("csv", "json", "yaml", "sh")  # the file formats it applies to
     seconds: float | None = None  # the most the command may take (an input that costs quadratic time)
+    prints: bool = False  # a success may print (a bounded excerpt of what user code printed) on standard error
 
 
 #: The formats of data files, for the inputs that have no meaning in a launch script (a shell script has no cells,
@@ -122,6 +128,61 @@ def alias_bomb() -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
+def sparse(size: int) -> Maker:
+    """The valid file, then NUL bytes up to ``size`` (a sparse file: it takes no disk space)."""
+
+    def make(folder: Path, base: bytes, suffix: str) -> Prepared:
+        prepared = write(folder, base, suffix)
+        with open(prepared.arg, "r+b") as handle:
+            handle.truncate(size)
+        prepared.files = []  # not digested: reading 2 GiB to compare it would be the test's cost
+        return prepared
+
+    return make
+
+
+_MIB_OF_ROWS = b"q1,within_margin\n" * 65536
+
+
+def gzip_members(count: int) -> Callable[[bytes], bytes]:
+    """The valid file gzip-compressed, followed by ``count`` gzip members of 1 MiB of rows each."""
+    return lambda base: gzip.compress(base, mtime=0) + gzip.compress(_MIB_OF_ROWS, 9, mtime=0) * count
+
+
+def zstd_bomb(base: bytes) -> bytes:
+    """About 800 KB of zstd frames that decompress to tens of GiB."""
+    import pyarrow as pa
+
+    codec = pa.Codec("zstd", 19)
+    frame = codec.compress(_MIB_OF_ROWS * 64, asbytes=True)
+    return codec.compress(base, asbytes=True) + frame * (800_000 // len(frame))
+
+
+def _varint(number: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, number = number & 0x7F, number >> 7
+        out.append(low | (0x80 if number else 0))
+        if not number:
+            return bytes(out)
+
+
+def declared_rows(base: bytes) -> bytes:
+    """A small Parquet file whose footer declares 2**40 rows (its row counts rewritten, its length fixed)."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = 1237  # a count whose encoding occurs only where rows are counted
+    buffer = io.BytesIO()
+    pq.write_table(pa.table({"a": [f"q{i}" for i in range(rows)]}), buffer, write_statistics=False)
+    data = buffer.getvalue()
+    length = struct.unpack("<I", data[-8:-4])[0]
+    footer = data[-8 - length : -8].replace(_varint(rows << 1), _varint(2**40 << 1))
+    return data[: -8 - length] + footer + struct.pack("<I", len(footer)) + b"PAR1"
+
+
 _RANDOM = random.Random(19)
 FILE_INPUTS = [
     Input("empty", data(lambda b: b"")),
@@ -165,6 +226,11 @@ FILE_INPUTS = [
     Input("/dev/stdin fed the valid content", from_stdin, "accepted"),
     Input("nested 100,000 deep", data(lambda b: b"[" * 100_000 + b"]" * 100_000), formats=("json", "yaml")),
     Input("a YAML alias bomb", data(lambda b: alias_bomb()), formats=("yaml",)),
+    # memory: refused by a stated bound before anything is materialised
+    Input("a 2 GiB file (sparse)", sparse(2 << 30), seconds=20),
+    Input("gzip that decompresses to 512 MiB", data(gzip_members(512)), formats=("csv",), seconds=20),
+    Input("an 800 KB zstd bomb", data(zstd_bomb), formats=("csv",), seconds=20),
+    Input("a Parquet footer declaring 2**40 rows", data(declared_rows), formats=("csv",), seconds=20),
 ]
 
 
@@ -334,6 +400,10 @@ class SlowMapping(dict):
 """
 
 
+THREAD = "import threading\nthreading.Thread(target=time.sleep, args=(3600,)).start()"
+ABSTAIN = "return {c: 'abstain' for c in task.candidate_ids}"
+
+
 def spec(value: str) -> Input:
     return Input(f"spec {value[:30]!r}", lambda folder, base, suffix: Prepared(value))
 
@@ -390,6 +460,19 @@ CODE_INPUTS = {
         code(POLICY, "import raises", "raise ImportError('cannot')"),
         code(POLICY, "import raises SystemExit(0)", "raise SystemExit(0)"),
         code(POLICY, "import sleeps past the limit", "time.sleep(60)"),
+        code(POLICY, "import calls os._exit(0)", "os._exit(0)"),
+        code(POLICY, "import starts a thread that never ends", THREAD),
+        code(POLICY, "import forks a sleeping process", "if os.fork() == 0:\n    time.sleep(3600)"),
+        policy("a forked copy also returns", "initial_decisions", "os.fork()\n" + ABSTAIN),
+        policy("forks a process that sleeps", "next_action", "if os.fork() == 0:\n    time.sleep(3600)\nreturn 'stop'"),
+        policy("leaves a thread running", "initial_decisions", THREAD + "\n" + ABSTAIN),
+        policy("allocates 8 GiB", "initial_decisions", "return bytearray(8 << 30)"),
+        Input(
+            "prints 10 MiB per call",
+            policy("", "initial_decisions", "sys.stdout.write('x' * (10 << 20))\n" + ABSTAIN).make,
+            "accepted",
+            prints=True,
+        ),
         code(POLICY, "constructor raises", "class Hostile(Policy):\n    def __init__(self):\n        sys.exit(3)\n"),
         code(POLICY, "no methods", "class Hostile:\n    pass\n"),
         spec("no_such_module_anywhere:Policy"),
@@ -441,6 +524,11 @@ CODE_INPUTS = {
         estimator("predict returns a table without labels", "predict", "return {'labels': []}"),
         estimator("predict returns evil strings", "predict", "return [Evil('x')] * len(targets)", extra=EVIL),
         code(ESTIMATOR, "import raises SystemExit(1)", "sys.exit(1)"),
+        code(ESTIMATOR, "import calls os._exit(0)", "os._exit(0)"),
+        code(ESTIMATOR, "import starts a thread that never ends", THREAD),
+        estimator("fit forks a sleeping process", "fit", "if os.fork() == 0:\n    time.sleep(3600)"),
+        estimator("predict leaves a thread running", "predict", THREAD + "\nreturn ['within_margin'] * len(targets)"),
+        estimator("fit allocates 8 GiB", "fit", "bytearray(8 << 30)"),
         code(ESTIMATOR, "no predict method", "class Hostile:\n    def fit(self, training):\n        pass\n"),
     ],
 }
@@ -666,4 +754,59 @@ SCORE_INPUTS = [
         "scores: a track named with escapes",
         score_edit(lambda s: s["per_track"].__setitem__("\x1b[2J\u202e", s["per_track"].pop("model_transfer"))),
     ),
+]
+
+
+#: The tmpfs mounts the output inputs made (unmounted by :func:`unmount_all` once a target's cases have run).
+MOUNTS: list[Path] = []
+
+
+def _mount(target: Path, options: str) -> bool:
+    try:
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(target)], capture_output=True)
+    except OSError:
+        return False
+    if done.returncode == 0:
+        MOUNTS.append(target)
+    return done.returncode == 0
+
+
+def unmount_all() -> None:
+    while MOUNTS:
+        subprocess.run(["umount", "-l", str(MOUNTS.pop())], capture_output=True)
+
+
+def read_only(folder: Path) -> Path | None:
+    """A folder nothing can be written into: without write permission, or (for root) a read-only tmpfs."""
+    target = folder / "read-only"
+    target.mkdir()
+    target.chmod(0o555)
+    if not os.access(target, os.W_OK) or _mount(target, "ro,size=64k"):
+        return target
+    return None
+
+
+def full_disk(folder: Path) -> Path | None:
+    """A folder on a file system with 4 KiB of room (a tmpfs, where this process may mount one)."""
+    target = folder / "full"
+    target.mkdir()
+    return target if _mount(target, "size=4k") else None
+
+
+def outputs_in(place: Callable[[Path], Path | None]) -> Maker:
+    """The valid input (none for a command that reads none), its outputs in the folder ``place`` makes."""
+
+    def make(folder: Path, base: bytes, suffix: str) -> Prepared:
+        prepared = write(folder, base, suffix) if suffix else Prepared("")
+        prepared.outputs = place(folder)
+        if prepared.outputs is None:
+            prepared.skip = "cannot make such a folder here (tmpfs mounts need root)"
+        return prepared
+
+    return make
+
+
+OUTPUT_INPUTS = [
+    Input("outputs in a read-only folder", outputs_in(read_only)),
+    Input("outputs on a full file system", outputs_in(full_disk), "either"),
 ]

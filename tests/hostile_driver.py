@@ -5,6 +5,10 @@ FILE or null, "fifo": [FIFO, CONTENT_FILE] or null}``. Each runs through ``rlvra
 console script does, with file descriptors 0, 1 and 2 redirected (so that whatever the package, its libraries or a
 user's child process write is captured); a FIFO case gets a writer process that feeds the FIFO. One interpreter
 for all the cases of a target keeps the harness fast: the imports and the release's tables are paid for once.
+
+The driver's memory is bounded (``RLIMIT_AS``: what it holds once the package is imported, plus 3 GiB), so an input
+that makes a reader grow ends in an allocation failure, not in a machine out of memory; each result counts the
+processes of user code's process groups still running after the command (``left_processes``).
 """
 
 from __future__ import annotations
@@ -22,6 +26,46 @@ import traceback
 def run(case: dict) -> dict:
     from rlvrambench_hf.cli import main
 
+    try:
+        from rlvrambench_hf.scoring import contained
+    except ImportError:  # a package without contained user code (the harness run against an older one)
+        return {**_run(case, main), "left_processes": 0}
+    groups: list[int] = []
+    original = contained.Child.__init__
+
+    def recording(self: contained.Child, *args: object, **kwargs: object) -> None:
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+        groups.append(self.pid)
+
+    contained.Child.__init__ = recording  # type: ignore[method-assign]
+    try:
+        result = _run(case, main)
+    finally:
+        contained.Child.__init__ = original  # type: ignore[method-assign]
+    result["left_processes"] = _left(groups)
+    return result
+
+
+def _left(groups: list[int]) -> int:
+    """How many processes of ``groups`` still run (zombies excluded), after a grace of up to 2 s."""
+    deadline = time.monotonic() + 2
+    while True:
+        count = 0
+        for entry in os.listdir("/proc") if groups and os.path.isdir("/proc") else []:
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    fields = stat.read().rpartition(")")[2].split()
+            except OSError:
+                continue
+            count += int(fields[2]) in groups and fields[0] != "Z"
+        if count == 0 or time.monotonic() > deadline:
+            return count
+        time.sleep(0.05)
+
+
+def _run(case: dict, main: object) -> dict:
     writer = None
     if case.get("fifo"):
         fifo, content = case["fifo"]
@@ -40,7 +84,7 @@ def run(case: dict) -> dict:
     started = time.monotonic()
     try:
         os.chdir(case["cwd"])
-        status: object = main(case["argv"])
+        status: object = main(case["argv"])  # type: ignore[operator]
     except SystemExit as exc:  # argparse's own exits
         status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except BaseException:  # noqa: B036 - anything that escapes main is what the harness looks for
@@ -67,7 +111,22 @@ def _text(handle: object) -> str:
     return handle.read().decode("utf-8", "backslashreplace")  # type: ignore[attr-defined]
 
 
+def bound_memory(extra: int = 3 << 30) -> None:
+    """Limit this process's address space to what it maps now (the package imported) plus ``extra`` bytes."""
+    import resource
+
+    import rlvrambench_hf.cli  # noqa: F401 - imported before the bound is measured
+
+    try:
+        with open("/proc/self/status") as status:
+            used = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
+    except (OSError, StopIteration):
+        return
+    resource.setrlimit(resource.RLIMIT_AS, (used + extra, resource.getrlimit(resource.RLIMIT_AS)[1]))
+
+
 if __name__ == "__main__":
+    bound_memory()
     with open(sys.argv[1]) as f:
         cases = json.load(f)
     results = [run(case) for case in cases]

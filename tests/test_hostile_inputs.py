@@ -6,7 +6,10 @@ The table is ``TARGETS`` (command x option) x ``CORPUS[kind]`` (the inputs of th
 For each pair the command runs as the console script does (``rlvrambench_hf.cli.main``, file descriptors 0-2
 redirected; one interpreter per target, see ``hostile_driver.py``) and must: exit with 0 or 2 (130 for an interrupt)
 as the input's expectation says; on failure print exactly one line on stderr, printable and within the bound, with
-no traceback, and leave no output file (nor a temporary one); leave every input unchanged.
+no traceback, and leave no output file (nor a temporary one); leave every input unchanged and no process of user
+code running. Every target that writes also meets ``OUTPUT_INPUTS`` (its outputs where nothing can be written), and
+the commands that read no user file but write (``metric space``, ``release build``, ``export``, ``report``) meet
+them as targets of the kind ``nothing``.
 
 To add an option: append a ``Target`` whose ``argv`` has ``{IN}`` where the input goes (``{OUT}``: an output JSON
 file, ``{CSV}``: an output CSV file, ``{DIR}``: an output folder, ``{S}``: the release snapshot) and whose ``kind``
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -38,6 +42,7 @@ from conftest import SNAPSHOT, cli_env
 from hostile_corpus import (
     CODE_INPUTS,
     FILE_INPUTS,
+    OUTPUT_INPUTS,
     PLANNED_INPUTS,
     RELEASE_INPUTS,
     SCORE_INPUTS,
@@ -47,6 +52,7 @@ from hostile_corpus import (
     TRL_INPUTS,
     VERL_YAML_INPUTS,
     Input,
+    unmount_all,
 )
 from hubserver import REPO_ROOT
 
@@ -126,7 +132,12 @@ TARGETS = [
         ("release", "publish-mirror", "{IN}", "--mirror", "{DIR}", "--tag", "v9.9.9"),
         "release",
     ),
+    Target("metric space --output", ("metric", "space", "--output", "{DIR}"), "nothing"),
+    Target("release build --output", ("release", "build", "--version", "9.9.9", "--output", "{DIR}"), "nothing"),
+    Target("export --output", ("export", "transfer_queries", "--format", "csv", "--output", "{CSV}"), "nothing"),
+    Target("report --output", ("report", "--output", "{DIR}"), "nothing"),
 ]
+OUTPUTS = ("{OUT}", "{CSV}", "{DIR}")
 
 
 def predictions_base(work: Path) -> tuple[bytes, str]:
@@ -283,22 +294,34 @@ def corpus(kind: str) -> list[Input]:
     if kind in BASES:
         return [i for i in FILE_INPUTS if BASES[kind][1] in i.formats] + OWN_INPUTS.get(kind, [])
     lists = {"budgets": TEXT_INPUTS, "source": SOURCE_INPUTS, "release copy": SOURCE_INPUTS, "release": RELEASE_INPUTS}
+    lists["nothing"] = OUTPUT_INPUTS
     return lists.get(kind) or CODE_INPUTS[kind]
 
 
 def harness_env() -> dict[str, str]:
-    """The environment of every command: offline, and a Hub endpoint that nothing listens on."""
-    return cli_env(HF_HUB_OFFLINE="1", HF_ENDPOINT="http://127.0.0.1:9", PYTHONPATH=str(REPO_ROOT / "tests"))
+    """The environment of every command: offline, and a Hub endpoint that nothing listens on; user code may
+    allocate 512 MiB."""
+    return cli_env(
+        HF_HUB_OFFLINE="1",
+        HF_ENDPOINT="http://127.0.0.1:9",
+        PYTHONPATH=f"{REPO_ROOT}{os.pathsep}{REPO_ROOT / 'tests'}",  # this checkout, wherever it is installed
+        RLVRAMBENCH_USER_MEMORY_MIB="512",
+    )
 
 
 #: Failures of code another engineer owns, found by the harness and left to them.
 KNOWN: dict[tuple[str, str], str] = {}
 
 
+def writes(target: Target) -> bool:
+    return any(key in arg for arg in target.argv for key in OUTPUTS)
+
+
 def cases() -> list[tuple[Target, Input]]:
     out = []
     for target in TARGETS:
-        for item in corpus(target.kind):
+        outputs = OUTPUT_INPUTS if target.kind in BASES and writes(target) else []
+        for item in corpus(target.kind) + outputs:
             if target.cheap or item.expect in ("refused", "interrupt"):
                 out.append((target, item))
     return out
@@ -328,14 +351,24 @@ def harness(tmp_path_factory):
 
 
 def run_target(target: Target, work: Path) -> dict[str, dict]:
+    try:
+        return _run_target(target, work)
+    finally:
+        unmount_all()
+
+
+def _run_target(target: Target, work: Path) -> dict[str, dict]:
     base, suffix = BASES[target.kind][0](work) if target.kind in BASES else (b"", "")
     plans, outcomes = [], {}
     for index, item in enumerate(i for t, i in CASES if t is target):
         own = work / f"in-{index}"
         own.mkdir()
         prepared = item.make(own, base, suffix)
-        out = work / f"out-{index}"
-        out.mkdir()
+        if prepared.skip:
+            outcomes[item.name] = {"skip": prepared.skip}
+            continue
+        out = prepared.outputs or work / f"out-{index}"
+        out.mkdir(exist_ok=True)
         fill = {
             "{IN}": prepared.arg,
             "{OUT}": str(out / "out.json"),
@@ -360,7 +393,7 @@ def run_target(target: Target, work: Path) -> dict[str, dict]:
     assert done.returncode == 0, done.stderr.decode()[-3000:]
     for (item, prepared, out, _), result in zip(plans, json.loads(results_file.read_text())):
         result["changed"] = digests(prepared.files) != before[item.name]
-        result["left"] = sorted(p.name for p in out.rglob("*"))
+        result["left"] = sorted(p.name for p in out.rglob("*") if p.name != "lost+found")
         outcomes[item.name] = result
         shutil.rmtree(out, ignore_errors=True)
     return outcomes
@@ -397,10 +430,15 @@ def allowed(target: Target, item: Input) -> set[int]:
 )
 def test_hostile_input(harness, target: Target, item: Input) -> None:
     result = harness(target, item)
+    if "skip" in result:
+        pytest.skip(result["skip"])
     status, stderr = result["status"], result["stderr"]
     assert status in allowed(target, item), (status, stderr[-2000:])
     assert "Traceback" not in stderr, stderr[-2000:]
-    if status in target.success:
+    assert result["left_processes"] == 0, "user code left processes running"
+    if status in target.success and item.prints:
+        assert len(stderr) < 8192, f"{len(stderr):,} characters on stderr"
+    elif status in target.success:
         assert stderr == "", stderr
     else:
         lines = stderr.splitlines()
@@ -414,7 +452,7 @@ def test_hostile_input(harness, target: Target, item: Input) -> None:
 
 def test_the_harness_covers_every_target_with_its_whole_corpus() -> None:
     kinds = {t.kind for t in TARGETS}
-    assert kinds == {*BASES, "budgets", "policy", "estimator", "source", "release", "release copy"}
+    assert kinds == {*BASES, "budgets", "policy", "estimator", "source", "release", "release copy", "nothing"}
     assert set(OWN_INPUTS) <= set(BASES)
     assert len(CASES) >= 600 and all(corpus(kind) for kind in kinds)
     pipes = {"a FIFO fed the valid content", "/dev/stdin fed the valid content"}

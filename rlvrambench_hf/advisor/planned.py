@@ -21,19 +21,21 @@ import pyarrow as pa
 from ..data.schema.spec import ConfigSpec
 from ..data.tables.diagnose import csv_problem
 from ..data.tables.reader import header_cells
-from ..data.tables.userfile import check_text, parse_structured, reason
-from ..errors import InputError, first_line, quote
-from .checks import Where, typed_from_text
-from .knobs import KNOB_BY_NAME, KNOBS
-from .plans import RowLabels
-from .userfile import (
+from ..data.tables.userfile import (
     MAX_CSV_BYTES,
+    check_text,
     check_text_file,
     head_of,
     looks_structured,
     opened,
+    parse_structured,
+    reason,
     text_of,
 )
+from ..errors import InputError, first_line, quote
+from .checks import Where, typed_from_text
+from .knobs import KNOB_BY_NAME, KNOBS
+from .plans import RowLabels
 
 SUFFIXES = (".yaml", ".yml", ".json", ".csv")
 PlannedLike = str | os.PathLike | Mapping | Sequence[Mapping]

@@ -18,13 +18,13 @@ import pyarrow.compute as pc
 
 from ..data.schema.registry import get_spec
 from ..data.sources.resolve import SourceLike
+from ..data.tables.userfile import MAX_SCRIPT_BYTES, looks_structured, read_text
 from ..errors import InputError, quote, summary
 from .checks import Where, check_ranges, known_true, typed_from_text, typed_from_values
 from .launch import Launch, read_launches, unresolved
 from .mapping import VERL_MAPPING, VERL_SCOPE, mapped_keys
 from .measured import LEVEL_SETTINGS, Measured, load_measured
 from .plans import SETTINGS_CONFIG, Plans
-from .userfile import MAX_SCRIPT_BYTES, looks_structured, read_text
 
 Kind = Literal["planned", "verl", "trl"]
 KINDS = ("planned", "verl", "trl")

@@ -14,11 +14,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..data.schema.spec import Column
-from ..data.tables.userfile import parse_structured
+from ..data.tables.userfile import parse_structured, read_text
 from ..errors import InputError, quote
 from .mapping import TRL_MAPPING, TRL_SCOPE, TRL_STACK_FLAG, mapped_keys
 from .trlmapping import ACCELERATE_KEYS
-from .userfile import read_text
 from .verl import Config, plain, record_of
 
 #: How many unmapped keys the flag names before it counts the rest.

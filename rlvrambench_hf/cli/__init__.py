@@ -18,7 +18,7 @@ from typing import NoReturn
 
 from .. import __version__
 from ..data.sources.hubnet import hub_traffic
-from ..errors import EXIT_INTERRUPTED, RLVRAMBenchError, debug_text, error_line, one_line
+from ..errors import EXIT_INTERRUPTED, InputError, RLVRAMBenchError, debug_text, error_line, first_line, one_line
 from ._common import EXIT_ERROR, needs_subcommand
 
 EPILOG = (
@@ -72,6 +72,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return 0
+    except MemoryError as exc:  # pyarrow's ArrowMemoryError too: readers state their bounds, this is the rest
+        said = f"an allocation failed ({first_line(exc, typed=True, limit=120)}): the inputs need more memory than "
+        return _failed(InputError(said + "this process may use (its limits: ulimit -v)"), args.debug, EXIT_ERROR)
     except Exception as exc:  # a bug of the package: still one line, never a bare traceback
         return _failed(exc, args.debug, EXIT_BUG)
 

@@ -64,7 +64,7 @@ def run_export(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from .. import __version__
-    from ..data.tables.output import check_outputs, write_atomic
+    from ..data.tables.output import check_outputs, new_folder, write_atomic
     from ..data.tables.userfile import user_json
     from ..errors import InputError, quote
     from ..release.evalresults import EVAL_RESULTS_FILE, EVAL_RESULTS_FOLDER, eval_entries, eval_results_text
@@ -87,8 +87,8 @@ def run_export(args: argparse.Namespace) -> int:
         source=f"score file {quote(args.scores)}",
     )
     text = eval_results_text(export.entries)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(target, text)
+    with new_folder(target.parent):
+        write_atomic(target, text)
     print(f"{len(export.entries)} entries ({dataset_id}@{revision}) -> {target}")
     for task in export.left_out:
         print(f"left out (null, never 0): {task}")

@@ -58,15 +58,15 @@ def space_files(repo_id: str = DEFAULT_SPACE_ID) -> dict[str, bytes]:
 def write_space(folder: str | os.PathLike, repo_id: str = DEFAULT_SPACE_ID, *, overwrite: bool = False) -> Path:
     """Write the Space folder of ``repo_id`` into ``folder`` (created; it must not exist or be empty, unless
     ``overwrite``, which replaces the Space's files)."""
-    from ..data.tables.output import check_outputs, write_all_atomic
+    from ..data.tables.output import check_outputs, new_folder, write_all_atomic
 
     files = space_files(repo_id)
     target = Path(folder).expanduser()
     check_outputs(folders=[target])
     if target.is_dir() and any(target.iterdir()) and not overwrite:
         raise InputError(f"output folder {target} is not empty (add --overwrite to replace the Space files)")
-    target.mkdir(exist_ok=True)
-    write_all_atomic({target / name: data for name, data in files.items()})
+    with new_folder(target):
+        write_all_atomic({target / name: data for name, data in files.items()})
     return target
 
 

@@ -14,7 +14,6 @@ The HTML of each section is in :mod:`.sections`, the tables in :mod:`.tables`.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import html
 import os
@@ -212,7 +211,7 @@ def write_report(
     """Build the report (the inputs as :func:`build_report`) and write ``index.html`` and its PNGs into
     ``output_dir`` (created if needed), all of them or none."""
     from ..data.sources.resolve import open_source
-    from ..data.tables.output import check_outputs, check_target, object_file, write_all_atomic
+    from ..data.tables.output import check_outputs, check_target, new_folder, object_file, write_all_atomic
 
     target = Path(output_dir)
     check_target(target, folder=True)
@@ -230,16 +229,9 @@ def write_report(
     else:
         check_outputs(folders=[target], inputs=inputs, source=src)
     report = build_report(src, **given)
-    created = not target.is_dir()
-    target.mkdir(exist_ok=True)
-    try:
+    with new_folder(target):
         files: dict[Path, str | bytes] = {target / name: report.images[name] for name in names[1:]}
         write_all_atomic({**files, target / "index.html": report.html})
-    except BaseException:
-        if created:
-            with contextlib.suppress(OSError):
-                target.rmdir()
-        raise
     return target / "index.html"
 
 

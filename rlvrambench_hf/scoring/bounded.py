@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import contextlib
 import math
-import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, Literal
 
-from ..errors import InputError, RLVRAMBenchError, UserCodeError, UserCodeInterrupted, first_line, quote
+from ..errors import InputError, RLVRAMBenchError, UserCodeError, UserCodeInterrupted, first_line, one_line, quote
+from .contained import MEMORY_ENV, Child, Output, memory_budget
 
 #: Seconds one call into user code may take unless the caller says otherwise (a normal policy needs milliseconds).
 DEFAULT_TIMEOUT = 300.0
@@ -73,7 +73,9 @@ class UserObject:
         if isolation == "process" and not can_fork():
             isolation = "thread"
         self.isolation: Isolation = isolation
-        self._child = _Child(obj) if isolation == "process" else None
+        self._child: Child | None = None
+        if isolation == "process":
+            self._child = obj.take_child() if isinstance(obj, RemoteObject) else contained(obj)
 
     def call(self, method: str, *args: Any, where: str = "", accept: Callable[[Any], Any] = discard) -> Any:
         """``accept(obj.method(*args))`` under the time limit; ``where`` names the case in errors."""
@@ -84,9 +86,17 @@ class UserObject:
         return self._outcome(self._ask((None, (attribute, default), accept)), f"reading {attribute}", "")
 
     def close(self) -> None:
-        if self._child is not None:
-            self._child.stop()
-            self._child = None
+        """End the child process, if any; what the user code printed is shown on standard error (a bounded
+        excerpt), unless an error is on its way (its note has the excerpt)."""
+        self._end(show=sys.exc_info()[1] is None)
+
+    def _end(self, *, show: bool) -> None:
+        child, self._child = self._child, None
+        if child is None:
+            return
+        child.stop()
+        if child.output.total and show:
+            _show_output(f"{self.owner} printed {child.output.total:,} bytes:", child.output.excerpt())
 
     def __enter__(self) -> UserObject:
         return self
@@ -96,32 +106,57 @@ class UserObject:
 
     def _ask(self, request: tuple[Any, ...]) -> Reply:
         if self._child is not None:
-            return self._child.ask(request, self.timeout)
+            self._printed = self._child.output
+            reply = self._child.ask(request, self.timeout)
+            return _TIMED_OUT if reply is None else reply
+        if self.isolation == "process":
+            return ("died", "it was stopped earlier")
         if self.isolation == "inline":
             return run_request(self.obj, *request)
         return _in_thread(self.obj, request, self.timeout)
 
     def _outcome(self, reply: Reply, method: str, where: str) -> Any:
-        prefix = f"{self.owner}, {where}" if where else self.owner
         kind = reply[0]
         if kind == "ok":
             return reply[1]
+        try:
+            self._fail(reply, method, where)
+        except RLVRAMBenchError as failure:
+            self._add_output(failure)
+            raise
+
+    def _add_output(self, failure: RLVRAMBenchError) -> None:
+        """Say in ``failure`` what the child printed, if anything (``--debug`` shows the excerpt)."""
+        printed: Output | None = getattr(self, "_printed", None)
+        if printed is None or not printed.total:
+            return
+        failure.args = (one_line(f"{failure.args[0]} (it printed {printed.total:,} bytes; --debug shows them)"),)
+        failure.add_note(f"what {self.owner} printed:\n{printed.excerpt()}")
+
+    def _fail(self, reply: Reply, method: str, where: str) -> None:
+        prefix = f"{self.owner}, {where}" if where else self.owner
+        kind = reply[0]
         if kind == "refused":
             error: RLVRAMBenchError = reply[1]
             said = str(error).removeprefix(f"{self.owner}: ")  # a check that named the owner itself
             raise type(error)(f"{prefix}: {said}", **error.fields)
         if kind == "timeout":
             fate = "it was stopped" if self.isolation == "process" else "it was asked to stop"
-            self.close()
+            self._end(show=False)
             raise UserCodeError(
                 f"{prefix}: {method} did not return within {self.timeout:g} s (the time limit; --timeout SECONDS "
                 f"or timeout= raises it); {fate}"
             )
+        if kind == "stray":
+            self._end(show=False)
+            raise UserCodeError(f"{prefix}: {method} {reply[1]}")
         if kind == "died":
-            self._child = None
+            self._end(show=False)
             raise UserCodeError(f"{prefix}: {method} ended the process it ran in ({reply[1]}) without returning")
         interrupted, text, trace = reply[1], reply[2], reply[3]
         said = text if kind == "unreadable" else f"raised {text}"
+        if text.startswith("MemoryError") and self.isolation == "process":
+            said += f" (user code may allocate {memory_budget() >> 20:,} MiB; {MEMORY_ENV} raises it)"
         failure = (UserCodeInterrupted if interrupted else UserCodeError)(f"{prefix}: {method} {said}")
         if trace:
             failure.add_note(trace)  # --debug shows where the user's code failed
@@ -142,6 +177,13 @@ def run_request(obj: Any, method: str | None, args: tuple[Any, ...], accept: Cal
     except BaseException as exc:  # noqa: B036 - the returned object's own code failed while it was read
         what = f"returned {quote(result)}, which raised {first_line(exc, typed=True)} when it was read"
         return ("unreadable", isinstance(exc, KeyboardInterrupt), what, _trace(exc))
+
+
+def _show_output(header: str, excerpt: str) -> None:
+    """Print what user code printed, after the fact, on standard error (never on the command's output)."""
+    with contextlib.suppress(Exception):
+        sys.stderr.write(one_line(header) + "\n" + excerpt.rstrip("\n") + "\n")
+        sys.stderr.flush()
 
 
 def _trace(exc: BaseException) -> str:
@@ -178,73 +220,68 @@ def _stop_thread(worker: threading.Thread) -> None:
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(worker.ident or 0), ctypes.py_object(_Stopped))
 
 
-class _Child:
-    """A forked child process that holds the object and answers requests over a pipe."""
+def contained(obj: Any) -> Child:
+    """A child process holding ``obj`` (forked with it in memory), ready for requests."""
+    child = Child(lambda step: obj, run_request)
+    child.receive(None)  # ("ready", name): nothing of the user's runs before it
+    return child
 
-    def __init__(self, obj: Any) -> None:
-        import multiprocessing
 
-        context = multiprocessing.get_context("fork")
-        self.conn, child_end = context.Pipe()
-        for stream in (sys.stdout, sys.stderr):  # else the child would print what the parent had buffered
-            with contextlib.suppress(Exception):
-                stream.flush()
-        self.process = context.Process(target=_serve, args=(obj, child_end), name="rlvrambench user code")
-        self.process.daemon = True
-        self.process.start()
-        child_end.close()
+_MISSING = ("rlvrambench: no such attribute",)
+_CALLABLE = ("rlvrambench: a method",)
 
-    def ask(self, request: tuple[Any, ...], timeout: float | None) -> Reply:
-        try:
-            self.conn.send(request)
-            if not self.conn.poll(timeout):
-                self.stop()
-                return _TIMED_OUT
-            reply: Reply = self.conn.recv()
-            return reply
-        except (EOFError, OSError):
-            return ("died", self._ending())
 
-    def _ending(self) -> str:
-        self.process.join(5)
-        code = self.process.exitcode
-        self.stop()
-        if code is None:
-            return "it stopped answering"
-        if code < 0:
-            with contextlib.suppress(ValueError):
-                return f"killed by {signal.Signals(-code).name}"
-            return f"killed by signal {-code}"
-        return f"exit status {code}"
+def _view(value: Any) -> Any:
+    """What an attribute read on a :class:`RemoteObject` sends back: a marker for a method, else the value."""
+    return _CALLABLE if callable(value) else value
 
-    def stop(self) -> None:
+
+def _as_is(value: Any) -> Any:
+    return value
+
+
+class RemoteObject:
+    """A user's object that lives in a child process of its own, where it was imported and created
+    (:func:`~.user.load_object` on POSIX): nothing of it ever runs in the command's process. Reading an attribute
+    reads it there, under the time limit (a method becomes a call into the child whose result comes back as it
+    is); :class:`UserObject` takes its child over. Named ``owner`` in errors; ``child`` holds the object, ``start``
+    makes another child that holds a new one (see :class:`~.contained.Child`)."""
+
+    def __init__(self, start: Callable[[], Child], owner: str, timeout: float | None, child: Child) -> None:
+        self._start, self._owner, self._timeout = start, owner, timeout
+        self._user: UserObject | None = None
+        self._child: Child | None = child
+
+    def take_child(self) -> Child:
+        """The child holding the object (started again when an earlier one was taken); the caller now owns it."""
+        child = self._child
+        if self._user is not None:
+            child, self._user._child, self._user = self._user._child, None, None
+        self._child = None
+        return child if child is not None else self._start()
+
+    def close(self) -> None:
+        """End the child this object holds, if any."""
+        if self._user is not None:
+            self._user.close()
+            self._user = None
+        if self._child is not None:
+            self._child.stop()
+            self._child = None
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if self._user is None:
+            self._user = UserObject(self, self._owner, timeout=self._timeout, isolation="process")
+        value = self._user.get(name, _MISSING, _view)
+        if value == _MISSING:
+            raise AttributeError(name)
+        if value == _CALLABLE:
+            user = self._user
+            return lambda *args: user.call(name, *args, accept=_as_is)
+        return value
+
+    def __del__(self) -> None:
         with contextlib.suppress(Exception):
-            self.conn.send(None)
-        self.process.join(0.5)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join(5)
-        with contextlib.suppress(Exception):
-            self.conn.close()
-
-
-def _serve(obj: Any, conn: Any) -> None:
-    """The child's loop: answer each request until the parent sends None or goes away."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops this child
-    for request in _requests(conn):
-        reply = run_request(obj, *request)
-        try:
-            conn.send(reply)
-        except Exception as exc:  # a reply that cannot be sent: say so rather than leave the parent waiting
-            conn.send(("raised", False, f"an answer that cannot be sent back ({first_line(exc, typed=True)})", ""))
-
-
-def _requests(conn: Any) -> Iterator[tuple[Any, ...]]:
-    while True:
-        try:
-            request = conn.recv()
-        except (EOFError, OSError):
-            return
-        if request is None:
-            return
-        yield request
+            self.close()

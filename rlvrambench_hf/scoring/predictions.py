@@ -18,11 +18,14 @@ repeated columns, a missing column or value, an empty file, a header without row
 read before the format and header are checked, so a huge wrong file fails at once. A file pyarrow cannot parse is
 diagnosed by the package (:mod:`~rlvrambench_hf.data.tables.diagnose`: the line that is not UTF-8, a line too long,
 the row with the wrong number of cells, ...). A pipe or device (``/dev/stdin``, ``<(...)``) is read once, fully.
+
+Memory is bounded before anything is materialised (:mod:`.predictionbounds`): at most :data:`MAX_BYTES` of a file,
+a stream or what compressed data decompresses to, a Parquet footer checked first, at most :data:`MAX_ROWS` rows. An
+allocation that fails all the same is one line naming the file and the bounds.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,11 +37,12 @@ import pyarrow.compute as pc
 
 from ..data.tables.arrow import one_chunk
 from ..data.tables.diagnose import csv_problem, first_non_utf8, json_lines_problem
-from ..data.tables.userfile import reason, standard_input, user_input
+from ..data.tables.userfile import reason, standard_input, too_large, user_input
 from ..errors import InputError, first_line, quote, summary
+from .predictionbounds import MAX_BYTES, MAX_ROWS, decompressed, parquet_file, read_parquet
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pyarrow.parquet as pq
+    pass
 
 #: Characters stripped around cells and header names.
 WHITESPACE = " \t"
@@ -85,10 +89,11 @@ class _Input:
     data: pa.Buffer | None
     compression: str | None = None
     name: str | None = None  # the name a stream was given (its suffixes are a hint of its format)
+    decoded: bool = False  # ``data`` holds the decompressed bytes (``compression`` says what they were)
 
     def open(self) -> pa.NativeFile:
         raw: pa.NativeFile = pa.OSFile(self.path) if self.path is not None else pa.BufferReader(self.data)
-        return pa.CompressedInputStream(raw, self.compression) if self.compression else raw
+        return pa.CompressedInputStream(raw, self.compression) if self.compression and not self.decoded else raw
 
     @property
     def suffixes(self) -> list[str]:
@@ -101,7 +106,19 @@ def read_prediction_file(
 ) -> dict[str, pa.Array]:
     """The columns of a predictions file as string arrays without nulls (cells as written; a missing optional
     value is ``""``), keyed by name. ``path`` is a file in any accepted format, or ``-`` for standard input."""
-    source, head = _open_input(os.fspath(path))
+    name = os.fspath(path)
+    try:
+        return _read_predictions(name, required, optional)
+    except MemoryError:  # pyarrow's ArrowMemoryError too: an allocation failed despite the bounds
+        label = "predictions from standard input" if name == STDIN else f"predictions file {name}"
+        raise InputError(
+            f"{label}: not enough memory to read it (predictions files are read up to {MAX_BYTES >> 20} MiB "
+            f"and {MAX_ROWS:,} rows)"
+        ) from None
+
+
+def _read_predictions(path: str, required: Sequence[str], optional: Sequence[str]) -> dict[str, pa.Array]:
+    source, head = _open_input(path)
     expected = columns_spec(required, optional)
     kind = _kind(source, head)
     if kind == "empty":
@@ -111,14 +128,16 @@ def read_prediction_file(
         _check_names(source, names, required, optional, expected)
         table = _read_csv(source, names)
     elif kind == "parquet":
-        parquet = _parquet_file(source)
+        parquet = parquet_file(source.label, source.path, source.data)
         _check_names(source, parquet.schema_arrow.names, required, optional, expected)
-        table = _read_parquet(source, parquet)
+        table = read_parquet(source.label, parquet)
     else:
         table = _read_json_lines(source)
         _check_names(source, table.column_names, required, optional, expected)
     if table.num_rows == 0:
         raise InputError(f"{source.label} has a header but no prediction rows")
+    if table.num_rows > MAX_ROWS:
+        raise InputError(f"{source.label} has {table.num_rows:,} rows; at most {MAX_ROWS:,} are read")
     columns = {}
     for raw, name in zip(table.column_names, _stripped(table.column_names)):
         values = _as_strings(source, name, table.column(raw))
@@ -136,14 +155,16 @@ def _open_input(path: str) -> tuple[_Input, bytes]:
     """The input and its first 64 KiB (decompressed), after refusing what is not readable at all."""
     if path == STDIN:
         label = "predictions from standard input"
-        source = _Input(label, None, pa.py_buffer(standard_input(label, refused=_refused_at_once)))
+        data = standard_input(label, refused=_refused_at_once, limit=MAX_BYTES)
+        source, size = _Input(label, None, pa.py_buffer(data)), len(data)
     else:
         label = f"predictions file {path}"
-        found = user_input(path, label, refused=_refused_at_once)
+        found = user_input(path, label, refused=_refused_at_once, limit=MAX_BYTES)
         if isinstance(found, str):
-            source = _Input(label, found, None)
+            source, size = _Input(label, found, None), _file_size(found, label)
+            too_large(label, size, MAX_BYTES)
         else:  # a pipe or device, read once
-            source = _Input(label, None, pa.py_buffer(found), name=path)
+            source, size = _Input(label, None, pa.py_buffer(found), name=path), len(found)
     try:
         with source.open() as stream:
             head = stream.read(_HEAD)
@@ -152,12 +173,16 @@ def _open_input(path: str) -> tuple[_Input, bytes]:
     codec = next((c for magic, c in _COMPRESSION_MAGIC.items() if head.startswith(magic)), None)
     if codec is None:
         return source, head
-    source = _Input(source.label, source.path, source.data, codec, source.name)
+    data = decompressed(_Input(source.label, source.path, source.data, codec).open, source.label, codec, size)
+    source = _Input(source.label, None, pa.py_buffer(data), codec, source.path or source.name, decoded=True)
+    return source, data[:_HEAD]
+
+
+def _file_size(path: str, label: str) -> int:
     try:
-        with source.open() as stream:
-            return source, stream.read(_HEAD)
-    except (OSError, pa.ArrowException) as exc:
-        raise InputError(f"{source.label} is not valid {codec} data ({first_line(exc, limit=160)})") from None
+        return os.stat(path).st_size
+    except OSError as exc:
+        raise InputError(f"cannot read {label}: {reason(exc)}") from None
 
 
 def _refused_at_once(head: bytes) -> bool:
@@ -306,43 +331,6 @@ def _read_json_lines(source: _Input) -> pa.Table:
         if problem is not None:
             raise InputError(f"{source.label}: {problem}") from None
         raise InputError(f"{source.label} is not valid JSON Lines ({first_line(exc, limit=160)})") from None
-
-
-def _parquet_file(source: _Input) -> pq.ParquetFile:
-    import pyarrow.parquet as pq
-
-    try:
-        if source.compression or source.path is None:
-            with source.open() as stream:
-                return pq.ParquetFile(pa.BufferReader(stream.read()))
-        return pq.ParquetFile(source.path)
-    except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"{source.label} is not a readable Parquet file: {first_line(exc, limit=160)}") from None
-
-
-def _read_parquet(source: _Input, parquet: pq.ParquetFile) -> pa.Table:
-    try:
-        table = parquet.read()
-    except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"{source.label} is not a readable Parquet file: {first_line(exc, limit=160)}") from None
-    return _decode_class_labels(table)
-
-
-def _decode_class_labels(table: pa.Table) -> pa.Table:
-    """Integer columns that ``datasets`` describes as ``ClassLabel`` (in the schema metadata) as label names."""
-    try:
-        features = json.loads((table.schema.metadata or {}).get(b"huggingface", b"{}"))["info"]["features"]
-    except (KeyError, TypeError, ValueError):
-        return table
-    for index, name in enumerate(table.column_names):
-        feature = features.get(name) if isinstance(features, dict) else None
-        column = table.column(name)
-        if isinstance(feature, dict) and feature.get("_type") == "ClassLabel" and pa.types.is_integer(column.type):
-            labels = pa.array([str(n) for n in feature.get("names") or []], pa.string())
-            if pc.max(column).as_py() is not None and pc.max(column).as_py() >= len(labels):
-                continue  # not codes of these names: left as numbers, refused as labels later
-            table = table.set_column(index, name, pc.take(labels, column))
-    return table
 
 
 def _as_strings(source: _Input, name: str, values: pa.ChunkedArray) -> pa.Array:

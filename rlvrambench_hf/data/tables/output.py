@@ -2,10 +2,13 @@
 
 :func:`check_outputs` is called by every command that writes, before it computes anything: an output that is (or
 links to) one of the command's input files, that lies inside the source folder or the Hugging Face cache, that
-names the same file twice, or whose folder is missing or is a file, is refused with one line. :func:`atomic_output`
-writes a temporary file beside the target and renames it over the target only when complete; a failed write (a
-full disk, a file-size limit) leaves nothing behind and is one line. A temporary file left by a killed process is
-removed by the next write of the same output.
+names the same file twice, whose folder is missing or is a file, or that lies where nothing can be written (a
+read-only file system, a folder without write permission) is refused with one line. :func:`atomic_output` writes a
+temporary file beside the target and renames it over the target only when complete; :func:`write_all_atomic`
+writes every file of a set before renaming any; :func:`new_folder` creates an output folder and removes it again
+when what was to fill it fails. Every ``OSError`` of a write (a full disk, a file-size limit, a permission) is one
+:class:`~rlvrambench_hf.errors.OutputError` line naming the path and the system's reason, and nothing is left
+behind. A temporary file left by a killed process is removed by the next write of the same output.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import os
 import re
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -66,8 +69,32 @@ def check_target(path: PathLike, *, folder: bool = False) -> None:
     target = Path(path)
     try:
         _check_target(target, folder)
+        _check_writable(target, folder)
     except OSError as exc:  # a name too long, a permission, a loop of links
-        raise OutputError(f"output {target} cannot be used: {exc.strerror or exc}") from None
+        raise OutputError(f"output {target} cannot be used: {why(exc)}") from None
+
+
+def why(exc: OSError) -> str:
+    """The system's reason for a failed write, in its own words (``No space left on device``)."""
+    return os.strerror(exc.errno) if exc.errno else str(exc) or type(exc).__name__
+
+
+def output_error(path: PathLike, exc: OSError, *, doing: str = "write output") -> OutputError:
+    """The one line for ``exc`` met while writing ``path`` (the path and the reason; nothing was written)."""
+    return OutputError(f"cannot {doing} {path}: {why(exc)}; nothing was written")
+
+
+def _check_writable(target: Path, folder: bool) -> None:
+    """Refuse an output whose folder (the output folder itself, or the nearest existing folder above it) cannot be
+    written: on a read-only file system, or without write permission."""
+    base = target if folder and target.is_dir() else target.parent
+    while not base.exists() and base != base.parent:
+        base = base.parent
+    if os.access(base, os.W_OK | os.X_OK):
+        return
+    read_only = bool(os.statvfs(base).f_flag & os.ST_RDONLY)
+    where = "is on a read-only file system" if read_only else "is not writable (permission denied)"
+    raise OutputError(f"output {target}: the folder {base} {where}; write it elsewhere")
 
 
 def _check_target(target: Path, folder: bool) -> None:
@@ -147,7 +174,7 @@ def atomic_output(path: PathLike, mode: str = "w", **open_kwargs: Any) -> Iterat
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
-        raise OutputError(f"cannot write output {target}: {exc.strerror or exc}") from None
+        raise output_error(target, exc) from None
     try:
         with os.fdopen(fd, mode, **open_kwargs) as handle:
             yield handle
@@ -155,7 +182,7 @@ def atomic_output(path: PathLike, mode: str = "w", **open_kwargs: Any) -> Iterat
         os.replace(tmp, target)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
-        raise OutputError(f"cannot write output {target}: {exc.strerror or exc}; nothing was written") from None
+        raise output_error(target, exc) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -178,12 +205,72 @@ def write_json(path: PathLike, data: object, *, sort_keys: bool = False) -> None
 
 
 def write_all_atomic(files: Mapping[Path, str | bytes] | Mapping[PathLike, str | bytes]) -> None:
-    """Write several files so that all of them appear, or none (each is renamed into place only after every
-    one of them was written completely)."""
-    with ExitStack() as stack:
+    """Write several files so that all of them appear, or none: each is written to a temporary file and closed,
+    and only when every one of them was written completely are they renamed into place."""
+    staged: list[tuple[Path, str]] = []
+    try:
         for path, data in files.items():
-            handle = stack.enter_context(atomic_output(path, "wb" if isinstance(data, bytes) else "w"))
-            handle.write(data)
+            target = Path(path)
+            staged.append((target, _staged(target, data)))
+        for target, tmp in staged:
+            try:
+                os.replace(tmp, target)
+            except OSError as exc:
+                raise output_error(target, exc) from None
+    finally:
+        for _, tmp in staged:
+            Path(tmp).unlink(missing_ok=True)
+
+
+def _staged(target: Path, data: str | bytes) -> str:
+    """A complete, closed temporary copy of ``data`` beside ``target`` (its path), or one line and nothing left."""
+    check_target(target)
+    _remove_stale_temporaries(target)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise output_error(target, exc) from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+        os.chmod(tmp, 0o644)
+    except BaseException as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise output_error(target, exc) from None
+        raise
+    return tmp
+
+
+@contextmanager
+def new_folder(path: PathLike) -> Iterator[Path]:
+    """The output folder ``path``, created (with missing parents) when it does not exist; when the block fails,
+    the folders it created are removed again (they are empty: the writes inside are atomic)."""
+    target = Path(path)
+    created = []
+    for folder in [target, *target.parents]:
+        if folder.is_dir():
+            break
+        created.append(folder)
+    try:
+        for folder in reversed(created):
+            folder.mkdir()
+    except OSError as exc:
+        _remove_empty(created)
+        raise output_error(folder, exc, doing="create the output folder") from None
+    try:
+        yield target
+    except BaseException:
+        _remove_empty(created)
+        raise
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    for folder in folders:  # innermost first
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
 def _remove_stale_temporaries(target: Path) -> None:

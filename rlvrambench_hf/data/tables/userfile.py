@@ -1,27 +1,46 @@
-"""A file a user names (predictions, attempts, plans, score files): a regular file is read where it lies; anything
-else that can be read — a pipe, a character device, standard input given as ``/dev/stdin`` or ``/dev/fd/N`` — is
-read once, fully, into memory (up to :data:`STREAM_LIMIT`), since the readers need to seek. A missing file, a
-folder or one that cannot be opened is one line saying which, never a library's text. Its content is checked as
-text (:func:`check_text`) and parsed as JSON or YAML (:func:`parse_json`, :func:`parse_structured`: the line and
-column of an error, a bound on the values a YAML alias bomb expands to)."""
+"""A file a user names (predictions, attempts, plans, configs, launch scripts, score files) — the one module every
+reader of a user's file goes through.
+
+A regular file is read where it lies; anything else that can be read — a pipe, a character device, standard input
+given as ``/dev/stdin`` or ``/dev/fd/N`` — is read once, fully, into memory (up to :data:`STREAM_LIMIT`), since the
+readers need to seek. A missing file, a folder or one that cannot be opened is one line saying which, never a
+library's text. A plan file is opened within a size limit (:func:`opened`, :func:`read_text`: configs, launch
+scripts, planned CSVs each have theirs), its content is checked as text (:func:`check_text`) and parsed as JSON or
+YAML (:func:`parse_json`, :func:`parse_structured`: the line and column of an error, YAML parsed by libyaml's C
+loader where it is installed and refused above :data:`MAX_YAML_BYTES`, a bound on the values a YAML alias bomb
+expands to)."""
 
 from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 import sys
 from collections.abc import Callable
 from typing import IO
 
-from ...errors import InputError, RLVRAMBenchError, first_line
+from ...errors import InputError, RLVRAMBenchError, first_line, quote
 
-#: The most that is read from a pipe or device (a regular file has no limit).
-STREAM_LIMIT = 512 << 20
+#: The largest file read whole unless its reader says otherwise (a score file, an attempts list: the release's are
+#: under 1 MB); a regular file or a stream beyond it is refused before it is read.
+MAX_DOCUMENT_BYTES = 64 << 20
+#: The most that :func:`read_stream` reads by default.
+STREAM_LIMIT = MAX_DOCUMENT_BYTES
 #: Most YAML / JSON nodes a config may hold once aliases are expanded (a YAML alias bomb stops here).
 MAX_NODES = 200_000
 #: How much is read first from a stream, so that data refused on its first bytes is not read to the end.
 HEAD_BYTES = 1 << 16
+#: Largest config file read (a VERL or TRL config, a launch script, a planned YAML / JSON list), bytes.
+MAX_CONFIG_BYTES = 16 * 2**20
+#: Largest launch script read (VERL's launch scripts are a few KiB; the shell reader is slower than YAML's), bytes.
+MAX_SCRIPT_BYTES = 2**20
+#: Largest YAML text parsed (VERL's generated trainer config is 40 KiB; 4 MiB of YAML is a data file, not a config).
+MAX_YAML_BYTES = 4 * 2**20
+#: Largest planned CSV read (100,000 plans take about 15 MB), bytes.
+MAX_CSV_BYTES = 256 * 2**20
+#: The first line of YAML or JSON: a mapping key, a list item or the start of a JSON value.
+_STRUCTURED = re.compile(r"\s*(?:[{\[]|- |-$|[\"']?[A-Za-z_][\w.-]*[\"']?\s*:(?:\s|$))")
 
 
 def file_mode(path: str | os.PathLike, label: str) -> int:
@@ -41,16 +60,24 @@ def binary_head(head: bytes) -> bool:
 
 
 def user_input(
-    path: str | os.PathLike, label: str, *, refused: Callable[[bytes], bool] | None = None, limit: int = STREAM_LIMIT
+    path: str | os.PathLike,
+    label: str,
+    *,
+    refused: Callable[[bytes], bool] | None = None,
+    limit: int = MAX_DOCUMENT_BYTES,
 ) -> str | bytes:
-    """``path`` as a string when it is a regular file, else the bytes it streams (at most ``limit``); ``label``
-    names it in errors ("predictions file p.csv"). ``refused(head)`` says that the first bytes are enough to refuse
-    the input, so that nothing more is read (e.g. binary data from ``/dev/zero``)."""
+    """``path`` as a string when it is a regular file of at most ``limit`` bytes, else the bytes it streams (at
+    most ``limit``); ``label`` names it in errors ("predictions file p.csv"). ``refused(head)`` says that the first
+    bytes are enough to refuse the input, so that nothing more is read (e.g. binary data from ``/dev/zero``)."""
     name = os.fspath(path)
     mode = file_mode(name, label)
     if stat.S_ISDIR(mode):
         raise InputError(f"{label} is a directory, not a file")
     if stat.S_ISREG(mode):
+        try:
+            too_large(label, os.stat(name).st_size, limit)
+        except OSError as exc:
+            raise InputError(f"cannot read {label}: {reason(exc)}") from None
         return name
     if stat.S_ISSOCK(mode):
         raise InputError(f"{label} is a socket, which cannot be read as a file; save the data to a file")
@@ -70,25 +97,36 @@ def read_stream(
         return head
     rest = handle.read(max(limit + 1 - len(head), 0))
     if len(head) + len(rest) > limit:
-        raise InputError(f"{label} streams more than {limit / 2**20:g} MiB; save it to a file and name the file")
+        raise InputError(f"{label} streams more than {limit / 2**20:g} MiB, the most that is read")
     return head + rest
 
 
-def content_of(found: str | bytes, label: str) -> bytes:
-    """The bytes of what :func:`user_input` gave: a regular file's, read now, or those a stream gave already."""
+def content_of(found: str | bytes, label: str, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+    """The bytes of what :func:`user_input` gave: a regular file's, read now (refused above ``limit`` bytes before
+    any is read), or those a stream gave already."""
     if isinstance(found, bytes):
+        too_large(label, len(found), limit)
         return found
     try:
         with open(found, "rb") as handle:
-            return handle.read()
+            too_large(label, os.fstat(handle.fileno()).st_size, limit)
+            data = handle.read(limit + 1)
     except OSError as exc:
         raise InputError(f"cannot read {label}: {reason(exc)}") from None
+    too_large(label, len(data), limit)  # a file that grew while it was read
+    return data
 
 
-def user_bytes(path: str | os.PathLike, label: str) -> bytes:
-    """All the bytes of the file a user names (a pipe or device read once; binary data is read no further than
-    its first bytes)."""
-    return content_of(user_input(path, label, refused=binary_head), label)
+def too_large(label: str, size: int, limit: int) -> None:
+    """Refuse ``size`` bytes where at most ``limit`` are read: one line with both."""
+    if size > limit:
+        raise InputError(f"{label}: {size} bytes is more than the {limit} bytes read ({limit / 2**20:g} MiB)")
+
+
+def user_bytes(path: str | os.PathLike, label: str, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+    """All the bytes of the file a user names, at most ``limit`` (a pipe or device read once; binary data is read
+    no further than its first bytes)."""
+    return content_of(user_input(path, label, refused=binary_head, limit=limit), label, limit)
 
 
 def user_json(path: str | os.PathLike, label: str) -> object:
@@ -99,15 +137,15 @@ def user_json(path: str | os.PathLike, label: str) -> object:
     return parse_json(content, label)
 
 
-def standard_input(label: str, *, refused: Callable[[bytes], bool] | None = None) -> bytes:
-    """The bytes of standard input (refused when it is a terminal: nothing was piped in)."""
+def standard_input(label: str, *, refused: Callable[[bytes], bool] | None = None, limit: int = STREAM_LIMIT) -> bytes:
+    """The bytes of standard input, at most ``limit`` (refused when it is a terminal: nothing was piped in)."""
     stdin = sys.stdin
     if stdin is None or stdin.closed:
         raise InputError(f"{label}: standard input is closed")
     if stdin.isatty():
         raise InputError(f"{label}: standard input is a terminal; pipe the data in (… | rlvrambench …) or name a file")
     try:
-        return read_stream(stdin.buffer, label, refused=refused)
+        return read_stream(stdin.buffer, label, refused=refused, limit=limit)
     except OSError as exc:
         raise InputError(f"cannot read {label}: {reason(exc)}") from None
 
@@ -155,13 +193,19 @@ def check_text(data: bytes, name: str) -> None:
 
 
 def parse_structured(text: str, name: str, suffix: str) -> object:
-    """YAML (any suffix but ``.json``) or JSON text as plain values; bounded in size once expanded."""
+    """YAML (any suffix but ``.json``; at most :data:`MAX_YAML_BYTES`) or JSON text as plain values; bounded in
+    size once expanded."""
     import json
 
     import yaml
 
+    if suffix != ".json" and len(text) > MAX_YAML_BYTES:  # characters: at least as many bytes
+        raise InputError(
+            f"{name}: {len(text):,} characters of YAML is more than the {MAX_YAML_BYTES >> 20} MiB a config may have"
+        )
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser where installed: 10-20x faster
     try:
-        data = json.loads(text) if suffix == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if suffix == ".json" else yaml.load(text, Loader=loader)
     except json.JSONDecodeError as exc:
         raise InputError(f"{name}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     except yaml.MarkedYAMLError as exc:
@@ -189,3 +233,66 @@ def count_nodes(data: object, name: str) -> None:
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
+
+
+def opened(path: str | os.PathLike, what: str, limit: int = MAX_CONFIG_BYTES) -> str | bytes:
+    """``path`` as a string when it is a regular file of at most ``limit`` bytes, else the bytes a pipe, a device
+    or ``/dev/stdin`` streams (read once, at most ``limit``); a one-line error otherwise."""
+    label = f"{what} {quote(str(path))}"
+    return user_input(path, label, refused=binary_head, limit=limit)
+
+
+def text_of(found: str | bytes, name: str, limit: int = MAX_CONFIG_BYTES) -> str:
+    """The text of what :func:`opened` gave; NUL bytes or invalid UTF-8 make it a binary file, refused."""
+    data = content_of(found, name, limit)
+    check_text(data, name)
+    return data.decode("utf-8-sig")
+
+
+def read_text(path: str | os.PathLike, what: str, limit: int = MAX_CONFIG_BYTES) -> str:
+    """The text of a user's file (:func:`opened`, then :func:`text_of`)."""
+    return text_of(opened(path, what, limit), f"{what} {quote(str(path))}", limit)
+
+
+def head_of(found: str | bytes, name: str, size: int = HEAD_BYTES) -> bytes:
+    """The first ``size`` bytes of what :func:`opened` gave (``name``: the file in errors)."""
+    if isinstance(found, bytes):
+        return found[:size]
+    try:
+        with open(found, "rb") as handle:
+            return handle.read(size)
+    except OSError as exc:
+        raise InputError(f"cannot read {name}: {reason(exc)}") from None
+
+
+def looks_structured(text: str | bytes) -> bool:
+    """Whether text without a telling suffix (a pipe) is YAML or JSON rather than a CSV or a launch script: its
+    first line that is neither blank nor a comment is a mapping key, a list item or opens a JSON value."""
+    head = text[:HEAD_BYTES].decode("utf-8", "replace") if isinstance(text, bytes) else text[:HEAD_BYTES]
+    for line in head.lstrip("\ufeff").splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            return bool(_STRUCTURED.match(line))
+    return False
+
+
+def check_text_file(path: str | os.PathLike, name: str, chunk: int = 2**20) -> None:
+    """:func:`check_text` over a file read in chunks (a large CSV is never held twice)."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
+    try:
+        with open(path, "rb") as handle:
+            while block := handle.read(chunk):
+                if b"\0" in block:
+                    raise InputError(f"{name}: is a binary file (NUL bytes), not text")
+                try:
+                    decoder.decode(block)
+                except UnicodeDecodeError as exc:
+                    raise InputError(f"{name}: is not UTF-8 text (byte {offset + exc.start})") from None
+                offset += len(block)
+            decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        raise InputError(f"{name}: is not UTF-8 text (it ends inside a character)") from None
+    except OSError as exc:
+        raise InputError(f"{name}: cannot be read: {exc.strerror or first_line(exc)}") from None
