@@ -55,7 +55,7 @@ _LAZY = {
 def __getattr__(name: str) -> Any:
     """The public names of :data:`_LAZY`, imported when first asked for (PEP 562)."""
     if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        raise AttributeError(f"module '{__name__}' has no attribute '{name}'")
     value = getattr(importlib.import_module(_LAZY[name], __name__), name)
     globals()[name] = value
     return value

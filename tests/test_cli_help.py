@@ -25,7 +25,7 @@ from rlvrambench_hf.data.tables.export import FORMATS
 from rlvrambench_hf.followup import STUDIES
 from rlvrambench_hf.transfer import RULES, TRACKS
 
-from conftest import cli_env, run_cli
+from conftest import cli_env, invoke
 
 
 def commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
@@ -139,7 +139,7 @@ def _options(text: str) -> list[str]:
 
 @pytest.mark.parametrize("argv", [[], ["release"], ["plot"], ["followup"], ["metric"], ["--debug"]])
 def test_no_command_prints_usage_and_exits_2(argv):
-    result = run_cli(*argv)
+    result = invoke(*argv)
     assert result.returncode == 2 and result.stdout == ""
     first, *rest = result.stderr.strip().splitlines()
     assert first.startswith("usage: rlvrambench") and "choose a subcommand" in rest[-1], result.stderr
