@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 
-from ..admission.policy import RULES as ADMISSION_RULES
 from ..errors import InputError
 from ..transfer.key import ALL_TRACKS, TRACKS
 from ..transfer.tasks import RULES
@@ -19,6 +18,8 @@ _TRACK_HELP = f"the track to select: {choices_text((*TRACKS, ALL_TRACKS))} (defa
 
 
 def add_inputs(p: argparse.ArgumentParser) -> None:
+    from ..admission.policy import RULES as ADMISSION_RULES  # here: evaluate and baseline do not load admission
+
     p.description = (
         "Write one object per task: allowed sources (settings and measured "
         "outcome) and the queries with their target settings (no target outcome). With "
