@@ -59,7 +59,9 @@ def commands(source: str, work: Path) -> dict[str, list[str]]:
     }
 
 
-def measure(trees: dict[str, str], argvs: dict[str, list[str]], runs: int) -> dict[tuple[str, str, str], float]:
+def measure(
+    trees: dict[str, str], argvs: dict[str, list[str]], runs: int, work: Path
+) -> dict[tuple[str, str, str], float]:
     """Median wall and CPU seconds (user + system, of the process and its children) of each (tree, command, "wall"
     or "cpu"), the runs interleaved round-robin. On a loaded machine the CPU figures are the steadier ones."""
     times: dict[tuple[str, str, str], list[float]] = {(t, n, k): [] for t in trees for n in argvs for k in KINDS}
@@ -68,7 +70,7 @@ def measure(trees: dict[str, str], argvs: dict[str, list[str]], runs: int) -> di
             env = {**os.environ, "PYTHONPATH": path}
             for name, argv in argvs.items():
                 before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-                subprocess.run([sys.executable, *argv], check=True, capture_output=True, env=env, cwd=ROOT)
+                subprocess.run([sys.executable, *argv], check=True, capture_output=True, env=env, cwd=work)
                 wall, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
                 times[(tree, name, "wall")].append(wall)
                 cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
@@ -94,7 +96,7 @@ def main() -> None:
             [sys.executable, *baseline], check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)}
         )
         argvs = commands(args.source, work)
-        medians = measure(trees, argvs, args.runs)
+        medians = measure(trees, argvs, args.runs, work)  # from a folder outside every tree
         same = (work / "s.json").read_bytes() == (work / "r.json").read_bytes()
     print(f"median of {args.runs} processes each, seconds (load average {os.getloadavg()[0]:.1f} at the end)")
     for tree, path in trees.items():
