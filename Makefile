@@ -41,8 +41,15 @@ lint: $(VENV)/.installed
 package-check: $(VENV)/.installed $(OLAH_VENV)/.installed
 	OLAH_CLI=$(abspath $(OLAH_VENV))/bin/olah-cli $(VENV)/bin/python -m pytest -q tests/test_packaging.py
 
-test: lint $(VENV)/.installed $(OLAH_VENV)/.installed browser package-check
-	OLAH_CLI=$(abspath $(OLAH_VENV))/bin/olah-cli $(VENV)/bin/python -m pytest -q --ignore=tests/test_packaging.py
+# The whole suite, packaging included, on two pytest-xdist workers (each with its own Hub server, HF_HOME and
+# temporary folders; work stealing evens out the long tests). WORKERS=1 runs it in one process. The temporary
+# folders live in a folder of this run alone (pytest keeps only the last three of its own numbered folders, so a
+# long run on a machine where others run pytest could lose its module fixtures' folders); removed when all pass.
+WORKERS ?= 2
+test: lint $(VENV)/.installed $(OLAH_VENV)/.installed browser
+	basetemp=$$(mktemp -d /tmp/rlvrambench-pytest.XXXXXX) && \
+	OLAH_CLI=$(abspath $(OLAH_VENV))/bin/olah-cli $(VENV)/bin/python -m pytest -q -n $(WORKERS) --dist worksteal \
+		--basetemp=$$basetemp && rm -rf $$basetemp
 
 # The unit layer: every core on a mini release the tests write (tests/minirelease.py); under a minute.
 test-fast: $(VENV)/.installed

@@ -7,12 +7,9 @@ in the tests). The metric travels in the wheel; from any folder: ``evaluate.load
 
 from __future__ import annotations
 
-from .data.loading import load_dataset
-from .data.schema.pins import DEFAULT_REPO_ID, DEFAULT_REVISION, OUTCOME_LABELS
-from .data.schema.registry import REGISTRY, get_spec
-from .data.sources.base import Source
-from .data.sources.resolve import SourceLike, open_source
-from .data.tables.reader import load_table
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     InputError,
     IntegrityError,
@@ -24,9 +21,49 @@ from .errors import (
     SourceError,
     UnknownConfigError,
 )
-from .scoring.flat import FlatScores, flat_scores
-from .scoring.intervals import IntervalOptions
-from .scoring.trainer import trainer_metrics
+
+if TYPE_CHECKING:  # the names below are imported on first use (``rlvrambench --version`` imports none of them)
+    from .data.loading import load_dataset
+    from .data.schema.pins import DEFAULT_REPO_ID, DEFAULT_REVISION, OUTCOME_LABELS
+    from .data.schema.registry import REGISTRY, get_spec
+    from .data.sources.base import Source
+    from .data.sources.resolve import SourceLike, open_source
+    from .data.tables.reader import load_table
+    from .scoring.flat import FlatScores, flat_scores
+    from .scoring.intervals import IntervalOptions
+    from .scoring.trainer import trainer_metrics
+
+#: Where each public name that is imported on first use lives.
+_LAZY = {
+    "load_dataset": ".data.loading",
+    "DEFAULT_REPO_ID": ".data.schema.pins",
+    "DEFAULT_REVISION": ".data.schema.pins",
+    "OUTCOME_LABELS": ".data.schema.pins",
+    "REGISTRY": ".data.schema.registry",
+    "get_spec": ".data.schema.registry",
+    "Source": ".data.sources.base",
+    "SourceLike": ".data.sources.resolve",
+    "open_source": ".data.sources.resolve",
+    "load_table": ".data.tables.reader",
+    "FlatScores": ".scoring.flat",
+    "flat_scores": ".scoring.flat",
+    "IntervalOptions": ".scoring.intervals",
+    "trainer_metrics": ".scoring.trainer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The public names of :data:`_LAZY`, imported when first asked for (PEP 562)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module '{__name__}' has no attribute '{name}'")
+    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __version__ = "0.1.0"
 __all__ = [

@@ -179,9 +179,9 @@ def record(records: list[dict], slot_suffix: str, case: str = QG) -> dict:
 
 
 def cli(*args: str, **kwargs):
-    from conftest import run_cli
+    from conftest import invoke
 
-    return run_cli(*args, **kwargs)
+    return invoke(*args, **kwargs)
 
 
 # ---- the published figures ----------------------------------------------------------------------------------

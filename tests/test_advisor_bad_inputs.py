@@ -15,7 +15,7 @@ import yaml
 
 from rlvrambench_hf.data.tables.reader import load_table
 
-from conftest import cli_env, run_cli
+from conftest import cli_env, invoke
 
 MEASURED = "cfg-338d9224eb9d2f3a"  # Qwen2.5-3B, gsm8k, c2, 2 GPUs
 PLANNED = ("model_id", "workload_id", "gpu_count", "rollout_tp_size", "actor_micro_batch",
@@ -197,7 +197,7 @@ def test_a_bad_plan_is_one_line_exit_2_and_nothing_written(
     make, message = CASES[case]
     arguments = make(work, plan_row)
     before = sorted(p.name for p in work.iterdir())
-    result = run_cli(
+    result = invoke(
         "--source", str(snapshot), "estimate", "advise", *arguments, "--output", str(work / "advice.json"),
         env=cli_env(MODEL_DIR=None), cwd=work, timeout=120,
     )  # fmt: skip

@@ -18,7 +18,7 @@ from rlvrambench_hf.estimation.folds import split
 from rlvrambench_hf.estimation.references import BUILT_IN, METHODS, MODEL
 from rlvrambench_hf.estimation.user import OUTCOME_COLUMNS, checked_predictions
 
-from conftest import run_cli
+from conftest import invoke
 from hubserver import REPO_ROOT
 
 # ESTIMATION.md §6: correct / approved (W, A, F) per fold and method, as published
@@ -301,7 +301,7 @@ def test_user_predictions_are_checked() -> None:
 
 def test_cli_retrospective_and_prospective(snapshot: Path, tmp_path: Path, report: dict) -> None:
     output = tmp_path / "retrospective.json"
-    result = run_cli("--source", str(snapshot), "estimate", "retrospective", "--output", str(output))
+    result = invoke("--source", str(snapshot), "estimate", "retrospective", "--output", str(output))
     assert result.returncode == 0, result.stderr
     written = json.loads(output.read_text())
     assert written["folds"] == json.loads(json.dumps(report["folds"]))
@@ -310,13 +310,13 @@ def test_cli_retrospective_and_prospective(snapshot: Path, tmp_path: Path, repor
     assert "qwen25: pool 60 configurations / 180 processes / 213 attempts; donors 30 / 90 / 123" in result.stdout
 
     predictions = tmp_path / "predictions.json"
-    result = run_cli("--source", str(snapshot), "estimate", "prospective", "--output", str(predictions))
+    result = invoke("--source", str(snapshot), "estimate", "prospective", "--output", str(predictions))
     assert result.returncode == 0, result.stderr
     assert "equal to the release's predictions.json: 36 rows, labels and donors identical" in result.stdout
     text = predictions.read_text()
     assert text.endswith("}\n]\n") and json.loads(text)[0]["configuration_id"] == "est-qwen25-7b-gsm8k-c2-2gpu"
 
-    result = run_cli("--source", str(snapshot), "estimate", "fit")
+    result = invoke("--source", str(snapshot), "estimate", "fit")
     assert result.returncode == 0 and "fitted on 90 configurations (270 processes, 308 attempts)" in result.stdout
 
 
@@ -329,7 +329,7 @@ def test_cli_compare_scores_a_user_estimator_beside_the_references(snapshot: Pat
         "        return ['memory_failure'] * len(targets)\n"
     )
     output = tmp_path / "compare.json"
-    result = run_cli(
+    result = invoke(
         "--source",
         str(snapshot),
         "estimate",
@@ -373,15 +373,13 @@ def test_metric_estimation_config_scores_fold_predictions(snapshot: Path, report
 
 
 def test_the_new_registry_entries_through_the_data_commands(snapshot: Path, tmp_path: Path) -> None:
-    result = run_cli("--source", str(snapshot), "configs", "--all")
+    result = invoke("--source", str(snapshot), "configs", "--all")
     assert result.returncode == 0, result.stderr
     rows = {line.split()[0]: line.split()[1:5] for line in result.stdout.splitlines()[2:] if line.strip()}
     assert rows["estimation_targets"] == ["planned", "12", "43", "yes"]
     assert rows["model_metadata"] == ["models", "4", "21", "yes"]
     output = tmp_path / "models.jsonl"
-    result = run_cli(
-        "--source", str(snapshot), "export", "model_metadata", "--format", "jsonl", "--output", str(output)
-    )
+    result = invoke("--source", str(snapshot), "export", "model_metadata", "--format", "jsonl", "--output", str(output))
     assert result.returncode == 0, result.stderr
     exported = {r["model_id"]: r for r in map(json.loads, output.read_text().splitlines())}
     published = json.loads((snapshot / "benchmark/estimation/model_metadata.json").read_text())
@@ -434,6 +432,6 @@ def test_inputs_sealed_by_the_protocol_are_checked(snapshot: Path, tmp_path: Pat
     sealed = "seal benchmark/estimation/protocol.json: benchmark/estimation/targets.csv has SHA-256 "
     with pytest.raises(IntegrityError, match=sealed):
         estimation.load_inputs(release)
-    result = run_cli("--source", str(release), "estimate", "prospective", "--output", str(tmp_path / "p.json"))
+    result = invoke("--source", str(release), "estimate", "prospective", "--output", str(tmp_path / "p.json"))
     assert result.returncode == 2 and sealed in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "p.json").exists()

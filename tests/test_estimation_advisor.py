@@ -18,7 +18,7 @@ from rlvrambench_hf import advisor, estimation
 from rlvrambench_hf.estimation.features import FEATURE_SETTINGS
 from rlvrambench_hf.estimation.hubmeta import metadata_from_shapes
 
-from conftest import cli_env, run_cli
+from conftest import cli_env, invoke, run_cli
 from tinymodel import llama_like_shapes, tiny_model_folder
 
 TINY_REPO = "acme/tiny-lm"
@@ -120,7 +120,7 @@ def test_cli_advise_from_yaml_with_other_hardware(snapshot: Path, tmp_path: Path
     planned = tmp_path / "plan.yaml"
     planned.write_text(yaml.safe_dump({**plan_of(row), "configuration_id": "my-run", "max_response_length": 4096}))
     output = tmp_path / "advice.json"
-    result = run_cli(
+    result = invoke(
         "--source",
         str(snapshot),
         "estimate",

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ID, REPO_ROOT, SNAPSHOT, cli_env, run_cli
+from conftest import REPO_ID, REPO_ROOT, SNAPSHOT, cli_env, invoke, run_cli
 from faultproxy import FaultProxy
 
 RUNS = "benchmark/runs.csv"
@@ -377,7 +377,7 @@ def test_kill_during_release_build_then_a_normal_build(hub, hf_home, tmp_path):
     result = run_cli(*build, env=env(hf_home), timeout=300)
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hf-home", "release"]
-    assert run_cli("release", "verify", str(out)).returncode == 0
+    assert invoke("release", "verify", str(out)).returncode == 0
     assert not list(hf_home.rglob("*.incomplete")) and cache_problems(hf_home) == []
 
 

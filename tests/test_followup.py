@@ -22,7 +22,7 @@ from rlvrambench_hf.followup import (
 )
 from rlvrambench_hf.transfer import label_metrics
 
-from conftest import cli_env, run_cli
+from conftest import cli_env, invoke, run_cli
 
 TOP_LEVEL = [
     "planned_configurations",
@@ -163,7 +163,7 @@ def test_expanded_host_figures(expanded: dict) -> None:
 
 def test_cli_reproduces_the_larger_model_figures(snapshot: Path, tmp_path: Path, larger: dict) -> None:
     output = tmp_path / "scores.json"
-    result = run_cli("--source", str(snapshot), "followup", "score", "--study", "larger_model", "--output", str(output))
+    result = invoke("--source", str(snapshot), "followup", "score", "--study", "larger_model", "--output", str(output))
     assert result.returncode == 0, result.stderr
     written = json.loads(output.read_text())
     check_larger_model_figures(written)
@@ -232,7 +232,7 @@ def test_user_predictions_are_scored_beside_the_frozen_methods(snapshot: Path, t
 def test_cli_user_predictions(snapshot: Path, tmp_path: Path) -> None:
     ids = larger_ids(snapshot)
     path = write(tmp_path, "configuration_id,predicted_state\n" + "".join(f"{c},within_margin\n" for c in ids))
-    result = run_cli(
+    result = invoke(
         "--source", str(snapshot), "followup", "score", "--study", "larger_model", "--predictions", str(path)
     )
     assert result.returncode == 0, result.stderr
@@ -282,7 +282,7 @@ def test_cli_bad_predictions_exit_2_without_output(snapshot: Path, tmp_path: Pat
     ids = larger_ids(snapshot)
     path = write(tmp_path, "configuration_id,predicted_state\n" + "".join(f"{c},memory_failure\n" for c in ids[:5]))
     output = tmp_path / "scores.json"
-    result = run_cli(
+    result = invoke(
         "--source",
         str(snapshot),
         "followup",
@@ -300,7 +300,7 @@ def test_cli_bad_predictions_exit_2_without_output(snapshot: Path, tmp_path: Pat
 
 
 def test_cli_unknown_study_is_rejected(snapshot: Path) -> None:
-    result = run_cli("--source", str(snapshot), "followup", "score", "--study", "nope")
+    result = invoke("--source", str(snapshot), "followup", "score", "--study", "nope")
     assert result.returncode == 2 and "invalid choice" in result.stderr
 
 

@@ -15,7 +15,7 @@ from rlvrambench_hf.data.schema.registry import REGISTRY
 from rlvrambench_hf.data.tables.reader import load_table
 from rlvrambench_hf.errors import IntegrityError, MissingFileError, SourceError
 
-from conftest import REPO_ID, cli_env, run_cli
+from conftest import REPO_ID, cli_env, invoke, run_cli
 from test_registry import ROWS
 
 CARD_AVAILABLE = [n for n in ROWS if REGISTRY[n].card]
@@ -33,12 +33,12 @@ def test_every_config_through_the_hub_equals_the_local_copy(hub, snapshot, tmp_p
 
 
 def test_cli_through_the_hub_with_the_default_repo_id(hub):
-    result = run_cli("--revision", "main", "configs", env=cli_env(RLVRAMBENCH_SOURCE=None))
+    result = invoke("--revision", "main", "configs", env=cli_env(RLVRAMBENCH_SOURCE=None))
     assert result.returncode == 0, result.stderr
     assert f"source: {REPO_ID}@main" in result.stdout
     counts = {line.split()[0]: line.split()[2] for line in result.stdout.splitlines()[3:]}
     assert counts == {**{n: str(ROWS[n]) for n in CARD_AVAILABLE}, "configuration_feasibility": "10"}
-    missing = run_cli("--revision", "main", "show", "configuration_feasibility")
+    missing = invoke("--revision", "main", "show", "configuration_feasibility")
     assert missing.returncode == 2
     assert missing.stderr.strip().endswith(f"is not in this revision ({REPO_ID}@main)")
 
@@ -149,7 +149,7 @@ def test_corrupted_file_on_the_hub_is_refused_and_not_kept(hub, snapshot, tmp_pa
     assert not list(tmp_path.rglob("*.arrow"))
     with pytest.raises(IntegrityError):  # refused again: the bad copy was not kept as good
         load_table("eligible_runs", repo_id, "main")
-    result = run_cli("--source", repo_id, "--revision", "main", "verify")
+    result = invoke("--source", repo_id, "--revision", "main", "verify")
     assert result.returncode == 2 and "benchmark/runs.csv" in result.stderr
     runs.write_bytes(good)
     hub.commit(repo_id, "restore runs.csv")

@@ -15,7 +15,7 @@ from rlvrambench_hf.data.schema.registry import REGISTRY, card_configs
 from rlvrambench_hf.data.tables.reader import load_table
 from rlvrambench_hf.errors import IntegrityError, MissingFileError, SchemaError, SourceError, UnknownConfigError
 
-from conftest import run_cli
+from conftest import invoke
 from test_registry import ROWS
 
 
@@ -63,7 +63,7 @@ def test_missing_config_file_names_the_file_and_revision(snapshot):
         r"is not in this revision",
     ):
         load_dataset("configuration_feasibility", source=snapshot)
-    result = run_cli("--source", str(snapshot), "show", "configuration_feasibility")
+    result = invoke("--source", str(snapshot), "show", "configuration_feasibility")
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.count("\n") == 1 and "three-model-configurations.csv" in result.stderr
 
@@ -80,7 +80,7 @@ def test_changed_byte_is_refused_by_load_and_verify_and_an_intact_copy_loads(rel
     with pytest.raises(IntegrityError, match="benchmark/runs.csv does not match its published SHA-256"):
         load_dataset("eligible_runs", source=release_copy, cache_dir=str(tmp_path / "cache"))
     assert not list((tmp_path / "cache").rglob("*.arrow"))
-    result = run_cli("--source", str(release_copy), "verify")
+    result = invoke("--source", str(release_copy), "verify")
     assert result.returncode == 2
     assert "benchmark/runs.csv" in result.stderr and "failed" in result.stdout
     intact = load_dataset("eligible_runs", "measured", source=snapshot, cache_dir=str(tmp_path / "cache"))
@@ -127,7 +127,7 @@ def test_schema_drift_and_bad_values_name_the_file(release_copy):
 
 
 def test_cli_configs_lists_eleven_with_ten_available(snapshot):
-    result = run_cli("--source", str(snapshot), "configs")
+    result = invoke("--source", str(snapshot), "configs")
     assert result.returncode == 0, result.stderr
     lines = {line.split()[0]: line.split() for line in result.stdout.splitlines()[3:]}
     assert list(lines) == [spec.name for spec in card_configs()]
@@ -139,11 +139,11 @@ def test_cli_configs_lists_eleven_with_ten_available(snapshot):
 
 
 def test_cli_show_and_export(snapshot, tmp_path):
-    shown = run_cli("--source", str(snapshot), "show", "eligible_runs", "--limit", "2")
+    shown = invoke("--source", str(snapshot), "show", "eligible_runs", "--limit", "2")
     assert shown.returncode == 0
     assert "observed_state            label" in shown.stdout and "completed_run_peak_mib    float64" in shown.stdout
     out = tmp_path / "runs.parquet"
-    result = run_cli("--source", str(snapshot), "export", "eligible_runs", "--format", "parquet", "--output", str(out))
+    result = invoke("--source", str(snapshot), "export", "eligible_runs", "--format", "parquet", "--output", str(out))
     assert result.returncode == 0
     import datasets
 
@@ -152,7 +152,7 @@ def test_cli_show_and_export(snapshot, tmp_path):
     assert pq.read_table(out).num_rows == 612
     csv_out = tmp_path / "runs.csv"
     assert (
-        run_cli(
+        invoke(
             "--source", str(snapshot), "export", "eligible_runs", "--format", "csv", "--output", str(csv_out)
         ).returncode
         == 0
@@ -162,7 +162,7 @@ def test_cli_show_and_export(snapshot, tmp_path):
     shutil.copy(csv_out, copy / "benchmark" / "runs.csv")
     (copy / "benchmark" / "manifest.json").write_text('{"files": {}}')
     assert load_table("eligible_runs", copy).equals(load_table("eligible_runs", snapshot))
-    bad = run_cli(
+    bad = invoke(
         "--source",
         str(snapshot),
         "export",
@@ -181,9 +181,8 @@ def test_package_exports_the_loader():
 
 
 def test_demo_runs_the_main_job_on_the_real_data(snapshot):
-    from conftest import run_cli
 
-    out = run_cli("--source", str(snapshot), "demo")
+    out = invoke("--source", str(snapshot), "demo")
     assert out.returncode == 0, out.stderr
     for config in ROWS:
         if REGISTRY[config].card:
@@ -211,7 +210,7 @@ def test_a_label_edited_in_outcomes_only_fails_verify_in_one_line(release_copy):
     entry.update(sha256=hashlib.sha256(outcomes.read_bytes()).hexdigest(), size_bytes=outcomes.stat().st_size)
     manifest_path.write_text(json.dumps(manifest, indent=2))
 
-    done = run_cli("--source", str(release_copy), "verify")
+    done = invoke("--source", str(release_copy), "verify")
     assert done.returncode == 2
     failed = [line for line in done.stdout.splitlines() if " failed " in line]
     expected = (

@@ -13,7 +13,7 @@ import pytest
 from rlvrambench_hf import transfer
 from rlvrambench_hf.errors import InputError
 
-from conftest import REPO_ID, cli_env, run_cli
+from conftest import REPO_ID, cli_env, invoke
 from hubserver import REPO_ROOT
 
 METRIC = str(REPO_ROOT / "metrics" / "rlvrambench")
@@ -38,9 +38,9 @@ def cli_scores(snapshot, tmp_path_factory):
     out = {}
     for rule in transfer.RULES:
         predictions, scores = folder / f"{rule}.csv", folder / f"{rule}.json"
-        r = run_cli("--source", str(snapshot), "baseline", "--rule", rule, "--output", str(predictions))
+        r = invoke("--source", str(snapshot), "baseline", "--rule", rule, "--output", str(predictions))
         assert r.returncode == 0, r.stderr
-        r = run_cli("--source", str(snapshot), "evaluate", "--predictions", str(predictions), "--output", str(scores))
+        r = invoke("--source", str(snapshot), "evaluate", "--predictions", str(predictions), "--output", str(scores))
         assert r.returncode == 0, r.stderr
         out[rule] = json.loads(scores.read_text())
     return out
@@ -178,7 +178,7 @@ def test_the_card_the_description_and_the_help_name_every_config_of_the_table():
     assert text.startswith("---\n")
     meta = yaml.safe_load(text.split("---\n")[1])
     assert meta["title"] == "RLVRAMBench" and "metric" in meta["tags"]
-    helped = run_cli("metric", "--help")
+    helped = invoke("metric", "--help")
     assert helped.returncode == 0
     help_text = " ".join(helped.stdout.split())
     for name, config in METRIC_CONFIGS.items():

@@ -18,7 +18,7 @@ from rlvrambench_hf.errors import InputError
 from rlvrambench_hf.followup import ALWAYS_FAILURE, score_study
 from rlvrambench_hf.reporting.sections import admission_ledgers, followup_block
 
-from conftest import run_cli
+from conftest import invoke
 from test_registry import ROWS
 
 NEW_RECORDS = [name for name in ROWS if name.startswith(("larger_model_", "expanded_host_", "admission_"))]
@@ -26,7 +26,7 @@ NEW_RECORDS = [n for n in NEW_RECORDS if not n.endswith(("_configurations", "_ca
 
 
 def test_configs_all_lists_every_record_with_its_rows(snapshot):
-    r = run_cli("--source", str(snapshot), "configs", "--all")
+    r = invoke("--source", str(snapshot), "configs", "--all")
     assert r.returncode == 0, r.stderr
     rows = {line.split()[0]: line.split() for line in r.stdout.splitlines()[3:]}
     assert len(NEW_RECORDS) == 16
@@ -35,14 +35,14 @@ def test_configs_all_lists_every_record_with_its_rows(snapshot):
 
 
 def test_show_and_export_a_nested_json_record(snapshot, tmp_path):
-    r = run_cli("--source", str(snapshot), "show", "expanded_host_costs", "--limit", "1")
+    r = invoke("--source", str(snapshot), "show", "expanded_host_costs", "--limit", "1")
     assert r.returncode == 0, r.stderr
     assert "expanded_host_costs (allocations, 9 rows)" in r.stdout
     assert any(
         line.split()[:2] == ["raw_record_provenance.batch.line_number", "int64"] for line in r.stdout.splitlines()
     )
     out = tmp_path / "costs.csv"
-    r = run_cli("--source", str(snapshot), "export", "expanded_host_costs", "--format", "csv", "--output", str(out))
+    r = invoke("--source", str(snapshot), "export", "expanded_host_costs", "--format", "csv", "--output", str(out))
     assert r.returncode == 0, r.stderr
     with open(out, newline="", encoding="utf-8") as handle:
         exported = list(csv.DictReader(handle))
@@ -53,7 +53,7 @@ def test_show_and_export_a_nested_json_record(snapshot, tmp_path):
 
 
 def score_text(snapshot: Path, study: str) -> list[str]:
-    r = run_cli("--source", str(snapshot), "followup", "score", "--study", study)
+    r = invoke("--source", str(snapshot), "followup", "score", "--study", study)
     assert r.returncode == 0, r.stderr
     return r.stdout.splitlines()
 
@@ -83,7 +83,7 @@ def test_followup_facts_agree_with_the_panels_own_summary_and_totals(snapshot, t
     host = score_study("expanded_host", snapshot)
     assert (round(host["costs"]["allocation_gpu_hours"], 2), round(host["costs"]["task_gpu_hours"], 2)) == (5.79, 4.89)
     out = tmp_path / "scores.json"
-    r = run_cli("--source", str(snapshot), "followup", "score", "--study", "expanded_host", "--output", str(out))
+    r = invoke("--source", str(snapshot), "followup", "score", "--study", "expanded_host", "--output", str(out))
     assert r.returncode == 0
     written = json.loads(out.read_text())
     assert written["slots"]["launched_processes"] == 18 and written["costs"]["allocations"] == 9
@@ -93,7 +93,7 @@ def test_followup_facts_agree_with_the_panels_own_summary_and_totals(snapshot, t
 
 def test_replay_prints_the_three_ledgers_and_the_cold_start_totals(snapshot, tmp_path):
     out = tmp_path / "scores.json"
-    r = run_cli("--source", str(snapshot), "replay", "--output", str(out))
+    r = invoke("--source", str(snapshot), "replay", "--output", str(out))
     assert r.returncode == 0, r.stderr
     text = r.stdout
     for title in ("ledger 1: donor evidence", "ledger 2: target attempts requested", "ledger 3: physical runs"):

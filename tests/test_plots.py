@@ -27,7 +27,7 @@ from rlvrambench_hf.reporting.plots import (
     stages_figure,
 )
 
-from conftest import cli_env, run_cli
+from conftest import cli_env, invoke
 
 APPROVE_ALL_POLICY = """
 class ApproveAll:
@@ -206,7 +206,7 @@ def test_admission_figure_keeps_undefined_recall_off_the_plot() -> None:
 @pytest.mark.parametrize("args", [["feasibility"], ["stages"], ["stages", "--study", "boundary"], ["admission"]])
 def test_plot_commands_write_pngs(snapshot: Path, tmp_path: Path, args: list[str]) -> None:
     output = tmp_path / "figure.png"
-    result = run_cli("--source", str(snapshot), "plot", *args, "--output", str(output))
+    result = invoke("--source", str(snapshot), "plot", *args, "--output", str(output))
     assert result.returncode == 0, result.stderr
     width, height = png_size(output)
     assert width > 300 and height > 200 and output.stat().st_size > 10_000
@@ -214,7 +214,7 @@ def test_plot_commands_write_pngs(snapshot: Path, tmp_path: Path, args: list[str
 
 def test_plot_stages_bad_config_id_exits_2_without_output(snapshot: Path, tmp_path: Path) -> None:
     output = tmp_path / "stages.png"
-    result = run_cli("--source", str(snapshot), "plot", "stages", "--config-id", "cfg-nope", "--output", str(output))
+    result = invoke("--source", str(snapshot), "plot", "stages", "--config-id", "cfg-nope", "--output", str(output))
     assert result.returncode == 2
     assert result.stderr.strip() == "rlvrambench: error: unknown configuration id 'cfg-nope'"
     assert not output.exists() and list(tmp_path.iterdir()) == []

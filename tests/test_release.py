@@ -29,7 +29,7 @@ from rlvrambench_hf.release.parquet import release_schema
 from rlvrambench_hf.release.push import RemoteFile, commit_operations, plan_push, push_release
 from rlvrambench_hf.release.verify import verify_release
 
-from conftest import cli_env, run_cli
+from conftest import cli_env, invoke, run_cli
 from rangeproxy import RangeProxy
 
 RELEASE_REPO = "kobzaond/RLVRAMBench-release-test"
@@ -53,7 +53,7 @@ ABSENT = "configuration_feasibility"
 def release(snapshot, tmp_path_factory) -> Path:
     """A release 1.1.0 built from the snapshot by the command line (read-only for the tests)."""
     out = tmp_path_factory.mktemp("release") / "rel"
-    r = run_cli("--source", str(snapshot), "release", "build", "--version", "1.1.0", "--output", str(out))
+    r = invoke("--source", str(snapshot), "release", "build", "--version", "1.1.0", "--output", str(out))
     assert r.returncode == 0, r.stderr
     assert "10 configs" in r.stdout and ABSENT in r.stdout
     return out
@@ -188,13 +188,13 @@ def test_croissant_validates_and_reads_typed_records(release):
 
 def test_build_refuses_bad_arguments_without_output(snapshot, tmp_path):
     out = tmp_path / "out"
-    r = run_cli("--source", str(snapshot), "release", "build", "--version", "1.1", "--output", str(out))
+    r = invoke("--source", str(snapshot), "release", "build", "--version", "1.1", "--output", str(out))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "X.Y.Z" in r.stderr
     assert not out.exists()
     occupied = tmp_path / "occupied"
     occupied.mkdir()
     (occupied / "notes.txt").write_text("mine")
-    r = run_cli(
+    r = invoke(
         "--source", str(snapshot), "release", "build", "--version", "1.1.0", "--output", str(occupied), "--overwrite"
     )
     assert r.returncode == 2 and "not a previous release build" in r.stderr
@@ -217,7 +217,7 @@ def test_build_refuses_a_source_file_that_fails_its_digest(snapshot, tmp_path):
     shutil.copytree(snapshot, corrupted)
     path = corrupted / "benchmark" / "runs.csv"
     path.write_bytes(path.read_bytes().replace(b"within_margin", b"above_margin", 1))
-    r = run_cli("--source", str(corrupted), "release", "build", "--version", "1.1.0", "--output", str(tmp_path / "out"))
+    r = invoke("--source", str(corrupted), "release", "build", "--version", "1.1.0", "--output", str(tmp_path / "out"))
     assert r.returncode == 2 and "runs.csv" in r.stderr and "digest" in r.stderr
     assert not (tmp_path / "out").exists()
 
@@ -226,7 +226,7 @@ def test_build_refuses_a_source_file_that_fails_its_digest(snapshot, tmp_path):
 
 
 def test_verify_cli_passes_on_a_build(release):
-    r = run_cli("release", "verify", str(release))
+    r = invoke("release", "verify", str(release))
     assert r.returncode == 0, r.stderr
     assert "verified: 69 files, 10 configs" in r.stdout
 
@@ -241,7 +241,7 @@ def test_verify_tells_absent_from_corrupted(release, tmp_path):
         "BENCHMARK.md: listed in release.json but absent",
         "LICENSE: present but corrupted (SHA-256 or size differs from release.json)",
     ]
-    r = run_cli("release", "verify", str(folder))
+    r = invoke("release", "verify", str(folder))
     assert r.returncode == 2
     assert r.stderr.splitlines()[-1].startswith("rlvrambench: error: release ")
     assert "BENCHMARK.md: listed in release.json but absent (and 1 more" in r.stderr
@@ -312,9 +312,9 @@ def test_verify_checks_croissant(release, tmp_path):
 
 
 def test_verify_refuses_a_folder_that_is_not_a_build(snapshot, tmp_path):
-    r = run_cli("release", "verify", str(snapshot))
+    r = invoke("release", "verify", str(snapshot))
     assert r.returncode == 2 and "not written by `rlvrambench release build`" in r.stderr
-    r = run_cli("release", "verify", str(tmp_path / "missing"))
+    r = invoke("release", "verify", str(tmp_path / "missing"))
     assert r.returncode == 2 and "does not exist" in r.stderr
 
 
@@ -347,7 +347,7 @@ def _edit_one_label(snapshot: Path, tmp_path: Path) -> tuple[Path, str]:
 def test_diff_reports_exactly_one_label_change(snapshot, tmp_path):
     edited, configuration = _edit_one_label(snapshot, tmp_path)
     build = build_release(tmp_path / "rel", "1.1.1", edited)
-    r = run_cli("release", "diff", str(snapshot), str(build.folder), "--format", "json")
+    r = invoke("release", "diff", str(snapshot), str(build.folder), "--format", "json")
     assert r.returncode == 1, r.stderr  # they differ, as diff says
     report = json.loads(r.stdout)
     assert report["changed"] is True
@@ -367,7 +367,7 @@ def test_diff_reports_exactly_one_label_change(snapshot, tmp_path):
         ]
     )
     assert config["added"] == config["removed"] == [] and config["changed_rows"] == 1
-    text = run_cli("release", "diff", str(snapshot), str(build.folder)).stdout
+    text = invoke("release", "diff", str(snapshot), str(build.folder)).stdout
     assert "label changes" in text
     (line,) = [row for row in text.splitlines() if configuration in row and row.startswith("all_configurations")]
     assert line.split() == ["all_configurations", configuration, "observed_state", "within_margin", "memory_failure"]
@@ -383,7 +383,7 @@ def test_diff_of_identical_releases_is_empty(release, snapshot, tmp_path):
         ABSENT: "absent",
     }
     out = tmp_path / "diff.json"
-    r = run_cli("release", "diff", str(snapshot), str(release), "--output", str(out))
+    r = invoke("release", "diff", str(snapshot), str(release), "--output", str(out))
     assert r.returncode == 0 and "no differences" in r.stdout
     assert json.loads(out.read_text())["changed"] is False
 
@@ -413,7 +413,7 @@ def test_diff_tables_counts_added_removed_and_changed_rows(snapshot):
 
 
 def test_diff_refuses_an_unreadable_side(snapshot, tmp_path):
-    r = run_cli("--source", str(snapshot), "release", "diff", str(snapshot), "v9")
+    r = invoke("--source", str(snapshot), "release", "diff", str(snapshot), "v9")
     assert r.returncode == 2 and "neither a folder nor REPO_ID@REVISION" in r.stderr
 
 
@@ -490,7 +490,7 @@ def test_push_refuses_a_release_that_fails_verification(release, tmp_path):
 def mirror(hub, snapshot, release):
     """A second mirror repository: the snapshot as its first commit, then release 1.1.0 published and tagged."""
     first = hub.add_repo(RELEASE_REPO, snapshot)
-    r = run_cli(
+    r = invoke(
         "release", "publish-mirror", str(release), "--mirror", str(hub.repo_path(RELEASE_REPO)), "--tag", "v1.1.0"
     )
     assert r.returncode == 0, r.stderr

@@ -20,7 +20,7 @@ from rlvrambench_hf.data.sources.resolve import open_source
 from rlvrambench_hf.release.diff import diff_releases
 from rlvrambench_hf.release.verify import verify_release
 
-from conftest import run_cli
+from conftest import invoke
 
 OUTCOMES, RESULTS = "benchmark/outcomes.csv", "benchmark/configuration_results.csv"
 TRANSFER = "benchmark/transfer_configurations.csv"  # repeats the labels; no seal records its digest
@@ -97,7 +97,7 @@ def relabelled(snapshot: Path, tmp_path_factory, target) -> Path:
 
 def test_one_label_edited_in_outcomes_names_the_configuration_and_the_queries_it_touches(snapshot, relabelled, target):
     configuration, queries = target
-    r = run_cli("release", "diff", str(snapshot), str(relabelled))
+    r = invoke("release", "diff", str(snapshot), str(relabelled))
     assert r.returncode == 1, r.stderr
     lines = r.stdout.splitlines()
     headline = next(line for line in lines if line.startswith("what moves the metrics: "))
@@ -109,7 +109,7 @@ def test_one_label_edited_in_outcomes_names_the_configuration_and_the_queries_it
     (listed,) = [line for line in lines if line.startswith("transfer queries whose target label changed")]
     assert sorted(listed.split(": ", 1)[1].split("; ")) == sorted(q for q, _ in queries)
 
-    r = run_cli("release", "diff", str(snapshot), str(relabelled), "--json")
+    r = invoke("release", "diff", str(snapshot), str(relabelled), "--json")
     assert r.returncode == 1
     report = json.loads(r.stdout)
     assert report["changed"] is True
@@ -134,7 +134,7 @@ def test_one_label_edited_in_outcomes_names_the_configuration_and_the_queries_it
 
 
 def test_verify_lists_the_tables_that_repeat_an_edited_label_and_the_seals_of_its_file(relabelled, target):
-    r = run_cli("--source", str(relabelled), "verify")
+    r = invoke("--source", str(relabelled), "verify")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     failed = failed_checks(r.stdout)
     relations = sorted(row[1] for row in failed if row[0] == "relation")
@@ -155,7 +155,7 @@ def test_verify_lists_the_tables_that_repeat_an_edited_label_and_the_seals_of_it
 def test_the_same_edit_in_only_one_table_that_repeats_it_fails_verify_in_one_line(snapshot, tmp_path, target):
     release = writable_copy(snapshot, tmp_path / "one-copy")
     relabel(release, TRANSFER, target[0], "within_margin", "memory_failure")
-    r = run_cli("--source", str(release), "verify")
+    r = invoke("--source", str(release), "verify")
     assert r.returncode == 2
     (error,) = r.stderr.strip().splitlines()
     assert error == (  # the detail names table, column, key and both values; the relation's long name is left out
@@ -201,5 +201,5 @@ def test_release_verify_checks_the_relations_of_a_built_release(snapshot, tmp_pa
 
 
 def test_identical_releases_exit_0(snapshot):
-    r = run_cli("release", "diff", str(snapshot), str(snapshot))
+    r = invoke("release", "diff", str(snapshot), str(snapshot))
     assert r.returncode == 0 and r.stdout.rstrip().endswith("no differences")

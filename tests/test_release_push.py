@@ -24,7 +24,7 @@ from rlvrambench_hf.release.push import push_release
 from rlvrambench_hf.release.space import space_files
 
 from commitserver import CommitServer
-from conftest import cli_env, run_cli
+from conftest import cli_env, invoke, run_cli
 
 DATASET_CONFIGS = ["eligible_runs", "stage_measurements", "admission_candidates"]
 LARGE = "evidence/traces.jsonl"  # no LFS pattern matches it: its size alone takes it to LFS
@@ -351,8 +351,8 @@ def test_metric_push_of_the_space_folder(server, snapshot, tmp_path):
     assert again.returncode == 0 and "nothing to commit" in again.stdout
 
     predictions, scores = tmp_path / "p.csv", tmp_path / "s.json"
-    assert run_cli("--source", str(snapshot), "baseline", "--output", str(predictions)).returncode == 0
-    assert run_cli("--source", str(snapshot), "evaluate", "--predictions", str(predictions), "--output", str(scores))
+    assert invoke("--source", str(snapshot), "baseline", "--output", str(predictions)).returncode == 0
+    assert invoke("--source", str(snapshot), "evaluate", "--predictions", str(predictions), "--output", str(scores))
     ids, states = zip(*(line.split(",") for line in predictions.read_text().splitlines()[1:]))
     (tmp_path / "rows.json").write_text(json.dumps([ids, states]))
     loaded = subprocess.run(

@@ -23,7 +23,7 @@ import pytest
 
 from rlvrambench_hf.transfer import TRACKS
 
-from conftest import run_cli
+from conftest import invoke
 
 CHROMIUM = os.environ.get("CHROMIUM") or next(
     (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None
@@ -168,7 +168,7 @@ def render(page: Path, screenshot: Path, profile: Path) -> dict:
 @pytest.fixture(scope="module")
 def report_dir(snapshot: Path, tmp_path_factory) -> Path:
     output = tmp_path_factory.mktemp("report") / "site"
-    result = run_cli("--source", str(snapshot), "report", "--output", str(output))
+    result = invoke("--source", str(snapshot), "report", "--output", str(output))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"wrote {output / 'index.html'}"
     return output
@@ -251,14 +251,14 @@ def test_render_check_detects_broken_images_and_console_errors(tmp_path: Path) -
 def test_report_refuses_a_file_as_output_folder(snapshot: Path, tmp_path: Path) -> None:
     existing = tmp_path / "taken"
     existing.write_text("keep")
-    result = run_cli("--source", str(snapshot), "report", "--output", str(existing))
+    result = invoke("--source", str(snapshot), "report", "--output", str(existing))
     assert result.returncode == 2 and "is not a directory" in result.stderr
     assert existing.read_text() == "keep"
 
 
 def test_report_with_a_bad_policy_writes_nothing(snapshot: Path, tmp_path: Path) -> None:
     output = tmp_path / "site"
-    result = run_cli("--source", str(snapshot), "report", "--output", str(output), "--policy", "no_such_module:X")
+    result = invoke("--source", str(snapshot), "report", "--output", str(output), "--policy", "no_such_module:X")
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
     assert not output.exists()
 
@@ -316,7 +316,7 @@ def user_report_dir(snapshot: Path, tmp_path_factory) -> Path:
         "configuration_id,predicted_state\n" + "".join(f"{c},within_margin\n" for c in ids)
     )
     output = work / "site"
-    result = run_cli(
+    result = invoke(
         "--source",
         str(snapshot),
         "report",
@@ -374,7 +374,7 @@ def test_report_refuses_bad_user_inputs_and_writes_nothing(snapshot: Path, tmp_p
     (tmp_path / "bad.csv").write_text("query_id;predicted_state\nq;within_margin\n")
     output = tmp_path / "site"
     argv = [a.replace("{W}", str(tmp_path)) for a in argv]
-    result = run_cli("--source", str(snapshot), "report", "--output", str(output), *argv)
+    result = invoke("--source", str(snapshot), "report", "--output", str(output), *argv)
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
     assert message in result.stderr
     assert not output.exists()

@@ -16,7 +16,7 @@ from rlvrambench_hf.followup import STUDIES, score_study
 from rlvrambench_hf.scoring.intervals import BOOTSTRAP, RANGE
 from rlvrambench_hf.scoring.labels import metrics_from_confusion
 
-from conftest import cli_env, run_cli
+from conftest import cli_env, invoke, run_cli
 
 ADDED = ("intervals", "interval_settings", "comparisons")
 #: The rates of the label metrics (every one must carry an interval).
@@ -134,7 +134,7 @@ def test_same_seed_same_bytes_another_seed_other_intervals(snapshot, tables, key
         )
     )
     for name in ("a.json", "b.json"):
-        result = run_cli(
+        result = invoke(
             "--source",
             str(snapshot),
             "evaluate",
@@ -159,12 +159,12 @@ def test_evaluate_without_the_option_writes_todays_file_and_with_it_only_adds(sn
     )
     plain, with_intervals = tmp_path / "plain.json", tmp_path / "intervals.json"
     base = ["--source", str(snapshot), "evaluate", "--predictions", str(predictions), "--output"]
-    result = run_cli(*base, str(plain))
+    result = invoke(*base, str(plain))
     assert result.returncode == 0, result.stderr
     golden = transfer.score(key, transfer.align_predictions(key, *rule_rows(tables, "source_label")))
     assert plain.read_text() == json_text(golden)
     assert "interval" not in plain.read_text() and "[" not in result.stdout
-    result = run_cli(*base, str(with_intervals), "--intervals")
+    result = invoke(*base, str(with_intervals), "--intervals")
     assert result.returncode == 0, result.stderr
     assert json_text(without_intervals(json.loads(with_intervals.read_text()))) == plain.read_text()
     assert re.search(r"\noverall\s+94\s+0\.9438 \[0\.91\d*, 0\.9\d*\]", result.stdout)
@@ -173,7 +173,7 @@ def test_evaluate_without_the_option_writes_todays_file_and_with_it_only_adds(sn
 
 def test_replay_intervals_are_the_range_over_the_four_cases(snapshot, tmp_path):
     plain, ranged = tmp_path / "plain.json", tmp_path / "ranged.json"
-    result = run_cli("--source", str(snapshot), "replay", "--output", str(plain))
+    result = invoke("--source", str(snapshot), "replay", "--output", str(plain))
     assert result.returncode == 0, result.stderr
     golden = admission.build_report(
         admission.load_protocol(snapshot),
@@ -183,7 +183,7 @@ def test_replay_intervals_are_the_range_over_the_four_cases(snapshot, tmp_path):
         admission.api.candidate_gpu_counts(snapshot),
     )
     assert plain.read_text() == json_text(golden)
-    result = run_cli("--source", str(snapshot), "replay", "--intervals", "--output", str(ranged))
+    result = invoke("--source", str(snapshot), "replay", "--intervals", "--output", str(ranged))
     assert result.returncode == 0, result.stderr
     report = json.loads(ranged.read_text())
     assert json_text(without_intervals(report)) == plain.read_text()
@@ -212,11 +212,10 @@ def test_decision_scores_of_the_metric_range_over_cases(snapshot):
 def test_followup_intervals_range_over_the_planned_configurations(snapshot, tmp_path, study):
     plain, ranged = tmp_path / "plain.json", tmp_path / "ranged.json"
     assert (
-        run_cli("--source", str(snapshot), "followup", "score", "--study", study, "--output", str(plain)).returncode
-        == 0
+        invoke("--source", str(snapshot), "followup", "score", "--study", study, "--output", str(plain)).returncode == 0
     )
     assert plain.read_text() == json_text(score_study(study, snapshot))
-    result = run_cli(
+    result = invoke(
         "--source", str(snapshot), "followup", "score", "--study", study, "--intervals", "--output", str(ranged)
     )
     assert result.returncode == 0, result.stderr
@@ -230,8 +229,8 @@ def test_followup_intervals_range_over_the_planned_configurations(snapshot, tmp_
 
 def test_estimation_intervals_resample_configurations_within_each_fold(snapshot, tmp_path):
     plain, with_intervals = tmp_path / "plain.json", tmp_path / "intervals.json"
-    assert run_cli("--source", str(snapshot), "estimate", "retrospective", "--output", str(plain)).returncode == 0
-    result = run_cli(
+    assert invoke("--source", str(snapshot), "estimate", "retrospective", "--output", str(plain)).returncode == 0
+    result = invoke(
         "--source",
         str(snapshot),
         "estimate",
@@ -260,7 +259,7 @@ def test_estimate_compare_reads_each_estimator_against_each_reference(snapshot, 
         "    def predict(self, targets):\n        return ['memory_failure'] * len(targets)\n"
     )
     output = tmp_path / "compare.json"
-    result = run_cli(
+    result = invoke(
         "--source",
         str(snapshot),
         "estimate",
@@ -303,9 +302,9 @@ def test_score_fold_predictions_takes_the_intervals_keyword(snapshot):
 
 
 def test_interval_settings_without_the_option_are_refused(snapshot, tmp_path):
-    result = run_cli("--source", str(snapshot), "replay", "--level", "0.9", "--output", str(tmp_path / "r.json"))
+    result = invoke("--source", str(snapshot), "replay", "--level", "0.9", "--output", str(tmp_path / "r.json"))
     assert result.returncode == 2 and result.stderr.strip() == "rlvrambench: error: --level needs --intervals"
-    result = run_cli(
+    result = invoke(
         "--source", str(snapshot), "replay", "--intervals", "--level", "2", "--output", str(tmp_path / "r.json")
     )
     assert result.returncode == 2 and "interval level 2.0 must be a number between 0 and 1" in result.stderr
@@ -317,7 +316,7 @@ def test_interval_settings_without_the_option_are_refused(snapshot, tmp_path):
 
 def test_compare_source_label_against_always_approve_on_the_gpu_count_track(snapshot, tmp_path):
     output = tmp_path / "compare.json"
-    result = run_cli(
+    result = invoke(
         "--source",
         str(snapshot),
         "compare",
@@ -354,13 +353,13 @@ def test_compare_a_predictions_file_with_a_rule_and_with_itself(snapshot, tables
     mine.write_text(
         transfer.predictions_csv(transfer.reference_predictions(tables["queries"], tables["outcomes"], "source_label"))
     )
-    result = run_cli("--source", str(snapshot), "compare", str(mine), "rule:source_label", "--intervals")
+    result = invoke("--source", str(snapshot), "compare", str(mine), "rule:source_label", "--intervals")
     assert result.returncode == 0, result.stderr
     assert (
         "overall: mine.csv and source_label approve the same number of memory failures (2 each); no difference "
         "in any resample" in result.stdout
     )
-    result = run_cli("--source", str(snapshot), "compare", "rule:nope", str(mine))
+    result = invoke("--source", str(snapshot), "compare", "rule:nope", str(mine))
     assert result.returncode == 2 and "unknown rule 'nope'" in result.stderr
 
 
@@ -377,7 +376,7 @@ def test_results_export_parses_back_and_names_the_revision(snapshot, tables, key
     scores.write_text(
         json_text(transfer.score_predictions(key, *rule_rows(tables, "always_reject"), intervals={"resamples": 300}))
     )
-    result = run_cli("results", "export", str(scores), "--repo-id", "me/my-model", "--output", str(tmp_path))
+    result = invoke("results", "export", str(scores), "--repo-id", "me/my-model", "--output", str(tmp_path))
     assert result.returncode == 0, result.stderr
     written = tmp_path / ".eval_results" / "rlvrambench.yaml"
     entries = parse_eval_result_entries(yaml.safe_load(written.read_text()))
@@ -423,7 +422,7 @@ def test_results_push_dry_run_plans_one_added_file(hub, snapshot, tables, key, t
 def test_results_export_refuses_a_file_that_is_not_a_transfer_score_file(snapshot, tmp_path):
     bad = tmp_path / "replay.json"
     bad.write_text(json.dumps({"summary": []}))
-    result = run_cli("results", "export", str(bad), "--repo-id", "me/model", "--output", str(tmp_path))
+    result = invoke("results", "export", str(bad), "--repo-id", "me/model", "--output", str(tmp_path))
     assert result.returncode == 2 and "is not a transfer score file" in result.stderr
     assert not (tmp_path / ".eval_results").exists()
 
@@ -440,7 +439,7 @@ def test_leaderboard_of_the_reference_rules_and_a_users_predictions(snapshot, ta
     (board / "mine.json").write_text(json_text(mine))
     export = eval_entries(mine, dataset_id="kobzaond/RLVRAMBench", dataset_revision=DEFAULT_REVISION, version="x")
     (board / ".eval_results" / "hub.yaml").write_text(eval_results_text(export.entries))
-    result = run_cli(
+    result = invoke(
         "--source", str(snapshot), "leaderboard", str(board), "--references", "--output", str(tmp_path / "board.csv")
     )
     assert result.returncode == 0, result.stderr
@@ -460,7 +459,7 @@ def test_leaderboard_of_the_reference_rules_and_a_users_predictions(snapshot, ta
     assert csv_text.splitlines()[0] == (
         "track,group,method,within_margin_recall,recall_low,recall_high,approved_memory_failure,approved_above_margin"
     )
-    result = run_cli("--source", str(snapshot), "leaderboard", str(tmp_path / "nothing.json"))
+    result = invoke("--source", str(snapshot), "leaderboard", str(tmp_path / "nothing.json"))
     assert result.returncode == 2 and "does not exist" in result.stderr
 
 
@@ -565,10 +564,10 @@ def test_leaderboard_reads_the_eval_results_of_a_hub_repository(hub, tables, key
     export = eval_entries(scores, dataset_id="kobzaond/RLVRAMBench", dataset_revision=DEFAULT_REVISION, version="x")
     (repo / ".eval_results" / "rlvrambench.yaml").write_text(eval_results_text(export.entries))
     hub.add_repo("me/scored-model", repo, repo_type="model")
-    result = run_cli("leaderboard", "hub:me/scored-model", "--output", str(tmp_path / "board.html"))
+    result = invoke("leaderboard", "hub:me/scored-model", "--output", str(tmp_path / "board.html"))
     assert result.returncode == 0, result.stderr
     assert re.search(r"\ngpu_count_transfer\s+1\s+me/scored-model\s+1\s+1\s+1\s+4\s+6\n", result.stdout)
     page = (tmp_path / "board.html").read_text()
     assert "<td>me/scored-model</td>" in page and "<title>RLVRAMBench leaderboard</title>" in page
-    result = run_cli("leaderboard", "hub:me/no-such-model")
+    result = invoke("leaderboard", "hub:me/no-such-model")
     assert result.returncode == 2 and "not found" in result.stderr and len(result.stderr.splitlines()) == 1

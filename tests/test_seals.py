@@ -16,7 +16,7 @@ from rlvrambench_hf.data.sealed import ABSENT, DIFFERS, MATCHES, check_seals, se
 from rlvrambench_hf.data.sources.resolve import open_source
 from rlvrambench_hf.errors import IntegrityError
 
-from conftest import run_cli
+from conftest import invoke
 from test_release_diff import failed_checks, writable_copy
 
 PREDICTIONS = "benchmark/estimation/predictions.json"
@@ -60,7 +60,7 @@ def test_the_published_release_matches_its_seals(snapshot):
     }
     absent = {f.file for f in findings if f.status == ABSENT}
     assert "memory_tuner/estimation_baselines.py" in absent and "data/gsm8k/train.parquet" in absent
-    r = run_cli("--source", str(snapshot), "verify")
+    r = invoke("--source", str(snapshot), "verify")
     assert r.returncode == 0
     listed = [line for line in r.stdout.splitlines() if line.startswith("seal") and " absent " in line]
     assert listed and all("listed by the seal but absent from this revision" in line for line in listed)
@@ -79,7 +79,7 @@ def one_byte_more(snapshot, tmp_path) -> tuple[Path, str, str]:
 def test_one_byte_added_to_predictions_fails_estimate_prospective_naming_the_seal(one_byte_more, tmp_path):
     release, expected, found = one_byte_more
     out = tmp_path / "p.json"
-    r = run_cli("--source", str(release), "estimate", "prospective", "--output", str(out))
+    r = invoke("--source", str(release), "estimate", "prospective", "--output", str(out))
     assert r.returncode == 2 and not out.exists()
     (line,) = r.stderr.strip().splitlines()
     assert f"seal {FREEZE}: {PREDICTIONS} has SHA-256 {found}, sealed as {expected}" in line
@@ -87,16 +87,16 @@ def test_one_byte_added_to_predictions_fails_estimate_prospective_naming_the_sea
 
 def test_one_byte_added_to_predictions_fails_verify_and_followup_score_naming_the_seal(one_byte_more):
     release, expected, found = one_byte_more
-    r = run_cli("--source", str(release), "verify")
+    r = invoke("--source", str(release), "verify")
     assert r.returncode == 2
     (row,) = failed_checks(r.stdout)
     assert row[:3] == ["seal", f"{FREEZE}: {PREDICTIONS}", "failed"]
     assert row[3] == f"seal {FREEZE}: {PREDICTIONS} has SHA-256 {found}, sealed as {expected}"
     assert r.stderr.strip().splitlines() == [f"rlvrambench: error: verification failed: {row[3]}"]  # alone, whole
-    r = run_cli("--source", str(release), "followup", "score", "--study", "larger_model")
+    r = invoke("--source", str(release), "followup", "score", "--study", "larger_model")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert f"seal {FREEZE}: {PREDICTIONS} has SHA-256 {found}, sealed as {expected}" in r.stderr
-    assert run_cli("--source", str(release), "followup", "score", "--study", "expanded_host").returncode == 0
+    assert invoke("--source", str(release), "followup", "score", "--study", "expanded_host").returncode == 0
 
 
 def test_the_expanded_host_study_is_scored_under_its_own_freeze(snapshot, tmp_path):
@@ -107,7 +107,7 @@ def test_the_expanded_host_study_is_scored_under_its_own_freeze(snapshot, tmp_pa
     path.write_text(json.dumps(data, indent=1))  # same content, other bytes: still not the sealed file
     with pytest.raises(IntegrityError, match=f"seal {STUDY_FREEZE}: {HOST_PREDICTIONS} has SHA-256 [0-9a-f]{{64}}, "):
         check_seals(open_source(release), [STUDY_FREEZE])
-    r = run_cli("--source", str(release), "followup", "score", "--study", "expanded_host")
+    r = invoke("--source", str(release), "followup", "score", "--study", "expanded_host")
     assert r.returncode == 2 and f"sealed as {expected}" in r.stderr
 
 

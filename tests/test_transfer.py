@@ -14,7 +14,7 @@ from rlvrambench_hf import transfer
 from rlvrambench_hf.data.schema.pins import OUTCOME_LABELS
 from rlvrambench_hf.errors import InputError, UnknownConfigError
 
-from conftest import REPO_ID, cli_env, run_cli
+from conftest import REPO_ID, cli_env, invoke
 from hubserver import REPO_ROOT
 
 
@@ -176,7 +176,7 @@ def test_inputs_are_leak_free(tables):
 
 def test_inputs_cli_track(snapshot, tmp_path):
     out = tmp_path / "inputs.json"
-    r = run_cli("--source", str(snapshot), "inputs", "--track", "gpu_count_transfer", "--output", str(out))
+    r = invoke("--source", str(snapshot), "inputs", "--track", "gpu_count_transfer", "--output", str(out))
     assert r.returncode == 0, r.stderr
     data = json.loads(out.read_text())
     assert data["selected_track"] == "gpu_count_transfer"
@@ -188,16 +188,16 @@ def test_inputs_cli_admission(snapshot, tmp_path):
     from rlvrambench_hf.admission import policy_inputs
 
     out = tmp_path / "admission.json"
-    r = run_cli("--source", str(snapshot), "inputs", "--admission", "--rule", "source_copy", "--output", str(out))
+    r = invoke("--source", str(snapshot), "inputs", "--admission", "--rule", "source_copy", "--output", str(out))
     assert r.returncode == 0, r.stderr
     assert json.loads(out.read_text()) == json.loads(json.dumps(policy_inputs(str(snapshot), "source_copy")))
 
 
 def test_inputs_cli_option_errors(snapshot, tmp_path):
     out = tmp_path / "x.json"
-    r = run_cli("--source", str(snapshot), "inputs", "--rule", "source_copy", "--output", str(out))
+    r = invoke("--source", str(snapshot), "inputs", "--rule", "source_copy", "--output", str(out))
     assert r.returncode == 2 and "--admission" in r.stderr and not out.exists()
-    r = run_cli("--source", str(snapshot), "inputs", "--admission", "--output", str(out))
+    r = invoke("--source", str(snapshot), "inputs", "--admission", "--output", str(out))
     assert r.returncode == 2 and "--rule" in r.stderr and not out.exists()
 
 
@@ -300,14 +300,14 @@ def test_upstream_format_option_errors(snapshot, tmp_path, capsys):
 @pytest.mark.parametrize("rule", transfer.RULES)
 def test_cli_baseline_and_evaluate(snapshot, tmp_path, scores, rule):
     predictions = tmp_path / "p.csv"
-    r = run_cli("--source", str(snapshot), "baseline", "--rule", rule, "--output", str(predictions))
+    r = invoke("--source", str(snapshot), "baseline", "--rule", rule, "--output", str(predictions))
     assert r.returncode == 0, r.stderr
     lines = predictions.read_text().splitlines()
     assert lines[0] == "query_id,predicted_state" and len(lines) == 401
     ids = [line.split(",")[0] for line in lines[1:]]
     assert ids == sorted(ids)
     out = tmp_path / "s.json"
-    r = run_cli("--source", str(snapshot), "evaluate", "--predictions", str(predictions), "--output", str(out))
+    r = invoke("--source", str(snapshot), "evaluate", "--predictions", str(predictions), "--output", str(out))
     assert r.returncode == 0, r.stderr
     assert json.loads(out.read_text()) == scores[rule]
     assert "gpu_count_transfer" in r.stdout and "overall" in r.stdout
@@ -340,7 +340,7 @@ def test_evaluate_path_keeps_heavy_imports_away(snapshot, tables, tmp_path):
 def test_cli_track_requires_exact_track_coverage(snapshot, tables, tmp_path):
     whole = _baseline_csv(tables, "source_label", tmp_path / "all.csv")
     out = tmp_path / "s.json"
-    r = run_cli(
+    r = invoke(
         "--source",
         str(snapshot),
         "evaluate",
@@ -353,7 +353,7 @@ def test_cli_track_requires_exact_track_coverage(snapshot, tables, tmp_path):
     )
     assert r.returncode == 2 and "396 unexpected" in r.stderr and not out.exists()
     only = _baseline_csv(tables, "source_label", tmp_path / "h.csv", "horizon_transfer")
-    r = run_cli(
+    r = invoke(
         "--source",
         str(snapshot),
         "evaluate",
@@ -368,16 +368,16 @@ def test_cli_track_requires_exact_track_coverage(snapshot, tables, tmp_path):
     s = json.loads(out.read_text())
     assert s["selected_track"] == "horizon_transfer" and list(s["per_track"]) == ["horizon_transfer"]
     assert s["overall"]["queries"] == 4 and len(s["per_task"]) == 4
-    r = run_cli("--source", str(snapshot), "evaluate", "--predictions", str(only), "--output", str(tmp_path / "n"))
+    r = invoke("--source", str(snapshot), "evaluate", "--predictions", str(only), "--output", str(tmp_path / "n"))
     assert r.returncode == 2 and "396 missing" in r.stderr
 
 
 def test_cli_through_hub(hub, tmp_path, scores):
     predictions = tmp_path / "p.csv"
-    r = run_cli("--source", REPO_ID, "--revision", "main", "baseline", "--output", str(predictions))
+    r = invoke("--source", REPO_ID, "--revision", "main", "baseline", "--output", str(predictions))
     assert r.returncode == 0, r.stderr
     out = tmp_path / "s.json"
-    r = run_cli(
+    r = invoke(
         "--source", REPO_ID, "--revision", "main", "evaluate", "--predictions", str(predictions), "--output", str(out)
     )
     assert r.returncode == 0, r.stderr
@@ -429,7 +429,7 @@ def test_invalid_predictions(case, snapshot, good_rows, tmp_path):
     predictions = tmp_path / "p.csv"
     predictions.write_text(make(good_rows))
     out = tmp_path / "s.json"
-    r = run_cli("--source", str(snapshot), "evaluate", "--predictions", str(predictions), "--output", str(out))
+    r = invoke("--source", str(snapshot), "evaluate", "--predictions", str(predictions), "--output", str(out))
     assert r.returncode == 2, r.stdout
     assert message in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("rlvrambench: error: ")
@@ -437,7 +437,7 @@ def test_invalid_predictions(case, snapshot, good_rows, tmp_path):
 
 
 def test_missing_predictions_file(snapshot, tmp_path):
-    r = run_cli("--source", str(snapshot), "evaluate", "--predictions", str(tmp_path / "nope.csv"))
+    r = invoke("--source", str(snapshot), "evaluate", "--predictions", str(tmp_path / "nope.csv"))
     assert r.returncode == 2 and f"predictions file {tmp_path / 'nope.csv'} does not exist" in r.stderr
 
 
@@ -447,7 +447,7 @@ def test_tolerated_bom_whitespace_and_order(snapshot, good_rows, scores, tmp_pat
     predictions = tmp_path / "p.csv"
     predictions.write_bytes(b"\xef\xbb\xbf" + body.encode() + b"\r\n")
     out = tmp_path / "s.json"
-    r = run_cli("--source", str(snapshot), "evaluate", "--predictions", str(predictions), "--output", str(out))
+    r = invoke("--source", str(snapshot), "evaluate", "--predictions", str(predictions), "--output", str(out))
     assert r.returncode == 0, r.stderr
     assert json.loads(out.read_text()) == scores["source_label"]
 

@@ -200,7 +200,7 @@ def _setting_column(
     if name in base.column_names:
         return base.column(name)
     if name in RELEASE_STACK:  # not recorded, but the whole release ran it
-        return pa.chunked_array([pa.array([RELEASE_STACK[name]] * here.num_rows, pa.string())])
+        return pa.chunked_array([strings([RELEASE_STACK[name]] * here.num_rows)])  # from buffers: no pandas
     return None
 
 

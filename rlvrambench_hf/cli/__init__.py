@@ -1,7 +1,9 @@
 """The ``rlvrambench`` command line: argument parsing and printing only; the work is done by the cores.
 
-Each module of this package that defines ``register(subparsers)`` contributes its commands. A handler takes
-the parsed arguments and returns the exit status. Every error prints one line through
+:data:`COMMANDS` is the one table of commands: each names the module of this package and the function in it that
+adds the command's options and handler to its parser. A module is imported only when its command is chosen (or its
+``--help`` asked for), so ``--version``, ``--help`` and every command load what they use and nothing else. A
+handler takes the parsed arguments and returns the exit status. Every error prints one line through
 :func:`~rlvrambench_hf.errors.error_line` and exits with 2 (130 for an interrupt, also one raised by a user's
 policy or estimator); an exception that is not the package's own is a bug: one line too, exit 1. ``--debug``
 prints the traceback first, credentials redacted.
@@ -12,9 +14,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import pkgutil
 import sys
-from typing import NoReturn
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn, cast
 
 from .. import __version__
 from ..data.sources.hubnet import hub_traffic
@@ -28,12 +31,114 @@ EPILOG = (
 )
 
 
+@dataclass(frozen=True)
+class Command:
+    """``rlvrambench NAME``: ``help`` is its line in ``rlvrambench --help``; ``function`` of the module
+    ``rlvrambench_hf.cli.MODULE`` adds its description, options (or subcommands) and handler to its parser."""
+
+    name: str
+    help: str
+    module: str
+    function: str
+
+
+#: Every command, in the order ``rlvrambench --help`` lists them.
+COMMANDS: tuple[Command, ...] = (
+    Command("configs", "list the configs with their split, rows and availability", "data", "add_configs"),
+    Command("show", "typed preview of a config", "data", "add_show"),
+    Command("export", "write a config as CSV, Parquet or JSON Lines", "data", "add_export"),
+    Command("verify", "check digests, seals, row counts, keys and cross-table relations", "data", "add_verify"),
+    Command("inputs", "export the leak-free task inputs as JSON", "transfer", "add_inputs"),
+    Command("baseline", "write a reference rule's predictions as CSV", "transfer", "add_baseline"),
+    Command("evaluate", "score a predictions file against the transfer labels", "transfer", "add_evaluate"),
+    Command(
+        "compare",
+        "compare two sets of transfer predictions, metric by metric, with paired intervals",
+        "compare",
+        "add_compare",
+    ),
+    Command(
+        "leaderboard",
+        "rank methods per track by recall, grouped where their intervals overlap",
+        "leaderboard",
+        "add_leaderboard",
+    ),
+    Command("results", "publish scores as the Hub's evaluation results (.eval_results)", "results", "add_results"),
+    Command(
+        "replay",
+        "replay admission rules or your own policy under the protocol's charging rules",
+        "admission",
+        "add_replay",
+    ),
+    Command("followup", "score the larger-model and expanded-host follow-up studies", "followup", "add_followup"),
+    Command(
+        "estimate",
+        "estimator comparison: held-out model families, your estimator, advice for a planned run",
+        "estimate",
+        "add_estimate",
+    ),
+    Command(
+        "advise",
+        "will my run fit? measured records first, physical floors, then the three methods' predictions",
+        "advise",
+        "add_advise",
+    ),
+    Command(
+        "plot",
+        "draw the feasibility heatmap, stage peaks, admission curves or the estimator comparison (extra [plots])",
+        "plot",
+        "add_plot",
+    ),
+    Command(
+        "report", "write an HTML report (index.html and its figures) to DIR (extra [plots])", "report", "add_report"
+    ),
+    Command("release", "build, verify, compare and publish typed Hub releases", "release", "add_release"),
+    Command("metric", "the evaluate module: its installed path, and its Hub Space folder", "metric", "add_metric"),
+    Command("demo", "run the main job on the real data: configs, samples, headline results", "demo", "add_demo"),
+)
+
+
+def add_command(parser: argparse.ArgumentParser, command: Command) -> None:
+    """Import ``command``'s module and let its function add the command's options and handler to ``parser``."""
+    module = importlib.import_module(f"{__name__}.{command.module}")
+    getattr(module, command.function)(parser)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse's own convention too)
         self.exit(EXIT_ERROR, f"{one_line(self.prog, 60)}: error: {one_line(message)}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Commands(argparse._SubParsersAction):
+    """The subcommands of :data:`COMMANDS`: each parser is filled in (its module imported) when it is chosen."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.pending: dict[str, Command] = {}
+
+    def load(self, name: str) -> argparse.ArgumentParser:
+        """The parser of command ``name``, with its options."""
+        parser: argparse.ArgumentParser = self.choices[name]
+        command = self.pending.pop(name, None)
+        if command is not None:
+            add_command(parser, command)
+        return parser
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        if isinstance(values, list) and values and values[0] in self.pending:
+            self.load(values[0])
+        super().__call__(parser, namespace, values, option_string)
+
+
+def build_parser(*, complete: bool = False) -> argparse.ArgumentParser:
+    """The ``rlvrambench`` parser. Commands get their options when chosen; ``complete`` adds them all now (to walk
+    every command's options, as the help tests do)."""
     parser = _Parser(
         prog="rlvrambench",
         description="Typed access, metrics, admission replay, follow-up scores and releases for RLVRAMBench "
@@ -49,11 +154,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="Hub revision: branch, tag or commit (default: $RLVRAMBENCH_REVISION, else the pinned release commit)",
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    subparsers = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
+    commands = cast(
+        _Commands, parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND", action=_Commands)
+    )
     needs_subcommand(parser)
-    for module in pkgutil.iter_modules(__path__):
-        if not module.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{module.name}").register(subparsers)
+    for command in COMMANDS:
+        commands.add_parser(command.name, help=command.help)
+        commands.pending[command.name] = command
+    if complete:
+        for command in COMMANDS:
+            commands.load(command.name)
     return parser
 
 

@@ -1,4 +1,6 @@
-"""Helpers shared by the command modules: the source of a command, plain-text tables and help texts."""
+"""Helpers shared by the command modules: the source of a command, plain-text tables and help texts.
+
+Imported by every command (and by ``--version``): only the standard library and the package's errors at import."""
 
 from __future__ import annotations
 
@@ -7,11 +9,10 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..data.sources.base import Source
-from ..data.sources.resolve import open_source
 from ..errors import EXIT_ERROR, quote, redact
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..data.sources.base import Source
     from ..release.push import PushResult
 
 #: How option help names the accepted predictions formats.
@@ -30,12 +31,11 @@ def needs_subcommand(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(handler=usage)
 
 
-def add_group(
-    subparsers: argparse._SubParsersAction, name: str, *, help: str, description: str, metavar: str
-) -> argparse._SubParsersAction:
-    """A command group ``name`` (e.g. ``release``) and its subcommands' action; without a subcommand it prints its
-    usage and exits 2."""
-    parser = subparsers.add_parser(name, help=help, description=description)
+def add_group(parser: argparse.ArgumentParser, *, description: str, metavar: str) -> argparse._SubParsersAction:
+    """Make ``parser`` (e.g. ``rlvrambench release``) a command group; returns its subcommands' action. Without a
+    subcommand it prints its usage and exits 2."""
+    parser.description = description
+    name = parser.prog.split()[-1]
     commands = parser.add_subparsers(dest=f"{name}_command", metavar=metavar)
     needs_subcommand(parser)
     return commands
@@ -49,6 +49,8 @@ def choices_text(names: Iterable[str]) -> str:
 
 def source_of(args: argparse.Namespace) -> Source:
     """The source named by the global ``--source`` / ``--revision`` options (or the environment)."""
+    from ..data.sources.resolve import open_source
+
     return open_source(args.source, args.revision)
 
 

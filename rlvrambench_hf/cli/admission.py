@@ -16,15 +16,13 @@ from ._intervals import add_interval_options, interval_options_of, units_cell, w
 RULE_NAMES: tuple[str, ...] = tuple(RULES)
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "replay",
-        help="replay admission rules or your own policy under the protocol's charging rules",
-        description="Replay the published admission rules (default: all three) or one policy object given as "
+def add_replay(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Replay the published admission rules (default: all three) or one policy object given as "
         "module:attr (or path/to/file.py:attr) at each budget, score the final decisions against the "
         "evaluation truth and write the score file. Prints one line per rule and budget, then the three cost "
         "ledgers (donor evidence, requested target attempts, physical runs with their recorded GPU-seconds) and "
-        "the cold-start totals.",
+        "the cold-start totals."
     )
     which = p.add_mutually_exclusive_group()
     which.add_argument(

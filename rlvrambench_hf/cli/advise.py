@@ -1,4 +1,4 @@
-"""``rlvrambench estimate advise``: will my run fit? Measurement first, then physical floors, then predictions.
+"""``rlvrambench advise`` (alias: ``estimate advise``): will my run fit? Measurement, then floors, then predictions.
 
 stdout leads with one verdict line per plan, then the details of each plan (up to :data:`DETAIL_LIMIT` plans; a
 sweep gets a count of verdicts instead). ``--output`` writes the JSON answer (``.json``) or one row per plan
@@ -19,16 +19,14 @@ DETAIL_LIMIT = 20
 OUTPUT_SUFFIXES = (".json", ".csv", ".parquet")
 
 
-def register(commands: argparse._SubParsersAction) -> None:
-    """Add ``advise`` to the ``estimate`` group."""
-    p = commands.add_parser(
-        "advise",
-        help="will my run fit? measured records first, physical floors, then the three methods' predictions",
-        description="For each planned configuration: the release's measured records with the same settings (every "
+def add_advise(p: argparse.ArgumentParser) -> None:
+    """The options of ``rlvrambench advise`` (and of its alias ``rlvrambench estimate advise``)."""
+    p.description = (
+        "For each planned configuration: the release's measured records with the same settings (every "
         "measured table: the 212 configurations, the larger-model and expanded-host follow-ups, the admission "
         "candidates), its physical floors with their arithmetic, the three reference methods' labels and peaks "
         "with their leave-one-family-out track record, the single-setting changes that would make it fit, its "
-        "distance to the measured cloud and scope flags. The verdict is measured > floor > predicted.",
+        "distance to the measured cloud and scope flags. The verdict is measured > floor > predicted."
     )
     given = p.add_mutually_exclusive_group(required=False)  # one of them, or --log (advise_log)
     given.add_argument(

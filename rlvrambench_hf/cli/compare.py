@@ -17,14 +17,12 @@ from ._intervals import add_interval_options, interval_legend, interval_options_
 RULE_PREFIX = "rule:"
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "compare",
-        help="compare two sets of transfer predictions, metric by metric, with paired intervals",
-        description="Score A and B on the same queries and give, overall and per track, the difference A - B in "
+def add_compare(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Score A and B on the same queries and give, overall and per track, the difference A - B in "
         "each reported metric (recall, approval precision, approvals of within-margin, memory-failure and "
         "above-margin targets, rejected within-margin targets, correct labels) with its paired bootstrap interval "
-        "over target configurations, and one line reading it. Never one combined number.",
+        "over target configurations, and one line reading it. Never one combined number."
     )
     for name in ("a", "b"):
         p.add_argument(

@@ -20,32 +20,29 @@ from ..errors import (
 from ._common import checked_source, choices_text, format_table, source_of
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    configs = ", ".join(REGISTRY)
-    p = subparsers.add_parser(
-        "configs",
-        help="list the configs with their split, rows and availability",
-        description="List the configs of the dataset card: split, rows, columns, whether the source has the "
-        "config's file, and what it holds. A config whose file is absent shows 'no' and does not fail the others.",
+def add_configs(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "List the configs of the dataset card: split, rows, columns, whether the source has the "
+        "config's file, and what it holds. A config whose file is absent shows 'no' and does not fail the others."
     )
     p.add_argument("--all", action="store_true", help="include the supporting tables the card does not name")
     p.set_defaults(handler=cmd_configs)
 
-    p = subparsers.add_parser(
-        "show",
-        help="typed preview of a config",
-        description="Print the first rows of a config, one column per line with its type; null is shown as null.",
-    )
+
+def add_show(p: argparse.ArgumentParser) -> None:
+    configs = ", ".join(REGISTRY)
+    p.description = "Print the first rows of a config, one column per line with its type; null is shown as null."
     p.add_argument("config", metavar="CONFIG", help=f"the config to show: {configs}")
     p.add_argument("--split", help="the config's split (each config has one; checked when given)")
     p.add_argument("--limit", type=_positive, default=5, help="rows to show (default 5)")
     p.set_defaults(handler=cmd_show)
 
-    p = subparsers.add_parser(
-        "export",
-        help="write a config as CSV, Parquet or JSON Lines",
-        description="Write a typed config to a file, atomically: CSV with the release's conventions (blank null, "
-        "';' lists), Parquet with the datasets features embedded, or JSON Lines with label names.",
+
+def add_export(p: argparse.ArgumentParser) -> None:
+    configs = ", ".join(REGISTRY)
+    p.description = (
+        "Write a typed config to a file, atomically: CSV with the release's conventions (blank null, "
+        "';' lists), Parquet with the datasets features embedded, or JSON Lines with label names."
     )
     p.add_argument("config", metavar="CONFIG", help=f"the config to export: {configs}")
     p.add_argument("--split", help="the config's split (each config has one; checked when given)")
@@ -53,12 +50,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--output", required=True, metavar="FILE", help="file to write (replaced atomically)")
     p.set_defaults(handler=cmd_export)
 
-    p = subparsers.add_parser(
-        "verify",
-        help="check digests, seals, row counts, keys and cross-table relations",
-        description="Verify the source: every file against the SHA-256 of the release manifests and of the "
+
+def add_verify(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Verify the source: every file against the SHA-256 of the release manifests and of the "
         "studies' seals (corrupted and listed-but-absent told apart), row counts, key uniqueness, and every "
-        "relation the registry declares (foreign keys, and columns one table copies from another).",
+        "relation the registry declares (foreign keys, and columns one table copies from another)."
     )
     p.set_defaults(handler=cmd_verify)
 

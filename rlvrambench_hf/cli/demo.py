@@ -14,12 +14,8 @@ from pathlib import Path
 from ._common import source_of
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "demo",
-        help="run the main job on the real data: configs, samples, headline results",
-        description=__doc__.splitlines()[2],
-    )
+def add_demo(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__.splitlines()[2]
     parser.set_defaults(handler=run_demo)
 
 

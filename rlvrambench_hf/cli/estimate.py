@@ -15,11 +15,9 @@ from ._common import add_group, add_timeout, checked_source, format_table
 from ._intervals import add_interval_options, interval_legend, interval_options_of, with_interval
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def add_estimate(parser: argparse.ArgumentParser) -> None:
     commands = add_group(
-        subparsers,
-        "estimate",
-        help="estimator comparison: held-out model families, your estimator, advice for a planned run",
+        parser,
         description="Memory estimators compared with whole model families held out (dataset card use #3): the "
         "three reference methods (donor copy, component regression, logistic classification) refitted from the "
         "release, your own estimator under the same folds, and advice about a run you plan.",
@@ -76,9 +74,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_timeout(p, "estimator")
     p.set_defaults(handler=run_compare)
 
-    from .advise import register as register_advise
+    from .advise import add_advise  # the top-level command `rlvrambench advise`, kept here as an alias
 
-    register_advise(commands)
+    add_advise(commands.add_parser("advise", help="will my run fit? (the same as rlvrambench advise)"))
 
 
 def _output(parser: argparse.ArgumentParser, what: str) -> None:

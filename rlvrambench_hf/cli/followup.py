@@ -9,11 +9,9 @@ from ._common import PREDICTIONS_FORMATS, add_group, checked_source, format_tabl
 from ._intervals import add_interval_options, interval_legend, interval_options_of, with_interval
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def add_followup(parser: argparse.ArgumentParser) -> None:
     commands = add_group(
-        subparsers,
-        "followup",
-        help="score the larger-model and expanded-host follow-up studies",
+        parser,
         description="Score the follow-up studies: the three method predictions frozen before execution (donor "
         "copy, component regression, logistic), and your own predictions beside them.",
         metavar="SUBCOMMAND",

@@ -14,15 +14,13 @@ from ._common import checked_source, format_table
 from ._intervals import add_interval_options, interval_options_of
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "leaderboard",
-        help="rank methods per track by recall, grouped where their intervals overlap",
-        description="Gather transfer score files (JSON from evaluate --output, best made with --intervals) and the "
+def add_leaderboard(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Gather transfer score files (JSON from evaluate --output, best made with --intervals) and the "
         "Hub's evaluation results (.eval_results/*.yaml, read with huggingface_hub) and print, per track, each "
         "method's within-margin recall with its interval, approved memory failures and above-margin approvals, "
         "sorted by recall and grouped where the intervals overlap. A folder is searched for *.json score files and "
-        ".eval_results/*.yaml; a method is named by its file (an .eval_results file by the folder holding it).",
+        ".eval_results/*.yaml; a method is named by its file (an .eval_results file by the folder holding it)."
     )
     p.add_argument(
         "paths",

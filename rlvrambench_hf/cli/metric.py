@@ -12,14 +12,12 @@ from ._common import add_group, add_push_options, push_and_print
 _SPACE_ID_HELP = "the Space OWNER/NAME; evaluate.load('OWNER/NAME') loads NAME.py from it (default: {})"
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def add_metric(parser: argparse.ArgumentParser) -> None:
     from ..release.space import DEFAULT_SPACE_ID
     from ..scoring.metric import METRIC_CONFIGS
 
     commands = add_group(
-        subparsers,
-        "metric",
-        help="the evaluate module: its installed path, and its Hub Space folder",
+        parser,
         description="The RLVRAMBench metric travels in the wheel: `evaluate.load(rlvrambench_hf.metric_path())` "
         f"loads it from any folder (configs {', '.join(METRIC_CONFIGS)}). These commands print that path, write the "
         "metric's Hub Space folder and publish it, so that evaluate.load('OWNER/NAME') works for everyone.",

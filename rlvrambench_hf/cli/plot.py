@@ -15,11 +15,9 @@ if TYPE_CHECKING:  # pragma: no cover
 EXTRA_NOTE = "Needs matplotlib: pip install 'rlvrambench-hf[plots]'."
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def add_plot(parser: argparse.ArgumentParser) -> None:
     kinds = add_group(
-        subparsers,
-        "plot",
-        help="draw the feasibility heatmap, stage peaks, admission curves or the estimator comparison (extra [plots])",
+        parser,
         description=f"Draw a figure of the release to a PNG file, atomically. {EXTRA_NOTE}",
         metavar="FIGURE",
     )

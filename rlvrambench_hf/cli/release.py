@@ -13,11 +13,9 @@ if TYPE_CHECKING:
     from ..release.push import PushResult
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def add_release(parser: argparse.ArgumentParser) -> None:
     commands = add_group(
-        subparsers,
-        "release",
-        help="build, verify, compare and publish typed Hub releases",
+        parser,
         description="Typed Hub releases of the dataset: build a release folder (Parquet with label names, the card "
         "with the features, Croissant, digests), verify it, compare two releases, push one to a Hub dataset "
         "repository or commit it into a local olah mirror.",

@@ -9,15 +9,13 @@ from ..followup.core import STUDIES
 from ._common import PREDICTIONS_FORMATS, add_timeout, choices_text
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "report",
-        help="write an HTML report (index.html and its figures) to DIR (extra [plots])",
-        description="Write a self-contained HTML report of the release to DIR: provenance (package version, "
+def add_report(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Write a self-contained HTML report of the release to DIR: provenance (package version, "
         "source and commit, time of the run), the configs, the figures, the transfer scores of the reference "
         "rules per scope with confusion matrices, the admission replay (recall against budget and against the "
         "attempts spent) and the follow-up scores — with your own predictions beside the reference ones when "
-        "given. Needs matplotlib: pip install 'rlvrambench-hf[plots]'.",
+        "given. Needs matplotlib: pip install 'rlvrambench-hf[plots]'."
     )
     parser.add_argument("--output", required=True, metavar="DIR", help="folder to write (created if missing)")
     parser.add_argument(

@@ -14,11 +14,9 @@ from ._common import add_group, add_push_options, print_push
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def add_results(parser: argparse.ArgumentParser) -> None:
     commands = add_group(
-        subparsers,
-        "results",
-        help="publish scores as the Hub's evaluation results (.eval_results)",
+        parser,
         description="Turn a transfer score file into the Hub's evaluation results: one entry per track and "
         "reported metric (within-margin recall, approval precision, approved memory failures, approved "
         "above-margin), naming the dataset revision and the package version.",

@@ -10,7 +10,6 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from ..admission.policy import RULES as ADMISSION_RULES
 from ..errors import InputError
 from ..transfer.key import ALL_TRACKS, TRACKS
 from ..transfer.tasks import RULES
@@ -23,13 +22,13 @@ if TYPE_CHECKING:
 _TRACK_HELP = f"the track to select: {choices_text((*TRACKS, ALL_TRACKS))} (default: {ALL_TRACKS})"
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "inputs",
-        help="export the leak-free task inputs as JSON",
-        description="Write one object per task: allowed sources (settings and measured "
+def add_inputs(p: argparse.ArgumentParser) -> None:
+    from ..admission.policy import RULES as ADMISSION_RULES  # here: evaluate and baseline do not load admission
+
+    p.description = (
+        "Write one object per task: allowed sources (settings and measured "
         "outcome) and the queries with their target settings (no target outcome). With "
-        "--admission, write what an admission-panel policy may see under --rule instead.",
+        "--admission, write what an admission-panel policy may see under --rule instead."
     )
     p.add_argument("--track", help=_TRACK_HELP)
     p.add_argument("--admission", action="store_true", help="export admission-panel policy inputs instead")
@@ -54,21 +53,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--output", required=True, metavar="FILE.json", help="JSON file to write")
     p.set_defaults(handler=run_inputs)
 
-    p = subparsers.add_parser(
-        "baseline",
-        help="write a reference rule's predictions as CSV",
-        description="Write query_id,predicted_state for a built-in rule, sorted by query id.",
-    )
+
+def add_baseline(p: argparse.ArgumentParser) -> None:
+    p.description = "Write query_id,predicted_state for a built-in rule, sorted by query id."
     p.add_argument("--rule", default=RULES[0], help=f"the reference rule: {choices_text(RULES)} (default: {RULES[0]})")
     p.add_argument("--track", help=_TRACK_HELP)
     p.add_argument("--output", required=True, metavar="FILE.csv", help="CSV file to write")
     p.set_defaults(handler=run_baseline)
 
-    p = subparsers.add_parser(
-        "evaluate",
-        help="score a predictions file against the transfer labels",
-        description="Score query_id,predicted_state rows (exactly the selected queries) against the hidden "
-        "labels and print a per-track table; --output writes the full score file.",
+
+def add_evaluate(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Score query_id,predicted_state rows (exactly the selected queries) against the hidden "
+        "labels and print a per-track table; --output writes the full score file."
     )
     p.add_argument(
         "--predictions",

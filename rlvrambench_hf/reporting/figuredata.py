@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..data.tables.arrow import arrow_ints, string_array
 from ..errors import InputError, quote
 
 MIB_PER_GIB = 1024
@@ -122,21 +124,23 @@ def stage_table(
         zip(configurations.column("configuration_id").to_pylist(), configurations.column("study").to_pylist())
     )
     table = stages.select(["configuration_id", "run_id", "stage", "observed_peak_mib", "coverage"])
-    study_column = pa.array([studies.get(c) for c in table.column("configuration_id").to_pylist()], pa.string())
+    # Arrow's own join and scalars built from buffers: pyarrow's Python converters would import pandas
+    where = pc.index_in(table.column("configuration_id"), value_set=configurations.column("configuration_id"))
+    study_column = pc.take(configurations.column("study"), where)
     table = table.add_column(1, "study", study_column)
     if configuration_id is not None:
         if configuration_id not in studies:
             raise InputError(f"unknown configuration id {quote(configuration_id)}")
-        table = table.filter(pc.equal(table.column("configuration_id"), configuration_id))
+        table = table.filter(pc.equal(table.column("configuration_id"), string_array([configuration_id])[0]))
         if table.num_rows == 0:
             raise InputError(f"configuration {configuration_id} has no stage measurements")
     if study is not None:
         known = sorted({s for s in studies.values() if s})
         if study not in known:
             raise InputError(f"unknown study {quote(study)}; studies: {', '.join(known)}")
-        table = table.filter(pc.equal(table.column("study"), study))
+        table = table.filter(pc.equal(table.column("study"), string_array([study])[0]))
     order = {stage: i for i, stage in enumerate(STAGES)}
-    rank = pa.array([order.get(s, len(STAGES)) for s in table.column("stage").to_pylist()], pa.int64())
+    rank = arrow_ints(np.array([order.get(s, len(STAGES)) for s in table.column("stage").to_pylist()], np.int64))
     table = table.append_column("_rank", rank)
     table = table.sort_by(
         [("_rank", "ascending"), ("stage", "ascending"), ("configuration_id", "ascending"), ("run_id", "ascending")]

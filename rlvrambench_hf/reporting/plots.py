@@ -125,7 +125,7 @@ def stages_figure(table: pa.Table, *, title: str = "Per-stage device-memory peak
     if table.num_rows == 0:
         raise InputError("no stage measurements to plot")
     stage_names = list(dict.fromkeys(table.column("stage").to_pylist()))
-    peaks = np.asarray(table.column("observed_peak_mib").to_numpy(zero_copy_only=False), dtype=float) / MIB_PER_GIB
+    peaks = np.array(table.column("observed_peak_mib").to_pylist(), dtype=float) / MIB_PER_GIB  # no pandas: null is nan
     stages = np.asarray(table.column("stage").to_pylist(), dtype=object)
     coverage = np.asarray(table.column("coverage").to_pylist(), dtype=object)
     fig, ax = new_figure(figsize=(9.0, 4.8))

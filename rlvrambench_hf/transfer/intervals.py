@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy import sparse
 
 from ..scoring.intervals import (
     MIN_UNITS,
@@ -33,6 +32,9 @@ from ..scoring.intervals import (
 )
 from ..scoring.labels import metrics_from_confusion
 from .key import ScoringKey
+
+if TYPE_CHECKING:  # scipy is imported by the function that builds the matrix: only a bootstrap needs it
+    from scipy import sparse
 
 UNIT = "target_configuration"
 WHY_TARGETS = (
@@ -66,6 +68,8 @@ def scopes_of(key: ScoringKey) -> list[Scope]:
 
 def unit_cells(key: ScoringKey, predicted: np.ndarray) -> sparse.csr_matrix:
     """Targets × (scope × 9 confusion cells): each query counted in its target's row, once per scope it is in."""
+    from scipy import sparse
+
     n_tracks, n_tasks = len(key.tracks), len(key.task_ids)
     cells = predicted.astype(np.int64) * 3 + key.observed
     track_scope = 1 + key.track_of_task[key.task_of]

@@ -81,7 +81,8 @@ class Kind:
         if self is INT64_LIST:
             return pc.binary_join(values.cast(pa.list_(pa.string())), STEP_SEPARATOR)
         if self is BOOL:
-            return pc.if_else(values, "True", "False")
+            false, true = string_array(["False", "True"])  # scalars from buffers: Python strings would import pandas
+            return pc.if_else(values, true, false)
         return values
 
 
