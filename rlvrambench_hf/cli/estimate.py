@@ -139,7 +139,7 @@ def run_prospective(args: argparse.Namespace) -> int:
     result = run_prospective(checked_source(args, [args.output]))
     _write(args.output, result["predictions"], sort_keys=True)
     by_target: dict[str, dict] = {}
-    for row in result["predictions"]:
+    for row in (*result["predictions"], *result["memory_model"]["predictions"]):
         by_target.setdefault(row["configuration_id"], {})[row["method"]] = row
     body = [
         [
@@ -150,10 +150,15 @@ def run_prospective(args: argparse.Namespace) -> int:
             m["component_regression"]["predicted_peak_mib"],
             m["logistic"]["predicted_state"],
             m["donor_copy"]["startup_budget_diagnostic"]["budget_plus_actor_mib"],
+            m["physical_model"]["predicted_state"],
+            m["physical_model"]["predicted_peak_mib"],
         ]
         for cid, m in by_target.items()
     ]
-    headers = ["target", "donor_copy", "donor", "regression", "regression_peak_mib", "logistic", "startup_mib"]
+    headers = [
+        *("target", "donor_copy", "donor", "regression", "regression_peak_mib", "logistic", "startup_mib"),
+        *("memory_model", "model_peak_mib"),
+    ]
     print(format_table(headers, body))
     check = result["published_check"]
     if not check["available"]:

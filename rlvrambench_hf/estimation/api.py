@@ -23,7 +23,15 @@ from ..scoring.bounded import DEFAULT_TIMEOUT
 from ..scoring.intervals import IntervalsLike, interval_options
 from .evidence import ARCHITECTURE, RUNS, STAGES, Evidence, build_evidence
 from .features import FEATURE_NAMES, apply_amendment, feature_matrix
-from .folds import final_fit, fitting_pool, parameters_of, prospective, retrospective, score_rows
+from .folds import (
+    check_against_published,
+    final_fit,
+    fitting_pool,
+    parameters_of,
+    prospective,
+    retrospective,
+    score_rows,
+)
 from .logistic import CLASSIFIER_SETTINGS
 from .references import BUILT_IN, MODEL, Examples, FittedReferences
 
@@ -33,8 +41,6 @@ if TYPE_CHECKING:  # pragma: no cover
 PROTOCOL = "benchmark/estimation/protocol.json"
 AMENDMENT = "benchmark/estimation/amendment-01.json"
 PUBLISHED_PREDICTIONS = "benchmark/estimation/predictions.json"
-#: Peak tolerance (MiB) when checking recomputed predictions against the published file.
-PEAK_TOLERANCE_MIB = 1e-6
 #: The registry tables the references are fitted from, beside the protocol and amendment (the advisor's cache key).
 INPUT_CONFIGS = ("configurations", "outcomes", "estimation_targets", "model_metadata")
 #: The registry tables the pool and the estimators' views are built from.
@@ -146,7 +152,7 @@ def run_retrospective(
             user = bound.enter_context(bind_estimator(loaded, name, timeout=timeout))
             runs[name] = estimator_run(user, name, inputs.evidence, inputs.source.identity)
         folds = retrospective(inputs.pool, inputs.parameters, runs, models)
-    report = {**folds, "numerical_environment": numerical_environment()}
+    report = {**folds, "memory_model": _first_form(inputs), "numerical_environment": numerical_environment()}
     if described:
         report["estimators"] = described
     if options is not None:
@@ -157,6 +163,15 @@ def run_retrospective(
     return {**report, "table": fold_table(report), "across_folds": across_folds(report)}
 
 
+def _first_form(inputs: EstimationInputs) -> dict:
+    """What the score file says of the memory model's form, with the record of the form fixed in advance."""
+    from ..data.tables.reader import load_table
+    from .physical import FORM_NOTE, first_form_record
+
+    stages = load_table("stage_measurements", inputs.source, decode=True).to_pylist()
+    return {"form_note": FORM_NOTE, "first_form": first_form_record(inputs.pool.rows, stages, inputs.metadata)}
+
+
 def run_final_fit(source: SourceLike = None, revision: str | None = None) -> tuple[FittedReferences, EstimationInputs]:
     """The references fitted on all 90 pool configurations, with the inputs they came from."""
     inputs = load_inputs(source, revision)
@@ -165,36 +180,24 @@ def run_final_fit(source: SourceLike = None, revision: str | None = None) -> tup
 
 def run_prospective(source: SourceLike = None, revision: str | None = None) -> dict:
     """The final fit (``fitted_model.json``'s structure), the 36 prospective predictions and their check against
-    the release's sealed ``predictions.json``."""
+    the release's sealed ``predictions.json``, and the memory model's predictions of the same targets
+    (``memory_model``: calibrated on the whole pool; not part of the sealed comparison)."""
+    from ..data.tables.reader import load_table
+    from .physical import FORM_NOTE, prospective_physical
+
     fitted, inputs = run_final_fit(source, revision)
     rows, model = prospective(fitted, inputs.targets)
     published = inputs.source.read_json(PUBLISHED_PREDICTIONS) if inputs.source.has(PUBLISHED_PREDICTIONS) else None
+    stages = load_table("stage_measurements", inputs.source, decode=True).to_pylist()
+    targets = list(inputs.targets.rows)
     return {
         "fitted_model": {**model, "numerical_environment": numerical_environment()},
         "predictions": rows,
         "published_check": check_against_published(rows, published),
-    }
-
-
-def check_against_published(rows: Sequence[Mapping], published: object) -> dict:
-    """Labels, donors and every other field equal; peaks within :data:`PEAK_TOLERANCE_MIB`."""
-    if not isinstance(published, list):
-        return {"available": False}
-    differences, largest = [], 0.0
-    if len(published) != len(rows):
-        differences.append(f"{len(rows)} rows recomputed, {len(published)} published")
-    for mine, theirs in zip(rows, published):
-        for key, value in theirs.items():
-            if key == "predicted_peak_mib" and value is not None and mine.get(key) is not None:
-                largest = max(largest, abs(mine[key] - value))
-            elif mine.get(key) != value:
-                differences.append(f"{theirs.get('configuration_id')} {theirs.get('method')} {key}")
-    return {
-        "available": True,
-        "rows": len(published),
-        "max_peak_difference_mib": largest,
-        "differences": differences,
-        "matches": not differences and largest <= PEAK_TOLERANCE_MIB,
+        "memory_model": {
+            "form_note": FORM_NOTE,
+            "predictions": prospective_physical(inputs.pool.rows, stages, inputs.metadata, targets),
+        },
     }
 
 

@@ -252,3 +252,29 @@ def across_folds(report: Mapping) -> dict:
 
 def _cost(ids: Sequence[str], rows: Sequence[Mapping]) -> dict:
     return {"configuration_ids": list(ids), "configurations": len(ids), **evidence_cost(rows)}
+
+
+#: Peak tolerance (MiB) when checking recomputed predictions against the published file.
+PEAK_TOLERANCE_MIB = 1e-6
+
+
+def check_against_published(rows: Sequence[Mapping], published: object) -> dict:
+    """Labels, donors and every other field equal; peaks within :data:`PEAK_TOLERANCE_MIB`."""
+    if not isinstance(published, list):
+        return {"available": False}
+    differences, largest = [], 0.0
+    if len(published) != len(rows):
+        differences.append(f"{len(rows)} rows recomputed, {len(published)} published")
+    for mine, theirs in zip(rows, published):
+        for key, value in theirs.items():
+            if key == "predicted_peak_mib" and value is not None and mine.get(key) is not None:
+                largest = max(largest, abs(mine[key] - value))
+            elif mine.get(key) != value:
+                differences.append(f"{theirs.get('configuration_id')} {theirs.get('method')} {key}")
+    return {
+        "available": True,
+        "rows": len(published),
+        "max_peak_difference_mib": largest,
+        "differences": differences,
+        "matches": not differences and largest <= PEAK_TOLERANCE_MIB,
+    }

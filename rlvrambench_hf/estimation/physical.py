@@ -80,18 +80,13 @@ def physical_record(
     return scores, results
 
 
-def record_of_release(source: SourceLike = None) -> dict:
-    """Both forms' fold records on a release, with the note on which choices came after seeing the data."""
-    from ..data.tables.reader import load_table
-    from .api import load_inputs
-
-    inputs = load_inputs(source)
-    stages = load_table("stage_measurements", inputs.source, decode=True).to_pylist()
-    out: dict[str, object] = {"form_note": FORM_NOTE}
-    for form in (FINAL_FORM, A_PRIORI_FORM):
-        scores, _ = physical_record(inputs.pool.rows, stages, inputs.metadata, form)
-        out[form] = scores
-    return out
+def first_form_record(
+    pool: Sequence[Mapping], stages: Sequence[Mapping], metadata: Mapping[str, Mapping]
+) -> dict[str, dict]:
+    """Per fold, the scores of the simplest form, fixed before the final one (its runtime term one constant per
+    workload), to stand beside the final form's."""
+    scores, _ = physical_record(pool, stages, metadata, A_PRIORI_FORM)
+    return scores
 
 
 def _mape(rows: Sequence[Mapping], truth: Mapping[str, Mapping]) -> float | None:
@@ -104,17 +99,13 @@ def _mape(rows: Sequence[Mapping], truth: Mapping[str, Mapping]) -> float | None
     return 100.0 * sum(errors) / len(errors) if errors else None
 
 
-def prospective_physical(source: SourceLike = None) -> list[dict]:
-    """The model calibrated on all 90 configurations and their stages, on the 12 larger-model targets."""
-    from ..data.tables.reader import load_table
-    from .api import load_inputs
-
-    inputs = load_inputs(source)
-    stages = load_table("stage_measurements", inputs.source, decode=True).to_pylist()
-    ids = {r["configuration_id"] for r in inputs.pool.rows}
-    calibration = fit(inputs.pool.rows, [s for s in stages if s["configuration_id"] in ids], inputs.metadata)
-    targets = list(inputs.targets.rows)
-    labels, peaks = predict_rows(targets, calibration, inputs.metadata)
+def prospective_physical(
+    pool: Sequence[Mapping], stages: Sequence[Mapping], metadata: Mapping[str, Mapping], targets: Sequence[Mapping]
+) -> list[dict]:
+    """The model calibrated on all the pool's configurations and their stages, on the prospective targets."""
+    ids = {r["configuration_id"] for r in pool}
+    calibration = fit(pool, [s for s in stages if s["configuration_id"] in ids], metadata)
+    labels, peaks = predict_rows(targets, calibration, metadata)
     return [
         {"configuration_id": t["configuration_id"], "method": METHOD, "predicted_state": s, "predicted_peak_mib": p}
         for t, s, p in zip(targets, labels, peaks)

@@ -3,8 +3,8 @@
 Phases carry the release's stage names (``stage_measurements.csv``): ``initializing``, ``rollout``,
 ``reference_logprob``, ``actor_update``, ``weight_sync``. Each phase is a sum of terms in MiB; every physical
 term has its coefficient fixed at its physical value, and the only calibrated terms — runtime memory outside
-vLLM's budget (CUDA context, NCCL buffers, CUDA graphs, allocator slack) and the weight-sync gather's extra — come
-from :mod:`.calibrate`. ``explain`` gives one plan's terms with their arithmetic.
+vLLM's budget (CUDA context, NCCL buffers, CUDA graphs, allocator slack), the weight-sync gather's extra and the
+token phases' measured scale — come from :mod:`.calibrate`. ``explain`` gives one plan's terms with their arithmetic.
 
 Physical terms (bytes per GPU; P parameters, R adapter elements, G GPUs, T rollout TP, u utilization, C capacity):
 
@@ -22,7 +22,10 @@ Physical terms (bytes per GPU; P parameters, R adapter elements, G GPUs, T rollo
   woke it for them, its whole reservation ``u × C`` when it never slept.
 
 Tokens of a micro-batch are its sequences at full length (prompt + response capped by ``max_model_len``): the
-worst case, reached when every response runs to its cap.
+worst case, reached when every response runs to its cap. What the release measured of the token terms, per
+workload, is their own calibrated term beside them (``calibrated_update_tokens``, ``calibrated_logprob_tokens``):
+below zero where responses stop well before the cap (GSM8K), above it where a phase holds more per token than
+modelled.
 """
 
 from __future__ import annotations
