@@ -568,7 +568,7 @@ def test_a_local_folder_is_read_for_its_config_and_safetensors_headers(snapshot:
     assert from_headers["largest_transformer_layer_elements"] == 2048 * 2048 + 2048 * 11008
 
 
-def test_a_local_folder_with_only_config_json_gets_floors(snapshot: Path, tmp_path: Path) -> None:
+def test_a_local_folder_with_only_config_json_gets_floors_and_a_model_answer(snapshot: Path, tmp_path: Path) -> None:
     from rlvrambench_hf.advisor.context import load_context
 
     folder = tmp_path / "my-model"
@@ -582,6 +582,9 @@ def test_a_local_folder_with_only_config_json_gets_floors(snapshot: Path, tmp_pa
     floors = {f["check"]: f for f in answer["floors"]}
     assert all("no model metadata" not in str(f) for f in floors.values())
     assert floors["generation_weights"]["holds"] is not None  # checked with the sizes config.json gives
+    phases = {p["phase"]: p for p in answer["phases"]}  # and the per-phase model's answer, from the same sizes
+    assert set(phases) == {"initializing", "rollout", "reference_logprob", "actor_update", "weight_sync"}
+    assert answer["predicted_peak_mib"] == max(p["peak_mib"] for p in phases.values())
 
 
 def test_offline_a_measured_model_without_metadata_gets_its_measured_records(
