@@ -349,3 +349,36 @@ def test_eval_results_carry_one_record_per_fold_naming_its_family(shapes: dict) 
     assert eval_results_text(export.entries).count("task_id") == len(tasks)
     with pytest.raises(InputError, match="exactly one estimator of yours, found none"):
         eval_entries({"folds": {f: {"scores": {m: {} for m in METHODS}} for f in FOLDS}}, **identity)
+
+
+def test_an_estimator_loaded_from_a_spec_gets_its_context_in_its_own_process(snapshot: Path, tmp_path: Path) -> None:
+    """An estimator named as module:attr lives in a child process of its own; its context arrives there too (read
+    from its own signature in that process), and no second child is started to read it."""
+    from rlvrambench_hf.scoring import contained
+
+    source = tmp_path / "needs_context.py"
+    source.write_text(
+        "import os\n"
+        "class Estimator:\n"
+        "    def fit(self, training, context=None):\n"
+        "        assert context is not None and context.source and context.fold, context\n"
+        "        self.pid = os.getpid()\n"
+        "        return self\n"
+        "    def predict(self, targets, context=None):\n"
+        "        assert self.pid == os.getpid() and context.training_families, context\n"
+        "        return ['within_margin'] * len(targets)\n"
+    )
+    started: list[int] = []
+    original = contained.Child.__init__
+
+    def recording(self, *args, **kwargs) -> None:
+        original(self, *args, **kwargs)
+        started.append(self.pid)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(contained.Child, "__init__", recording)
+        report = estimation.run_retrospective(snapshot, estimators={"mine": f"{source}:Estimator"})
+    assert {f: fold["scores"]["mine"]["approved"] for f, fold in report["folds"].items()} == dict.fromkeys(
+        report["folds"], 30
+    )
+    assert len(started) == 1 and not Path(f"/proc/{started[0]}").exists()  # one child, ended with the command

@@ -7,6 +7,7 @@ tests instead of the users."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import signal
@@ -14,6 +15,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -51,13 +53,29 @@ def run_measured(
         killer = threading.Timer(timeout, lambda: os.kill(process.pid, signal.SIGKILL))
         killer.start()
         try:
-            _, status, usage = os.wait4(process.pid, 0)
+            status, high_water_kib = _wait_with_high_water(process.pid)
         finally:
             killer.cancel()
         process.returncode = os.waitstatus_to_exitcode(status)
-    peak = usage.ru_maxrss / 1024 if sys.platform != "darwin" else usage.ru_maxrss / 2**20
+    peak = high_water_kib / 1024
     assert process.returncode != -signal.SIGKILL, f"still running after {timeout} s"
     return subprocess.CompletedProcess(process.args, process.returncode, out.read_text(), err.read_text()), peak
+
+
+def _wait_with_high_water(pid: int) -> tuple[int, int]:
+    """Wait for ``pid``; its exit status and the high-water mark of its resident memory (KiB), read from
+    ``/proc/PID/status`` while it runs. The kernel's ``ru_maxrss`` would not do: a child of a large process (a
+    pytest worker) inherits that process's mark through fork and exec."""
+    high = 0
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status, high
+        with contextlib.suppress(OSError, ValueError):
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    high = max(high, int(line.split()[1]))
+        time.sleep(0.02)
 
 
 def written_files(home: Path) -> dict[str, int]:

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any, NoReturn, cast
 
 from .. import __version__
-from ..data.sources.hubnet import hub_traffic
 from ..errors import EXIT_INTERRUPTED, InputError, RLVRAMBenchError, debug_text, error_line, first_line, one_line
 from ._common import EXIT_ERROR, needs_subcommand
 
@@ -173,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        from ..data.sources.hubnet import hub_traffic  # after parsing: --version and --help import no core
+
         with hub_traffic(install_client=False):  # one deadline for the command's Hub traffic
             return int(args.handler(args) or 0)
     except RLVRAMBenchError as exc:

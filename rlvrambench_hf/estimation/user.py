@@ -14,17 +14,15 @@ is one line naming the estimator, the call and the fold.
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from inspect import Parameter
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..data.schema.pins import OUTCOME_LABELS
 from ..errors import InputError, quote, summary
-from ..scoring.bounded import DEFAULT_TIMEOUT, UserObject
+from ..scoring.bounded import DEFAULT_TIMEOUT, PARAMETERS, UserObject, parameters_of
 from ..scoring.user import isolation_for
 from .evidence import EVIDENCE_COLUMNS, Evidence
 from .features import FEATURE_NAMES
@@ -99,17 +97,15 @@ def bind_estimator(estimator: Estimator, name: str, *, timeout: float | None = D
 def takes_context(estimator: object, method: str) -> bool:
     """Whether ``estimator.method`` declares ``context`` as its second parameter (a ``context`` elsewhere is a
     one-line error saying where it must be)."""
-    try:
-        parameters = list(inspect.signature(getattr(estimator, method)).parameters.values())
-    except (TypeError, ValueError):  # no signature to read (a builtin): called with one argument
-        return False
-    names = [p.name for p in parameters]
+    return context_declared(parameters_of(getattr(estimator, method)), method)
+
+
+def context_declared(parameters: Sequence[tuple[str, str]], method: str) -> bool:
+    """:func:`takes_context` over the (name, kind name) parameters of ``method``, wherever they were read."""
+    names = [name for name, _ in parameters]
     if "context" not in names:
         return False
-    if names.index("context") != 1 or parameters[1].kind not in (
-        Parameter.POSITIONAL_ONLY,
-        Parameter.POSITIONAL_OR_KEYWORD,
-    ):
+    if names.index("context") != 1 or parameters[1][1] not in ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD"):
         raise InputError(f"{method}'s context must be its second parameter: def {method}(self, data, context=None)")
     return True
 
@@ -123,7 +119,10 @@ def estimator_run(
     """A fold runner for :func:`~.folds.retrospective`: fit on the training view, predict the target view,
     check the result and match it to the targets (``estimator`` from :func:`bind_estimator`; ``release`` the
     source's identity, given to an estimator that takes a :class:`EstimatorContext`)."""
-    with_context = {m: takes_context(estimator.obj, m) for m in ("fit", "predict")}
+    with_context = {  # read where the estimator lives: its own process, for one loaded from a spec
+        m: context_declared(estimator.call(PARAMETERS, m, where="reading its parameters", accept=list), m)
+        for m in ("fit", "predict")
+    }
 
     def run(training: Examples, test: Examples) -> dict[str, list]:
         families = sorted({str(r.get(FAMILY_COLUMN)) for r in test.rows})

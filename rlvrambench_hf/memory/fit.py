@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ..errors import quote
 from .calibrate import FINAL_FORM, FORMS, MIB, Calibration, rows_inputs, sync_extra_of
 from .phases import TOKEN_CALIBRATION, TOKEN_TERMS, phases
 
@@ -24,7 +25,7 @@ def fit(
     """Fit the calibrated terms on ``training`` (configurations with ``completed`` and
     ``max_completed_run_peak_mib``) and the ``stages`` rows of those configurations only."""
     if form not in FORMS:
-        raise ValueError(f"unknown form {form!r}")
+        raise ValueError(f"unknown form {quote(form)}")
     done = [r for r in training if r.get("completed") and not r["parameter_offload"]]
     x, arch = rows_inputs(done, metadata)
     resident = 4.0 * (arch.p + arch.adapter(x.knob("lora_rank"))) / x["gpu_count"] / MIB

@@ -163,11 +163,28 @@ class UserObject:
         raise failure
 
 
-def run_request(obj: Any, method: str | None, args: tuple[Any, ...], accept: Callable[[Any], Any]) -> Reply:
-    """Run one request on ``obj`` (a method call, or an attribute read when ``method`` is None) and check what it
-    returned with ``accept``; every exception becomes a reply."""
+#: The request for the parameters of one of the object's methods, answered where the object lives.
+PARAMETERS = "rlvrambench: parameters"
+
+
+def parameters_of(function: Any) -> list[tuple[str, str]]:
+    """The parameters of ``function`` as (name, kind name); none when it has no signature to read (a builtin)."""
+    import inspect
+
     try:
-        result = getattr(obj, method)(*args) if method is not None else getattr(obj, args[0], args[1])
+        return [(p.name, p.kind.name) for p in inspect.signature(function).parameters.values()]
+    except (TypeError, ValueError):
+        return []
+
+
+def run_request(obj: Any, method: str | None, args: tuple[Any, ...], accept: Callable[[Any], Any]) -> Reply:
+    """Run one request on ``obj`` (a method call, an attribute read when ``method`` is None, or the parameters of
+    a method for :data:`PARAMETERS`) and check what it returned with ``accept``; every exception becomes a reply."""
+    try:
+        if method == PARAMETERS:
+            result: Any = parameters_of(getattr(obj, args[0]))
+        else:
+            result = getattr(obj, method)(*args) if method is not None else getattr(obj, args[0], args[1])
     except BaseException as exc:  # noqa: B036 - SystemExit and KeyboardInterrupt of user code are errors too
         return ("raised", isinstance(exc, KeyboardInterrupt), first_line(exc, typed=True), _trace(exc))
     try:
