@@ -17,20 +17,12 @@ from dataclasses import dataclass, field
 
 from .logfigures import Number, startup_numbers
 from .logphase import phase_near
-from .logs import Lines, LogText, Signal, log_text, recognise
+from .logs import DEVICE_FAMILIES, HOST_FAMILIES, Lines, LogText, Signal, log_text, recognise
 from .oomfixes import DESCRIPTION, FIXES, HOST_KIND, KV_SHORT, UTILIZATION_KEY, device_of
 
 #: Families by how telling they are (first: the root cause when present), memory families first.
 TIERS: tuple[tuple[str, ...], ...] = (
-    (
-        "torch_oom",
-        "cuda_error_oom",
-        "vllm_free_memory",
-        "vllm_kv_cache",
-        "vllm_no_cache_blocks",
-        "ray_host_oom",
-        "kernel_oom",
-    ),
+    (*DEVICE_FAMILIES, *HOST_FAMILIES),
     ("configuration", "environment"),
     ("port_collision",),
     ("nccl_error", "nccl_timeout"),
@@ -39,8 +31,6 @@ TIERS: tuple[tuple[str, ...], ...] = (
 )
 #: Failures where the KV cache was short: a larger vLLM reservation is then a fix, a smaller one never.
 KV_FAMILIES = ("vllm_kv_cache", "vllm_no_cache_blocks")
-DEVICE_FAMILIES = ("torch_oom", "cuda_error_oom", "vllm_free_memory", "vllm_kv_cache", "vllm_no_cache_blocks")
-HOST_FAMILIES = ("ray_host_oom", "kernel_oom")
 #: A device OOM's failure kind by phase (any other phase: cuda_oom, the release's kind for the rest).
 DEVICE_KIND_BY_PHASE = {
     "initializing": "rollout_init_memory",

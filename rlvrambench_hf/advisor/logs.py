@@ -247,19 +247,17 @@ def _bounded(matches: Iterator[re.Match[str]]) -> list[re.Match[str]]:
 
 
 #: Families a quoted source line never hides (their wording does not occur in code).
-_MEMORY = ("torch_oom", "cuda_error_oom", "vllm_free_memory", "vllm_kv_cache", "vllm_no_cache_blocks", "ray_host_oom")
+#: The families of a device out of memory, and of a host out of memory.
+DEVICE_FAMILIES = ("torch_oom", "cuda_error_oom", "vllm_free_memory", "vllm_kv_cache", "vllm_no_cache_blocks")
+HOST_FAMILIES = ("ray_host_oom", "kernel_oom")
+_MEMORY = (*DEVICE_FAMILIES, "ray_host_oom")
 #: A line of source code that a traceback quotes (``assert …``, ``raise …``, a string literal).
 _CODE = re.compile(r"^(?:\([^)]*\)\s*)?(?:\[rank\d+\]:)?\s+(?:assert |raise |if |elif |f?\"|f?')")
 
 #: A family not recorded on a line where a more specific one is (an exception line holding an OOM sentence).
 _SHADOWED = {
     "exception": (
-        "torch_oom",
-        "cuda_error_oom",
-        "vllm_free_memory",
-        "vllm_kv_cache",
-        "vllm_no_cache_blocks",
-        "ray_host_oom",
+        *_MEMORY,
         "configuration",
         "environment",
         "port_collision",
