@@ -9,6 +9,7 @@ be written (a read-only file system, a full one: tmpfs mounts, made where the te
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import os
@@ -809,4 +810,55 @@ def outputs_in(place: Callable[[Path], Path | None]) -> Maker:
 OUTPUT_INPUTS = [
     Input("outputs in a read-only folder", outputs_in(read_only)),
     Input("outputs on a full file system", outputs_in(full_disk), "either"),
+]
+
+
+#: A failure log is text of any shape: what cannot be read as text, or at all, is refused; anything else is answered
+#: (a log without a failure message says so), within the same bounds. The pipes must give the same answer.
+_LOG_REFUSED = {
+    "NUL bytes",
+    "random binary",
+    "missing file",
+    "a directory",
+    "symbolic-link loop",
+    "broken symbolic link",
+    "a socket",
+    "/dev/zero",
+    "unreadable (/proc/self/mem)",
+    "name with control characters",
+    "a 5,000-character path",
+    "a 2 GiB file (sparse)",
+}
+_LOG_ACCEPTED = {"a FIFO fed the valid content", "/dev/stdin fed the valid content", "empty", "blank lines"}
+
+
+def _as_log(item: Input) -> Input:
+    expect = "refused" if item.name in _LOG_REFUSED else "accepted" if item.name in _LOG_ACCEPTED else "either"
+    return dataclasses.replace(item, expect=expect, formats=("log",))
+
+
+#: A secret a log may hold (the output must never show it): a URL's user-info and a Hub token.
+LOG_SECRET = b"https://user:hunter2@mirror.example/x hf_" + b"a" * 34 + b"\n"
+
+
+def log_case(name: str, transform: Callable[[bytes], bytes], seconds: float | None = None) -> Input:
+    return Input(f"log: {name}", data(transform), "accepted", ("log",), seconds)
+
+
+LOG_INPUTS = [
+    *(_as_log(i) for i in FILE_INPUTS if "sh" in i.formats),
+    log_case("a credentialed URL and a token", lambda b: LOG_SECRET + b),
+    log_case("the OOM sentence 2,000 times", lambda b: b * 2000, seconds=20),
+    log_case("an OOM sentence without numbers", lambda b: b"torch.OutOfMemoryError: CUDA out of memory.\n"),
+    log_case("figures beyond any number", lambda b: b.replace(b"5.75 GiB", b"9" * 400 + b" GiB")),
+]
+ACCELERATE_INPUTS = [
+    edit("accelerate: num_processes 0", "num_processes: 2", "num_processes: 0"),
+    edit("accelerate: num_processes 2**70", "num_processes: 2", f"num_processes: {2**70}"),
+    edit("accelerate: num_machines .nan", "num_machines: 1", "num_machines: .nan"),
+    edit("accelerate: more machines than processes", "num_machines: 1", "num_machines: 4"),
+    edit("accelerate: an unknown distributed type", "distributed_type: DEEPSPEED", "distributed_type: WARP_DRIVE"),
+    edit("accelerate: a ZeRO stage of 7", "zero_stage: 2", "zero_stage: 7"),
+    edit("accelerate: a list as the processes", "num_processes: 2", "num_processes: [1, 2]"),
+    edit("accelerate: a zero-width space in a key", "num_processes: 2", "num_processes\u200b: 2"),
 ]

@@ -40,8 +40,10 @@ from rlvrambench_hf.errors import MESSAGE_LIMIT
 
 from conftest import SNAPSHOT, cli_env
 from hostile_corpus import (
+    ACCELERATE_INPUTS,
     CODE_INPUTS,
     FILE_INPUTS,
+    LOG_INPUTS,
     OUTPUT_INPUTS,
     PLANNED_INPUTS,
     RELEASE_INPUTS,
@@ -115,6 +117,12 @@ TARGETS = [
     ),
     Target("estimate advise --verl YAML", ("estimate", "advise", "--verl", "{IN}"), "verl yaml"),
     Target("estimate advise --trl", ("estimate", "advise", "--trl", "{IN}", "--workload", "math"), "trl"),
+    Target("advise --log", ("advise", "--log", "{IN}"), "log"),
+    Target(
+        "advise --trl --accelerate-config",
+        ("advise", "--trl", "{TRL}", "--workload", "math", "--accelerate-config", "{IN}"),
+        "accelerate",
+    ),
     Target("compare A", ("compare", "{IN}", "rule:always_approve", "--output", "{OUT}"), "predictions"),
     Target("compare B", ("compare", "rule:source_label", "{IN}", "--output", "{OUT}"), "predictions"),
     Target("leaderboard PATH", ("leaderboard", "{IN}", "--output", "{CSV}"), "scores"),
@@ -257,6 +265,25 @@ def trl_base(work: Path) -> tuple[bytes, str]:
     return yaml.safe_dump(config, sort_keys=False).encode(), ".yaml"
 
 
+def log_base(work: Path) -> tuple[bytes, str]:
+    """The log of a run that ran out of memory in its weight sync (the project's own test log)."""
+    return (Path(__file__).parent / "logs" / "torch25_weight_sync.log").read_bytes(), ".log"
+
+
+def accelerate_base(work: Path) -> tuple[bytes, str]:
+    """An accelerate config as ``accelerate launch --config_file`` takes it: DeepSpeed ZeRO-2 on two GPUs."""
+    config = {
+        "compute_environment": "LOCAL_MACHINE",
+        "distributed_type": "DEEPSPEED",
+        "deepspeed_config": {"zero_stage": 2, "offload_optimizer_device": "none", "offload_param_device": "none"},
+        "mixed_precision": "bf16",
+        "num_machines": 1,
+        "num_processes": 2,
+        "machine_rank": 0,
+    }
+    return yaml.safe_dump(config, sort_keys=False).encode(), ".yaml"
+
+
 def scores_base(work: Path) -> tuple[bytes, str]:
     """A transfer score file with intervals, as ``evaluate --intervals --output`` writes it."""
     predictions = work / "predictions.csv"
@@ -279,6 +306,8 @@ BASES: dict[str, tuple[Callable[[Path], tuple[bytes, str]], str]] = {
     "verl yaml": (verl_yaml_base, "yaml"),
     "trl": (trl_base, "yaml"),
     "scores": (scores_base, "json"),
+    "log": (log_base, "log"),
+    "accelerate": (accelerate_base, "yaml"),
 }
 #: The inputs of one kind of file, beside the FILE_INPUTS of its format.
 OWN_INPUTS = {
@@ -287,6 +316,8 @@ OWN_INPUTS = {
     "verl yaml": VERL_YAML_INPUTS,
     "trl": TRL_INPUTS,
     "scores": SCORE_INPUTS,
+    "log": LOG_INPUTS,
+    "accelerate": ACCELERATE_INPUTS,
 }
 
 
@@ -359,6 +390,8 @@ def run_target(target: Target, work: Path) -> dict[str, dict]:
 
 def _run_target(target: Target, work: Path) -> dict[str, dict]:
     base, suffix = BASES[target.kind][0](work) if target.kind in BASES else (b"", "")
+    trl = work / "grpo.yaml"  # the GRPOConfig an accelerate config is given with
+    trl.write_bytes(trl_base(work)[0])
     plans, outcomes = [], {}
     for index, item in enumerate(i for t, i in CASES if t is target):
         own = work / f"in-{index}"
@@ -375,6 +408,7 @@ def _run_target(target: Target, work: Path) -> dict[str, dict]:
             "{CSV}": str(out / "out.csv"),
             "{DIR}": str(out / "report"),
             "{S}": str(SNAPSHOT),
+            "{TRL}": str(trl),
         }
         argv = ["--source", str(SNAPSHOT)] if target.kind != "source" else ["--source", prepared.arg]
         argv += [_fill(a, fill) for a in target.argv]

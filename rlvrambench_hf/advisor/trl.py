@@ -108,6 +108,7 @@ def accelerate_fields(path: object, fields: Mapping, origin: str) -> dict:
     data = parse_structured(read_text(path, "accelerate config"), name, Path(path).suffix.lower() or ".yaml")
     if not isinstance(data, dict) or not ({"distributed_type", "num_processes", "compute_environment"} & set(data)):
         raise InputError(f"{name}: an accelerate config is a mapping (distributed_type:, num_processes:, ...)")
+    check_accelerate(data, name)
     found: dict[str, object] = {}
     for dotted, key in ACCELERATE_KEYS.items():
         section, _, leaf = dotted.rpartition(".")
@@ -120,6 +121,48 @@ def accelerate_fields(path: object, fields: Mapping, origin: str) -> dict:
                 f"{origin}: {key} = {quote(fields[key])} but the accelerate config {name} gives {quote(value)}"
             )
     return found
+
+
+#: The ``distributed_type`` values accelerate has (``accelerate.utils.DistributedType``).
+DISTRIBUTED_TYPES = (
+    *("NO", "MULTI_CPU", "MULTI_GPU", "MULTI_NPU", "MULTI_MLU", "MULTI_SDAA", "MULTI_MUSA", "MULTI_XPU", "MULTI_HPU"),
+    *("DEEPSPEED", "FSDP", "XLA", "MEGATRON_LM"),
+)
+
+
+def check_accelerate(data: Mapping, name: str) -> None:
+    """What accelerate and DeepSpeed refuse before launching: a key that is not what it shows (an invisible or
+    control character in it), a ``distributed_type`` accelerate does not have, a ZeRO stage outside 0-3, more
+    machines than processes (``num_processes`` counts them over all machines)."""
+    import unicodedata
+
+    for key in _keys(data):
+        if any(unicodedata.category(c) in ("Cc", "Cf") for c in key):
+            raise InputError(f"{name}: key {quote(key)} holds an invisible or control character")
+    kind = data.get("distributed_type")
+    if kind is not None and str(kind).upper() not in DISTRIBUTED_TYPES:
+        known = ", ".join(DISTRIBUTED_TYPES[:3])
+        raise InputError(f"{name}: distributed_type {quote(kind)} is not one accelerate has ({known}, DEEPSPEED, ...)")
+    deepspeed = data.get("deepspeed_config")
+    stage = deepspeed.get("zero_stage") if isinstance(deepspeed, Mapping) else None
+    if stage is not None and (isinstance(stage, bool) or stage not in (0, 1, 2, 3)):
+        raise InputError(f"{name}: deepspeed_config.zero_stage {quote(stage)} is not a ZeRO stage (0, 1, 2 or 3)")
+    machines, processes = data.get("num_machines"), data.get("num_processes")
+    if _count(machines) and _count(processes) and machines > processes:  # type: ignore[operator]
+        raise InputError(
+            f"{name}: num_machines {quote(machines)} is more than num_processes {quote(processes)}: accelerate's "
+            "num_processes counts the processes of all machines"
+        )
+
+
+def _keys(node: object) -> list[str]:
+    if not isinstance(node, Mapping):
+        return []
+    return [str(k) for k in node] + [k for v in node.values() for k in _keys(v)]
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def trl_file(path: str | os.PathLike) -> dict:
