@@ -173,3 +173,28 @@ def test_what_a_script_says_beyond_the_settings_passed_on_is_named(
     (flag,) = [f for f in _read(megatron, snapshot).row_flags(0) if "read but not passed on" in f]
     assert "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size" in flag
     assert "megatron.param_offload" not in flag  # read: it is the actor's parameter offload
+
+
+def test_verl_per_size_h100_scripts_fit_on_an_h100_and_not_on_the_release_a100(
+    snapshot: Path, verl_defaults: Path, monkeypatch
+) -> None:
+    """VERL's tuning folder gives one GRPO+LoRA script per model size, each tuned to run on H100s: on an H100 every
+    one is answered within the margin, by the model (no record measured it); on the release's 40 GB A100 the same
+    scripts are refused, by a floor or by the model: more device memory never gives a worse verdict."""
+    from huggingface_hub import constants
+
+    from rlvrambench_hf.advisor.hardware import Hardware
+
+    monkeypatch.syspath_prepend(str(verl_defaults))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # sizes from the release or the package's config facts
+    context = load_context(snapshot)
+    tuning = [c for c in CASES if c.path.startswith("verl/tuning_")]
+    assert len(tuning) == 7
+    for case in tuning:
+        plans = _read(case, snapshot)
+        on_h100 = document(advise(plans, snapshot, context=context, hardware=Hardware.of(None, None, gpu="H100")))
+        (h100,) = on_h100["configurations"]
+        assert (h100["verdict"]["state"], h100["verdict"]["basis"]) == ("within_margin", "predicted"), case.path
+        assert h100["device"]["name"] == "H100 80GB" and not h100["device"]["measured"]
+        (a100,) = document(advise(plans, snapshot, context=context))["configurations"]
+        assert a100["verdict"]["state"] == "memory_failure", case.path
