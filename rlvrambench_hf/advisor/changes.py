@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from .arrays import numbers, take, with_validity
+from .knobs import KNOB_BY_NAME
 from .mapping import TRL_MAPPING, VERL_MAPPING, Mapped
 from .records import MeasuredIndex
 from .trlmapping import ACCELERATE_PLACES
@@ -32,6 +33,8 @@ MOVES: dict[str, tuple[int, str]] = {
     "parameter_offload": (0, "on"),
     "optimizer_offload": (0, "on"),
     "free_cache_engine": (0, "on"),
+    "layered_summon": (0, "on"),
+    "gradient_checkpointing": (0, "on"),
     "gpu_count": (1, "up"),
     "rollout_tp_size": (1, "other"),
     "max_response_length": (2, "down"),
@@ -68,13 +71,14 @@ class Variants:
 
 
 def variants(table: pa.Table, rows: np.ndarray, index: MeasuredIndex) -> Variants | None:
-    """Every single-setting variant of plans ``rows`` along the measured values."""
+    """Every single-setting variant of plans ``rows`` along the measured values (a memory knob: turned on)."""
     parts, origin, setting, cost, before, after = [], [], [], [], [], []
+    table = _with_knob_values(table)
     for k, (name, (tier, direction)) in enumerate(MOVES.items()):
         if name not in table.column_names:
             continue
         current, valid = numbers(table.column(name))
-        for value in index.values[name].to_pylist():
+        for value in index.values[name].to_pylist() if name in index.values else [True]:
             chosen = rows[valid[rows] & _allowed(direction, current[rows], float(value))]
             if not len(chosen):
                 continue
@@ -97,6 +101,26 @@ def variants(table: pa.Table, rows: np.ndarray, index: MeasuredIndex) -> Variant
         np.concatenate(before),
         after,
     )
+
+
+def _with_knob_values(table: pa.Table) -> pa.Table:
+    """``table`` with each memory knob :data:`MOVES` can turn on given everywhere: where a plan does not say, the
+    value the per-phase model takes (VERL's default, or the release's)."""
+    import pyarrow.compute as pc
+
+    from ..memory.inputs import KNOB_DEFAULTS
+
+    for name in (n for n in MOVES if n in KNOB_BY_NAME):
+        default = pa.scalar(bool(KNOB_DEFAULTS[name][0]))
+        given = (
+            table.column(name).cast(pa.bool_()) if name in table.column_names else pa.nulls(table.num_rows, pa.bool_())
+        )
+        filled = pc.fill_null(given, default)
+        if name in table.column_names:
+            table = table.set_column(table.schema.get_field_index(name), name, filled)
+        else:
+            table = table.append_column(name, filled)
+    return table
 
 
 def _allowed(direction: str, current: np.ndarray, value: float) -> np.ndarray:

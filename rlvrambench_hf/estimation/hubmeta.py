@@ -122,7 +122,7 @@ def fetch_model_metadata(model_id: str, revision: str | None = None) -> dict:
     except Exception as exc:
         if config_path is not None and _offline(exc):
             return _from_cached_config(model_id, config_path)
-        if model_id in KNOWN_CONFIGS and _offline(exc):
+        if model_id in KNOWN_CONFIGS:  # offline, unreachable, or a mirror without it: the facts the package ships
             return _from_known_config(model_id)
         raise _metadata_error(exc, model_id, revision) from None
     if config_path is None:
