@@ -1,8 +1,9 @@
 """What would make it fit: single-setting changes along values the release measured (pure, vectorised over plans).
 
 For every plan that needs one, each changeable setting is moved to each measured value in its direction (a
-smaller micro-batch, another utilization, more GPUs, offload on, a shorter response, ...; see :data:`MOVES`), all
-the variants are assessed together like plans, and per setting the smallest change whose verdict is
+smaller micro-batch, another utilization, more GPUs, offload on, a shorter response, ...; see :data:`MOVES`; a
+memory knob the model reads — layered summon, gradient checkpointing — is turned on), all the variants are
+assessed together like plans, and per setting the smallest change whose verdict is
 ``within_margin`` is kept — the smallest one a measurement supports and, when it is smaller still, the smallest
 one the references predict. Changes are ordered by how little they change the run: memory knobs first, then
 hardware, then the training itself, and within a tier by the size of the step (``|ln(to / from)|``, 1 for a
