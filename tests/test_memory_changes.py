@@ -59,3 +59,24 @@ def test_registry_settings_are_written_as_a_user_pastes_them():
         "trl_arguments": ["--max_completion_length 1024"],
         "accelerate_config": [],
     }
+
+
+def test_a_plan_that_overflows_its_actor_update_is_offered_gradient_checkpointing(snapshot):
+    """Gradient checkpointing off makes a plan's actor update overflow: turning it back on (VERL's key) is among the
+    changes that make it fit, with the model's peak after it."""
+    from rlvrambench_hf.advisor import advise_planned
+
+    plan = {
+        "model_id": "Qwen/Qwen2.5-3B-Instruct", "workload_id": "gsm8k", "gpu_count": 2, "rollout_tp_size": 1,
+        "actor_micro_batch": 32, "rollout_logprob_micro_batch": 8, "ref_logprob_micro_batch": 8,
+        "vllm_gpu_memory_utilization": 0.6, "parameter_offload": True, "optimizer_offload": False,
+        "free_cache_engine": True, "max_prompt_length": 1024, "max_response_length": 1024, "max_model_len": 2048,
+        "max_num_seqs": 64, "rollout_n": 5, "train_batch_size": 128, "gradient_checkpointing": False,
+    }  # fmt: skip
+    (answer,) = advise_planned([plan], snapshot)["configurations"]
+    assert answer["verdict"]["state"] != "within_margin" and answer["binding_phase"] == "actor_update"
+    (on,) = [c for c in answer["changes"] if c["setting"] == "gradient_checkpointing"]
+    assert on["verl_overrides"] == ["actor_rollout_ref.model.enable_gradient_checkpointing=True"]
+    assert on["predicted_peak_change_mib"] < 0 and on["basis"] == "predicted"
+    (fitting,) = advise_planned([{**plan, "gradient_checkpointing": True}], snapshot)["configurations"]
+    assert fitting["verdict"]["state"] == "within_margin"
