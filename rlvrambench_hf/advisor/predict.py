@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -43,10 +44,10 @@ class SettingArrays:
     metadata: np.ndarray  # per row × METADATA_FIELDS (float64; NaN where the model has no metadata)
     has_metadata: np.ndarray
     table: pa.Table
-    metadata_mappings: Mapping[str, Mapping]
+    metadata_mappings: Mapping[str, Mapping[str, Any]]
 
     @classmethod
-    def of(cls, table: pa.Table, metadata: Mapping[str, Mapping]) -> SettingArrays:
+    def of(cls, table: pa.Table, metadata: Mapping[str, Mapping[str, Any]]) -> SettingArrays:
         values, valid = {}, {}
         for name in FEATURE_SETTINGS:
             if name in table.column_names:

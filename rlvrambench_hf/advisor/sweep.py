@@ -56,7 +56,7 @@ def sweep_table(answers: Answers) -> pa.Table:
     return pa.Table.from_arrays(list(columns.values()), names=list(columns))
 
 
-def write_sweep(answers: Answers, path: str | os.PathLike) -> None:
+def write_sweep(answers: Answers, path: str | os.PathLike[str]) -> None:
     """Write :func:`sweep_table` to ``path`` (``.csv`` or ``.parquet``) atomically."""
     from ..data.tables.output import atomic_output
 

@@ -10,6 +10,7 @@ lies outside the measured cloud, even when each of its settings is inside the me
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -62,7 +63,7 @@ class Cloud:
         diff = self.scaled(features)[:, None, :] - self.points[None, :, :]
         return np.sqrt(np.einsum("ijk,ijk->ij", diff, diff))
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         return {
             "points": len(self.points),
             "records": sum(len(r) for r in self.records),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -60,7 +61,7 @@ class Architecture:
         return 2.0 * self.layers * self.kv_width * 2.0
 
 
-def architecture(models: Sequence[str], model: np.ndarray, metadata: Mapping[str, Mapping]) -> Architecture:
+def architecture(models: Sequence[str], model: np.ndarray, metadata: Mapping[str, Mapping[str, Any]]) -> Architecture:
     """The sizes of each plan's model (``model``: per plan an index into ``models``, -1 for none)."""
     table = np.array(
         [_row(metadata.get(m), m) for m in models] + [[np.nan] * (len(FIELDS) + 1)], dtype=np.float64
@@ -89,7 +90,7 @@ def architecture(models: Sequence[str], model: np.ndarray, metadata: Mapping[str
     )
 
 
-def _row(meta: Mapping | None, model_id: str) -> list[float]:
+def _row(meta: Mapping[str, Any] | None, model_id: str) -> list[float]:
     if meta is None:
         return [np.nan] * (len(FIELDS) + 1)
     values = [_float(meta.get(f)) for f in FIELDS]

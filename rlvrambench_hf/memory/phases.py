@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -98,7 +99,7 @@ class PhaseModel:
         tie[0] = 1e-6
         return np.argmax(self.peaks - tie, axis=1)
 
-    def explain(self, i: int) -> list[dict]:
+    def explain(self, i: int) -> list[dict[str, Any]]:
         """Plan ``i``'s phases as the answer lists them: phase, peak and terms with their arithmetic."""
         out = []
         for phase in PHASES:

@@ -31,7 +31,7 @@ def _release_text(table: pa.Table, spec: ConfigSpec) -> pa.Table:
     return table
 
 
-def export_table(spec: ConfigSpec, table: pa.Table, fmt: str, output: str | os.PathLike) -> int:
+def export_table(spec: ConfigSpec, table: pa.Table, fmt: str, output: str | os.PathLike[str]) -> int:
     """Write ``table`` (storage types) as ``fmt``; CSV keeps the release's conventions (blank null, ``;`` lists)."""
     if fmt == "parquet":
         with atomic_output(output, "wb") as handle:

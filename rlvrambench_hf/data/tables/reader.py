@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 
-def read_typed_file(path: str | os.PathLike | bytes, spec: ConfigSpec, *, name: str | None = None) -> pa.Table:
+def read_typed_file(path: str | os.PathLike[str] | bytes, spec: ConfigSpec, *, name: str | None = None) -> pa.Table:
     """Read ``path`` (or the bytes of a file) as the table ``spec`` describes (a CSV file, or JSON when the spec's
     layout says so); ``name`` is how errors refer to the file. A CSV file pyarrow refuses is diagnosed by
     :func:`~.diagnose.csv_problem` (the line that is not UTF-8, the row with the wrong number of cells, ...)."""
