@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -106,7 +106,7 @@ def _allowed(direction: str, current: np.ndarray, value: float) -> np.ndarray:
     if direction == "up":
         return value > current
     if direction == "on":
-        return (current == 0) & np.full(current.shape, value == 1)
+        return cast("np.ndarray", (current == 0) & np.full(current.shape, value == 1))
     return np.asarray(value != current, dtype=bool)
 
 

@@ -9,7 +9,7 @@ one recorded setting, with that setting named.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -155,7 +155,7 @@ def _differing(records: RecordIndex, plan: np.ndarray) -> np.ndarray:
     """records × settings: the settings the record's table records and the plan gives where they differ (a value
     never measured differs from every record)."""
     compared = records.recorded & (plan[None, :] != NOT_GIVEN)
-    return compared & ((records.codes != plan[None, :]) | (plan[None, :] < 0) | (records.codes < 0))
+    return cast("np.ndarray", compared & ((records.codes != plan[None, :]) | (plan[None, :] < 0) | (records.codes < 0)))
 
 
 def _with_match(record: dict[str, Any], recorded: np.ndarray, plan: np.ndarray) -> dict[str, Any]:

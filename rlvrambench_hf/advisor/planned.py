@@ -13,7 +13,7 @@ is a setting not given.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +105,9 @@ def _read_csv(found: str | bytes, name: str, spec: ConfigSpec) -> tuple[pa.Table
         check_text(found, name)
     else:
         check_text_file(Path(found), name)
-    opener = (lambda: pa.BufferReader(found)) if isinstance(found, bytes) else (lambda: pa.OSFile(found))
+    opener: Callable[[], Any] = (
+        (lambda: pa.BufferReader(found)) if isinstance(found, bytes) else (lambda: pa.OSFile(found))
+    )
     options = pacsv.ConvertOptions(
         column_types={c: pa.string() for c in spec.column_names},
         strings_can_be_null=False,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -141,7 +141,7 @@ class Predictions:
 
     def cautious(self) -> np.ndarray:
         """The most severe label any method predicts (-1 when none predicts)."""
-        return np.maximum.reduce([self.state[m] for m in self.state])
+        return cast("np.ndarray", np.maximum.reduce([self.state[m] for m in self.state]))
 
 
 def predict(s: SettingArrays, fitted: FittedReferences, parameters: Mapping[str, int]) -> Predictions:

@@ -108,7 +108,7 @@ def _check_models(table: pa.Table, measured: Measured, where: Where) -> None:
     """Every model is one the release measured or a Hub repository name (its metadata can then be read); anything
     else (a local folder that names no measured model, invisible characters) is refused, naming the row."""
     from huggingface_hub.errors import HFValidationError
-    from huggingface_hub.utils import validate_repo_id
+    from huggingface_hub.utils import validate_repo_id  # type: ignore[attr-defined]  # public there, not re-exported in its typing
 
     from .models import local_folder
 

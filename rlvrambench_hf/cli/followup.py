@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, cast
 
 from ..followup.core import STUDIES
 from ._common import PREDICTIONS_FORMATS, add_group, checked_source, format_table
@@ -79,7 +79,9 @@ def range_lines(scores: dict[str, Any]) -> str:
             ]
         )
     first = next(iter(scores["approvals"].values()))["intervals"]
-    return format_table(headers, rows) + "\n" + first.get("note", interval_legend(scores["interval_settings"]))
+    return cast(
+        "str", format_table(headers, rows) + "\n" + first.get("note", interval_legend(scores["interval_settings"]))
+    )
 
 
 def host_memory_lines(scores: dict[str, Any]) -> list[str]:

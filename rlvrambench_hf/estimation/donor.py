@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ..errors import InputError
 from .features import coarse_family
@@ -24,11 +24,11 @@ class Donor:
 
     @property
     def configuration_id(self) -> str:
-        return self.row["configuration_id"]
+        return cast("str", self.row["configuration_id"])
 
     @property
     def state(self) -> str:
-        return self.row["observed_state"]
+        return cast("str", self.row["observed_state"])
 
     @property
     def peak_mib(self) -> float | None:

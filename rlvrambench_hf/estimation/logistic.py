@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -53,7 +53,9 @@ class LogisticClassifier:
     iterations: int
 
     def logits(self, features: np.ndarray) -> np.ndarray:
-        return ((features - self.scaler_mean) / self.scaler_scale) @ self.coefficients.T + self.intercepts
+        return cast(
+            "np.ndarray", ((features - self.scaler_mean) / self.scaler_scale) @ self.coefficients.T + self.intercepts
+        )
 
     def predict(self, features: np.ndarray) -> list[str]:
         """The class with the largest logit (ties go to the first class in order)."""

@@ -15,7 +15,7 @@ per logit element.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..data.sources.resolve import SourceLike
 from ..memory.band import FoldResult, folds, predict_rows
@@ -51,7 +51,7 @@ class PhysicalModel:
         if self.source is None and getattr(context, "source", None):
             self.source = context.source  # type: ignore[attr-defined]
         metadata = {r["model_id"]: r for r in load_table("model_metadata", self.source).to_pylist()}
-        rows = training.to_dict("records")
+        rows = cast("list[dict[str, Any]]", training.to_dict("records"))
         ids = {r["configuration_id"] for r in rows}
         stages = load_table("stage_measurements", self.source, decode=True).to_pylist()
         self.metadata = metadata
@@ -59,7 +59,9 @@ class PhysicalModel:
         return self
 
     def predict(self, targets: pd.DataFrame) -> dict[str, Any]:
-        labels, peaks = predict_rows(targets.to_dict("records"), self.calibration, self.metadata)
+        labels, peaks = predict_rows(
+            cast("list[dict[str, Any]]", targets.to_dict("records")), self.calibration, self.metadata
+        )
         return {"predicted_state": labels, "predicted_peak_mib": peaks}
 
 

@@ -217,7 +217,7 @@ def _plain(value: object) -> str | int | None:
     if isinstance(value, int):
         return int.__index__(value)
     if type(value).__module__ == "numpy" and getattr(getattr(value, "dtype", None), "kind", "") in ("i", "u"):
-        return int(value)  # type: ignore[call-overload]
+        return int(value)  # type: ignore[call-overload,no-any-return]
     return None
 
 

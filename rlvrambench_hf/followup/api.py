@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..data.sources.base import Source
 from ..data.sources.resolve import SourceLike, open_source
@@ -52,7 +52,7 @@ def read_predictions(path: str | os.PathLike[str], configuration_ids: Sequence[s
 
 def study_rows(study: str, source: SourceLike = None, revision: str | None = None) -> list[dict[str, Any]]:
     """The decoded rows of ``study``'s config, in file order."""
-    return load_table(study_config(study), source, revision, decode=True).to_pylist()
+    return cast("list[dict[str, Any]]", load_table(study_config(study), source, revision, decode=True).to_pylist())
 
 
 def score_study(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -54,11 +54,11 @@ class Architecture:
 
     def adapter(self, rank: np.ndarray) -> np.ndarray:
         """Adapter elements at LoRA ``rank`` (all linear layers; linear in the rank)."""
-        return self.adapter64 * rank / 64.0
+        return cast("np.ndarray", self.adapter64 * rank / 64.0)
 
     def kv_bytes_per_token(self) -> np.ndarray:
         """Bytes of KV cache per token in bf16: keys and values, every layer."""
-        return 2.0 * self.layers * self.kv_width * 2.0
+        return cast("np.ndarray", 2.0 * self.layers * self.kv_width * 2.0)
 
 
 def architecture(models: Sequence[str], model: np.ndarray, metadata: Mapping[str, Mapping[str, Any]]) -> Architecture:

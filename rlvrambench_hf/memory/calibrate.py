@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -82,7 +82,7 @@ class Calibration:
         """The runtime term per plan (MiB)."""
         names = [*x.workloads, None]
         per = np.array([self.per_workload.get(n, self.fallback) if n else self.fallback for n in names])
-        return per[np.where(x.workload >= 0, x.workload, len(names) - 1)] * self._scale(arch)
+        return cast("np.ndarray", per[np.where(x.workload >= 0, x.workload, len(names) - 1)] * self._scale(arch))
 
     def describe(self, arch: Architecture, x: PlanInputs, i: int) -> str:
         w = x.workloads[x.workload[i]] if x.workload[i] >= 0 else None

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pyarrow.parquet as pq
 
@@ -248,7 +248,9 @@ def _check_target(target: Path, overwrite: bool) -> None:
 
 def _is_build(folder: Path) -> bool:
     try:
-        return json.loads((folder / RECORD_PATH).read_text(encoding="utf-8")).get("format") == RECORD_FORMAT
+        return cast(
+            "bool", json.loads((folder / RECORD_PATH).read_text(encoding="utf-8")).get("format") == RECORD_FORMAT
+        )
     except (OSError, ValueError, AttributeError):
         return False
 

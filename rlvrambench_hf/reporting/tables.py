@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ..data.schema.pins import OUTCOME_LABELS
 
@@ -158,7 +158,7 @@ def transfer_scopes(scores: Mapping[str, Any]) -> list[str]:
 
 
 def _scope(scores: Mapping[str, Any], scope: str) -> Mapping[str, Any]:
-    return scores[OVERALL] if scope == OVERALL else scores["per_track"][scope]
+    return cast("Mapping[str, Any]", scores[OVERALL] if scope == OVERALL else scores["per_track"][scope])
 
 
 def transfer_table(methods: Mapping[str, Mapping[str, Any]]) -> Table:

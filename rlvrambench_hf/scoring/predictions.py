@@ -30,7 +30,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -315,7 +315,7 @@ def _header_names(first_line_text: str) -> list[str]:
     if not first_line_text.strip():
         return []
     try:
-        return pacsv.read_csv(pa.py_buffer(first_line_text.encode("utf-8") + b"\n")).column_names
+        return cast("list[str]", pacsv.read_csv(pa.py_buffer(first_line_text.encode("utf-8") + b"\n")).column_names)
     except pa.ArrowInvalid:
         return [first_line_text]
 

@@ -4,7 +4,7 @@ entry points that load and score in one call."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 
@@ -96,7 +96,7 @@ def text_rows(source: SourceLike, config: str, revision: str | None = None) -> l
 
         extra = [f.name for f in table.schema if f.name not in {c.name for c in spec.columns}]
         raise SchemaError(f"{spec.path}: columns the registry does not know: {', '.join(extra)}", path=spec.path)
-    return table.to_pylist()
+    return cast("list[dict[str, str]]", table.to_pylist())
 
 
 def upstream_inputs(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -141,7 +141,7 @@ _LABEL_NAMES = frozenset(k for k in metrics_from_confusion(np.zeros((3, 3), dtyp
 
 
 def _entry(scores: Mapping[str, Any], scope: Scope) -> Mapping[str, Any]:
-    return scores["overall"] if scope.level == "overall" else scores[scope.level][scope.name]
+    return cast("Mapping[str, Any]", scores["overall"] if scope.level == "overall" else scores[scope.level][scope.name])
 
 
 def with_blocks(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import cast
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -46,4 +47,4 @@ def export_table(spec: ConfigSpec, table: pa.Table, fmt: str, output: str | os.P
                 handle.write(json.dumps(row, ensure_ascii=False) + "\n")
     else:
         raise InputError(f"unknown export format {quote(fmt)}; use {', '.join(FORMATS)}")
-    return table.num_rows
+    return cast("int", table.num_rows)

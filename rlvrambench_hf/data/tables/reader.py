@@ -17,6 +17,7 @@ import io
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -62,7 +63,9 @@ def read_typed_file(path: str | os.PathLike[str] | bytes, spec: ConfigSpec, *, n
         quoted_strings_can_be_null=False,
         null_values=[],
     )
-    opener = (lambda: pa.BufferReader(path)) if isinstance(path, bytes) else (lambda: pa.OSFile(os.fspath(path)))
+    opener: Callable[[], Any] = (
+        (lambda: pa.BufferReader(path)) if isinstance(path, bytes) else (lambda: pa.OSFile(os.fspath(path)))
+    )
     try:
         with opener() as stream:
             read = pacsv.ReadOptions(block_size=CSV_BLOCK_SIZE)
