@@ -30,7 +30,7 @@ browser:
 demo: $(VENV)/.installed
 	$(VENV)/bin/rlvrambench --source $(SNAPSHOT) demo
 
-# Lint and types: ruff (rules and formatting) and mypy, configured in pyproject.toml.
+# Lint and types: ruff (rules and formatting) and mypy --strict, configured in pyproject.toml.
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

@@ -8,6 +8,8 @@ pinned release commit (cached by huggingface_hub, reusable offline), a local fol
 package carries this module in its wheel: `evaluate.load(rlvrambench_hf.metric_path())` loads it from any folder.
 """
 
+from typing import Any
+
 import datasets
 import evaluate
 
@@ -40,7 +42,7 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Rlvrambench(evaluate.Metric):
+class Rlvrambench(evaluate.Metric):  # type: ignore[misc]  # evaluate ships no type information
     """A thin adapter: the config table of :mod:`rlvrambench_hf.scoring.metric` gives the features, the
     ``compute`` options and the scoring call."""
 
@@ -55,5 +57,5 @@ class Rlvrambench(evaluate.Metric):
             license="MIT",
         )
 
-    def _compute(self, **inputs: object) -> dict:
+    def _compute(self, **inputs: object) -> dict[str, Any]:
         return metric_config(self.config_name).compute(inputs)

@@ -30,7 +30,7 @@ def load_protocol(source: SourceLike = None, revision: str | None = None) -> Pro
     return parse_protocol(open_source(source, revision).read_json(PROTOCOL_PATH))
 
 
-def read_protocol_file(path: str | os.PathLike) -> Protocol:
+def read_protocol_file(path: str | os.PathLike[str]) -> Protocol:
     """A protocol from a user's JSON file laid out like ``benchmark/decision/protocol.json`` (upstream's
     ``decision_benchmark.py replay --protocol``); a pipe is read once."""
     label = f"protocol file {Path(path)}"
@@ -40,7 +40,7 @@ def read_protocol_file(path: str | os.PathLike) -> Protocol:
         raise InputError(f"{label}: {exc}") from None
 
 
-def protocol_file_content(path: str | os.PathLike) -> Any:
+def protocol_file_content(path: str | os.PathLike[str]) -> Any:
     """The decoded JSON of a user's protocol file (a pipe is read once)."""
     from ..data.tables.userfile import binary_head, content_of, parse_json, user_input
 
@@ -50,7 +50,7 @@ def protocol_file_content(path: str | os.PathLike) -> Any:
 
 
 def load_attempts(
-    source: SourceLike = None, revision: str | None = None, *, path: str | os.PathLike | None = None
+    source: SourceLike = None, revision: str | None = None, *, path: str | os.PathLike[str] | None = None
 ) -> tuple[Attempt, ...]:
     """The attempt records: the typed ``admission_attempts`` config, or a user's ``.json`` / ``.csv`` file."""
     if path is not None:
@@ -61,7 +61,7 @@ def load_attempts(
     return attempts_from_records(table.to_pylist(), get_spec(ATTEMPTS_CONFIG).path)
 
 
-def read_attempts_file(path: str | os.PathLike) -> tuple[Attempt, ...]:
+def read_attempts_file(path: str | os.PathLike[str]) -> tuple[Attempt, ...]:
     """Attempts from a JSON list of records (like ``attempts.json``) or a CSV laid out like ``attempts.csv``; a pipe
     (``<(...)``, ``/dev/stdin``) is read once and recognised by its first character."""
     from ..data.tables.userfile import binary_head, content_of, parse_json, user_input
@@ -87,8 +87,8 @@ def read_attempts_file(path: str | os.PathLike) -> tuple[Attempt, ...]:
 
 
 def upstream_policy_inputs(
-    source: SourceLike, rule: str, *, revision: str | None = None, protocol_path: str | os.PathLike | None = None
-) -> list[dict]:
+    source: SourceLike, rule: str, *, revision: str | None = None, protocol_path: str | os.PathLike[str] | None = None
+) -> list[dict[str, Any]]:
     """What ``decision_benchmark.py inputs --rule RULE`` writes (:func:`.report.upstream_inputs_for_rule`), from the
     release's protocol or a protocol file."""
     from .report import upstream_inputs_for_rule
@@ -101,7 +101,7 @@ def upstream_policy_inputs(
         raise InputError(f"protocol file {Path(protocol_path)}: {exc}") from None
 
 
-def policy_inputs(source: SourceLike, rule: str, *, revision: str | None = None) -> dict:
+def policy_inputs(source: SourceLike, rule: str, *, revision: str | None = None) -> dict[str, Any]:
     """What the published rule ``rule`` may see (never evaluation records), as a JSON-ready dict."""
     builtin_rule(rule)
     return inputs_for_rule(load_protocol(source, revision), rule)
@@ -118,13 +118,15 @@ class ReplayOptions(TypedDict, total=False):
     rules: Sequence[str]
     policy: Any
     budgets: Sequence[int]
-    attempts_path: str | os.PathLike | None
-    protocol_path: str | os.PathLike | None
+    attempts_path: str | os.PathLike[str] | None
+    protocol_path: str | os.PathLike[str] | None
     intervals: IntervalsLike
     timeout: float | None
 
 
-def replay_report(source: SourceLike = None, revision: str | None = None, **options: Unpack[ReplayOptions]) -> dict:
+def replay_report(
+    source: SourceLike = None, revision: str | None = None, **options: Unpack[ReplayOptions]
+) -> dict[str, Any]:
     """The whole score file: every rule of ``rules``, then ``policy``, at every budget (:class:`ReplayOptions`).
 
     A policy named by ``"module:attr"`` runs in a child process that is stopped at the time limit, an object you
@@ -183,7 +185,7 @@ def score_decisions(
     source: SourceLike = None,
     revision: str | None = None,
     intervals: IntervalsLike = None,
-) -> dict:
+) -> dict[str, Any]:
     """Score final approve/reject/abstain decisions against the hidden evaluation truth.
 
     Every case that appears must be complete. Returns the summary keys (macro recall and sums), the stated
@@ -203,7 +205,7 @@ def score_decisions(
         if cid not in case_of:
             raise InputError(f"unknown candidate id {quote(cid)}")
     given = dict(zip(ids, chosen))
-    per_case: list[dict] = []
+    per_case: list[dict[str, Any]] = []
     for case in protocol.cases:
         present = [c for c in case.candidate_ids if c in given]
         if not present:

@@ -31,7 +31,9 @@ def repeated(items: Sequence[Any], weights: np.ndarray) -> list[Any]:
     return [item for item, w in zip(items, weights.tolist()) for _ in range(w)]
 
 
-def summary_block(items: Sequence[Mapping], point: Mapping, options: IntervalOptions, *, with_costs: bool) -> dict:
+def summary_block(
+    items: Sequence[Mapping[str, Any]], point: Mapping[str, Any], options: IntervalOptions, *, with_costs: bool
+) -> dict[str, Any]:
     """The block of a summary over per-case ``items`` (cases are the units)."""
     names = [n for n in numeric_names(point) if n not in _ROW_FIELDS]
     return unit_block(
@@ -44,12 +46,12 @@ def summary_block(items: Sequence[Mapping], point: Mapping, options: IntervalOpt
     )
 
 
-def case_block(metrics: Mapping) -> dict:
+def case_block(metrics: Mapping[str, Any]) -> dict[str, Any]:
     """One case's metrics: a single unit, so the block is its own value with the note saying why."""
     return range_block([metrics], numeric_names(metrics), unit=UNIT)
 
 
-def add_replay_intervals(report: Mapping[str, Any], options: IntervalOptions) -> dict:
+def add_replay_intervals(report: Mapping[str, Any], options: IntervalOptions) -> dict[str, Any]:
     """The replay score file with ``interval_settings`` and an ``intervals`` block in every summary row,
     per-case row and zero-cost reference."""
     summary = []
@@ -60,7 +62,7 @@ def add_replay_intervals(report: Mapping[str, Any], options: IntervalOptions) ->
             if i["rule"] == row["rule"] and i["budget_target_attempts"] == row["budget_target_attempts_per_case"]
         ]
         summary.append({**row, "intervals": summary_block(items, row, options, with_costs=True)})
-    out: dict = {}
+    out: dict[str, Any] = {}
     for name, value in report.items():
         if name == "per_case" or name == "zero_cost_references":
             out[name] = [{**i, "intervals": case_block(i["metrics"])} for i in value]
@@ -72,7 +74,7 @@ def add_replay_intervals(report: Mapping[str, Any], options: IntervalOptions) ->
     return out
 
 
-def add_decision_intervals(scores: Mapping[str, Any], options: IntervalOptions) -> dict:
+def add_decision_intervals(scores: Mapping[str, Any], options: IntervalOptions) -> dict[str, Any]:
     """The score of final decisions (:func:`~rlvrambench_hf.admission.api.score_decisions`) with its blocks."""
     per_case = [{**i, "intervals": case_block(i["metrics"])} for i in scores["per_case"]]
     head = {k: v for k, v in scores.items() if k != "per_case"}

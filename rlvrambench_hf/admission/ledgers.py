@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..data.schema.pins import UNRESOLVED
 from .attempts import Attempt
@@ -23,7 +24,7 @@ GPU_SECONDS_SCOPE = "each invocation's elapsed time times its allocated GPUs; no
 FULL_RECALL = 1.0
 
 
-def donor_ledger(protocol: Protocol) -> dict:
+def donor_ledger(protocol: Protocol) -> dict[str, Any]:
     """Ledger 1: per case, the donor configurations and their distinct recorded attempts."""
     cases = [
         {
@@ -40,7 +41,7 @@ def donor_ledger(protocol: Protocol) -> dict:
     }
 
 
-def requested_ledger(summary: Sequence[Mapping]) -> list[dict]:
+def requested_ledger(summary: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Ledger 2: the target attempts each rule requested at each budget (summed over the cases)."""
     return [
         {
@@ -52,7 +53,7 @@ def requested_ledger(summary: Sequence[Mapping]) -> list[dict]:
     ]
 
 
-def physical_ledger(attempts: Sequence[Attempt], gpus: Mapping[str, int] | None = None) -> dict:
+def physical_ledger(attempts: Sequence[Attempt], gpus: Mapping[str, int] | None = None) -> dict[str, Any]:
     """Ledger 3: every recorded invocation, screens and hidden evaluations, the validated outcomes among them and
     the recorded GPU-seconds (``gpus``: allocated GPUs per attempt id; without it the seconds are null). An attempt
     without an elapsed time or GPU count is counted apart, never as zero seconds."""
@@ -79,7 +80,7 @@ def physical_ledger(attempts: Sequence[Attempt], gpus: Mapping[str, int] | None 
     }
 
 
-def cold_start_totals(summary: Sequence[Mapping]) -> list[dict]:
+def cold_start_totals(summary: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per rule: the first budget with full case-averaged recall and the donor plus target attempts it took there
     (null when no replayed budget reaches full recall)."""
     out = []
@@ -99,8 +100,11 @@ def cold_start_totals(summary: Sequence[Mapping]) -> list[dict]:
 
 
 def ledgers(
-    protocol: Protocol, attempts: Sequence[Attempt], summary: Sequence[Mapping], gpu_counts: Mapping[str, int] | None
-) -> dict:
+    protocol: Protocol,
+    attempts: Sequence[Attempt],
+    summary: Sequence[Mapping[str, Any]],
+    gpu_counts: Mapping[str, int] | None,
+) -> dict[str, Any]:
     """The three ledgers of a replay; ``gpu_counts`` gives each candidate's allocated GPUs (an attempt's candidate is
     the one its slot belongs to in the protocol)."""
     roles = protocol.slot_roles

@@ -104,7 +104,7 @@ class Screen:
         """Upstream's name of :attr:`state`."""
         return self.state
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The transcript entry with upstream's keys (``decision_benchmark.py``): a slot that never started is
         ``{candidate_id, status: not_started, charged_attempts: 0}``; a charged screen has ``candidate_id``,
         ``attempt_id``, ``charged_attempts``, ``cumulative_attempts``, ``observed_state``, ``decision``,

@@ -237,7 +237,7 @@ def _str_list(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
 
 
-def _integer(data: dict, key: str) -> int:
+def _integer(data: dict[str, Any], key: str) -> int:
     value = data.get(key)
     _expect(_is_int(value), f"{key} must be an integer, got {quote(value)}")
     return int(value)  # type: ignore[arg-type]

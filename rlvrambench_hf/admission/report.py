@@ -50,7 +50,7 @@ def build_report(
     policies: Sequence[Any],
     budgets: Sequence[int],
     gpu_counts: Mapping[str, int] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Validate ``attempts``, replay every policy at every budget on every case and score it; the three cost ledgers
     and the cold-start totals follow (``gpu_counts``: allocated GPUs per candidate, for the recorded GPU-seconds)."""
     budgets = check_budgets(budgets)
@@ -89,7 +89,7 @@ def build_report(
     }
 
 
-def case_item(replay: CaseReplay, case: Case, truth: dict[str, Truth]) -> dict:
+def case_item(replay: CaseReplay, case: Case, truth: dict[str, Truth]) -> dict[str, Any]:
     return {
         "case_id": replay.case_id,
         "rule": replay.rule,
@@ -103,7 +103,7 @@ def case_item(replay: CaseReplay, case: Case, truth: dict[str, Truth]) -> dict:
     }
 
 
-def zero_cost_references(protocol: Protocol, truth: dict[str, Truth]) -> list[dict]:
+def zero_cost_references(protocol: Protocol, truth: dict[str, Truth]) -> list[dict[str, Any]]:
     """Approve-all and abstain-all per case."""
     return [
         {"case_id": case.case_id, "rule": rule, "metrics": case_metrics(case.candidate_ids, decisions, truth)}
@@ -112,7 +112,7 @@ def zero_cost_references(protocol: Protocol, truth: dict[str, Truth]) -> list[di
     ]
 
 
-def summary_csv(summary: Sequence[dict]) -> str:
+def summary_csv(summary: Sequence[dict[str, Any]]) -> str:
     """The summary rows as CSV, one row per rule × budget, columns :data:`SUMMARY_COLUMNS` (null → blank)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -122,7 +122,7 @@ def summary_csv(summary: Sequence[dict]) -> str:
     return buffer.getvalue()
 
 
-def upstream_inputs_for_rule(protocol_json: Any, rule: str) -> list[dict]:
+def upstream_inputs_for_rule(protocol_json: Any, rule: str) -> list[dict[str, Any]]:
     """``decision_benchmark.py inputs``' list (kobzaond/RLVRAMBench-reproduce) from the protocol's JSON content: per
     case ``case_id``, ``model_family``, ``dataset``, ``query_order``, the candidates as the protocol writes them
     without their ``slot_ids``, the donors (``{}`` for ``direct_screen``), ``memory_limit_mib`` and
@@ -146,13 +146,13 @@ def upstream_inputs_for_rule(protocol_json: Any, rule: str) -> list[dict]:
     ]
 
 
-def inputs_for_rule(protocol: Protocol, rule: str) -> dict:
+def inputs_for_rule(protocol: Protocol, rule: str) -> dict[str, Any]:
     """Everything a published rule may see: protocol cases, candidates, query order and, if it uses them, donors."""
     policy = builtin_rule(rule)
     uses_donors = policy_uses_donors(policy)
     cases = []
     for case in protocol.cases:
-        item: dict = {
+        item: dict[str, Any] = {
             "case_id": case.case_id,
             "model_family": case.model_family,
             "dataset": case.dataset,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from itertools import product
+from typing import Any
 
 from ..data.schema.pins import OUTCOME_LABELS, UNRESOLVED
 from ..scoring.labels import ABOVE_MARGIN, MEMORY_FAILURE, WITHIN_MARGIN, Approvals
@@ -27,7 +28,9 @@ COSTS = ("spent_target_attempts", "donor_attempts", "cold_start_attributed_attem
 SUMMARY_HEAD = ("cases", "cases_with_defined_recall", "macro_case_within_margin_recall")
 
 
-def case_metrics(candidate_ids: Sequence[str], decisions: Mapping[str, str], truth: Mapping[str, Truth]) -> dict:
+def case_metrics(
+    candidate_ids: Sequence[str], decisions: Mapping[str, str], truth: Mapping[str, Truth]
+) -> dict[str, Any]:
     """The metrics of one case's final decisions (keys in the published order)."""
     states = [truth[c].state for c in candidate_ids]
     chosen = [decisions[c] for c in candidate_ids]
@@ -37,7 +40,7 @@ def case_metrics(candidate_ids: Sequence[str], decisions: Mapping[str, str], tru
     def decided(decision: str, label: str) -> int:
         return sum(d == decision and s == label for d, s in zip(chosen, states))
 
-    metrics: dict = {
+    metrics: dict[str, Any] = {
         "target_configurations": len(candidate_ids),
         "within_margin_targets": counts.target(WITHIN_MARGIN),
         "approved": counts.total,
@@ -74,7 +77,7 @@ def admissible_states(truth: Truth) -> tuple[str, ...]:
 
 def missing_outcome_sensitivity(
     candidate_ids: Sequence[str], decisions: Mapping[str, str], truth: Mapping[str, Truth]
-) -> dict:
+) -> dict[str, Any]:
     """Recall and unsuitable approvals over every admissible assignment of the unresolved candidates."""
     approved = [decisions[c] == APPROVE for c in candidate_ids]
     recalls: list[float] = []
@@ -97,13 +100,13 @@ def missing_outcome_sensitivity(
     }
 
 
-def summarize(items: Sequence[Mapping], *, with_costs: bool = True) -> dict:
+def summarize(items: Sequence[Mapping[str, Any]], *, with_costs: bool = True) -> dict[str, Any]:
     """Cases, defined-recall cases, macro (case-averaged) recall and the sums over per-case ``items``.
 
     Each item has ``metrics`` and, when ``with_costs``, the three cost fields.
     """
     recalls = [i["metrics"]["within_margin_recall"] for i in items if i["metrics"]["within_margin_recall"] is not None]
-    out: dict = {
+    out: dict[str, Any] = {
         "cases": len(items),
         "cases_with_defined_recall": len(recalls),
         "macro_case_within_margin_recall": sum(recalls) / len(recalls) if recalls else None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..data.schema.pins import OUTCOME_LABELS, UNRESOLVED
 from .attempts import Attempt, slot_history
@@ -22,7 +23,7 @@ class Truth:
     known_above_margin: bool
     evaluation_attempt_ids: tuple[str, ...]
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "state": self.state,
             "known_memory_failure": self.known_memory_failure,
@@ -65,7 +66,7 @@ def physical_collection(attempts: Sequence[Attempt]) -> dict[str, int]:
     }
 
 
-def screen_agreement(protocol: Protocol, attempts: Sequence[Attempt], truth: dict[str, Truth]) -> dict:
+def screen_agreement(protocol: Protocol, attempts: Sequence[Attempt], truth: dict[str, Truth]) -> dict[str, Any]:
     """Whether each candidate's screen (its last screen attempt) gave the label its three evaluation slots give:
     the candidates compared (both resolved), how many agree, the ids that disagree, and the evaluation labels."""
     screens = slot_history(a for a in attempts if a.role == SCREEN)
@@ -88,7 +89,7 @@ def screen_agreement(protocol: Protocol, attempts: Sequence[Attempt], truth: dic
     }
 
 
-def agreement_text(agreement: dict) -> str:
+def agreement_text(agreement: dict[str, Any]) -> str:
     """The card's sentence when screens and evaluations agree, else how many and which disagree."""
     labels = ", ".join(f"{n} {s}" for s, n in agreement["evaluation_labels"].items())
     head = f"{agreement['candidates']} evaluation candidates: {labels}. "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..data.sources.resolve import SourceLike
 from ..errors import RLVRAMBenchError, first_line
@@ -16,7 +17,7 @@ from .context import Context, load_context
 from .hardware import BENCHMARK_HARDWARE, Hardware
 from .plans import Plans
 
-PlannedLike = str | os.PathLike | Sequence[Mapping] | Mapping | Plans | object
+PlannedLike = str | os.PathLike[str] | Sequence[Mapping[str, Any]] | Mapping[str, Any] | Plans | object
 
 
 def advise(
@@ -48,7 +49,7 @@ def advise_planned(
     hardware: Hardware = BENCHMARK_HARDWARE,
     model_revision: str | None = None,
     nearest: int = 3,
-) -> dict:
+) -> dict[str, Any]:
     """The JSON answer (see :mod:`.document`) to planned configurations: a :class:`Plans`, or anything
     :func:`~.read.read_plans` reads (a YAML / JSON / CSV file, a list of mappings, a VERL launch script or config
     mapping, a GRPOConfig-like object)."""
@@ -60,7 +61,9 @@ def advise_planned(
     return document(answers)
 
 
-def _hub_metadata(plans: Plans, context: Context, revision: str | None) -> tuple[dict[str, Mapping], dict[str, str]]:
+def _hub_metadata(
+    plans: Plans, context: Context, revision: str | None
+) -> tuple[dict[str, Mapping[str, Any]], dict[str, str]]:
     """Metadata of the plans' models outside the release, and why each unreadable one is missing (once the Hub
     proved unreachable, the other models are not asked for)."""
     from ..estimation.hubmeta import HubUnreachable, fetch_model_metadata, unreachable
@@ -70,7 +73,7 @@ def _hub_metadata(plans: Plans, context: Context, revision: str | None) -> tuple
     import pyarrow.compute as pc
 
     models = [m for m in pc.unique(plans.table.column("model_id")).drop_null().to_pylist()]
-    extra: dict[str, Mapping] = {}
+    extra: dict[str, Mapping[str, Any]] = {}
     unavailable: dict[str, str] = {}
     down = False
     for model in models:

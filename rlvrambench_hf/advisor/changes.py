@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -68,7 +69,7 @@ class Variants:
     cost: np.ndarray
     part: np.ndarray
     before: np.ndarray
-    after: list
+    after: list[Any]
 
 
 def variants(table: pa.Table, rows: np.ndarray, index: MeasuredIndex) -> Variants | None:
@@ -130,7 +131,7 @@ def _allowed(direction: str, current: np.ndarray, value: float) -> np.ndarray:
     if direction == "up":
         return value > current
     if direction == "on":
-        return (current == 0) & np.full(current.shape, value == 1)
+        return cast("np.ndarray", (current == 0) & np.full(current.shape, value == 1))
     return np.asarray(value != current, dtype=bool)
 
 
@@ -166,21 +167,26 @@ class ChangeSet:
     works: np.ndarray  # indices of the working variants, by plan then cost
     starts: np.ndarray  # per plan row: first position in ``works`` (searchsorted over plans)
     peak_before: np.ndarray
-    record: Callable[[int], dict]
+    record: Callable[[int], dict[str, Any]]
 
     @classmethod
     def of(
-        cls, found: Variants, assessed: Assessed, peak_before: np.ndarray, within: int, record: Callable[[int], dict]
+        cls,
+        found: Variants,
+        assessed: Assessed,
+        peak_before: np.ndarray,
+        within: int,
+        record: Callable[[int], dict[str, Any]],
     ) -> ChangeSet:
         works = np.flatnonzero(assessed.state == within)
         works = works[np.lexsort((found.cost[works], found.origin[works]))]
         starts = np.searchsorted(found.origin[works], np.arange(len(peak_before) + 1))
         return cls(found, assessed, works, starts, peak_before, record)
 
-    def for_row(self, row: int) -> list[dict]:
+    def for_row(self, row: int) -> list[dict[str, Any]]:
         """The changes of plan ``row``: per setting the smallest that works and, if it is only predicted, also the
         smallest one a measurement supports; smallest first."""
-        out: list[dict] = []
+        out: list[dict[str, Any]] = []
         measured: dict[int, bool] = {}
         for j in self.works[self.starts[row] : self.starts[row + 1]]:
             setting = int(self.found.setting[j])
@@ -206,7 +212,7 @@ class ChangeSet:
         why = f"measured {support['configuration_id']}" if support else "predicted"
         return f"{change['setting']} {change['from']}->{change['to']} ({why})"
 
-    def _change(self, j: int, supported: bool) -> dict:
+    def _change(self, j: int, supported: bool) -> dict[str, Any]:
         names = list(MOVES)
         name = names[int(self.found.setting[j])]
         origin = int(self.found.origin[j])
@@ -224,7 +230,7 @@ class ChangeSet:
         }
 
 
-def in_user_keys(setting: str, value: object, settings: dict) -> dict[str, list[str]]:
+def in_user_keys(setting: str, value: object, settings: dict[str, Any]) -> dict[str, list[str]]:
     """The change as the user writes it, from the rows of the mapping table that give ``setting``: VERL overrides
     (``key=value``), TRL arguments (``--key value``) and entries of the accelerate config that ``accelerate launch
     --config_file`` reads (``deepspeed_config.offload_param_device: cpu``); empty where the tool has no such key."""
@@ -236,7 +242,9 @@ def in_user_keys(setting: str, value: object, settings: dict) -> dict[str, list[
     }
 
 
-def _written(mapping: tuple[Mapped, ...], setting: str, value: object, settings: dict) -> list[tuple[str, object]]:
+def _written(
+    mapping: tuple[Mapped, ...], setting: str, value: object, settings: dict[str, Any]
+) -> list[tuple[str, object]]:
     out: list[tuple[str, object]] = []
     for row in mapping:
         if row.setting != setting:

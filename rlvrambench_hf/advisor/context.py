@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -25,10 +26,10 @@ class Context:
 
     inputs: EstimationInputs
     fitted: FittedReferences
-    track_record: Mapping[str, dict]
+    track_record: Mapping[str, dict[str, Any]]
     records: RecordIndex
     cloud: Cloud
-    metadata: Mapping[str, Mapping]
+    metadata: Mapping[str, Mapping[str, Any]]
     memory: ModelRecord
 
     @property
@@ -45,7 +46,7 @@ class Context:
         sizes = [int(self.inputs.metadata[m]["floating_checkpoint_elements"]) for m in self.pool_models]
         return min(sizes), max(sizes)
 
-    def with_metadata(self, extra: Mapping[str, Mapping]) -> Context:
+    def with_metadata(self, extra: Mapping[str, Mapping[str, Any]]) -> Context:
         """The same context with models' metadata added (read from their Hub repositories)."""
         if not extra:
             return self
@@ -59,7 +60,7 @@ class Context:
             self.memory,
         )
 
-    def describe_record(self, i: int) -> dict:
+    def describe_record(self, i: int) -> dict[str, Any]:
         """The table and id of record ``i`` (a supporting measured configuration)."""
         record = self.records.records[i]
         return {
@@ -86,7 +87,7 @@ def load_context(source: SourceLike = None, revision: str | None = None) -> Cont
     return Context(inputs, fitted, track, records, cloud, metadata, memory)
 
 
-def measured_cloud(records: RecordIndex, metadata: Mapping[str, Mapping], fitted: FittedReferences) -> Cloud:
+def measured_cloud(records: RecordIndex, metadata: Mapping[str, Mapping[str, Any]], fitted: FittedReferences) -> Cloud:
     """The cloud of every record with computable features, standardised like the classifier's inputs."""
     settings = pa.concat_tables([t.settings for t in records.index.tables])
     features, ok = feature_columns(SettingArrays.of(settings, metadata))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from .logfigures import Number, startup_numbers
 from .logphase import phase_near
@@ -62,10 +63,10 @@ class Diagnosis:
     others: tuple[Signal, ...]
     numbers: tuple[Number, ...]
     log_note: str
-    device: dict | None = None
-    release: dict | None = None
-    specific: dict | None = None
-    fixes: tuple[dict, ...] = field(default=())
+    device: dict[str, Any] | None = None
+    release: dict[str, Any] | None = None
+    specific: dict[str, Any] | None = None
+    fixes: tuple[dict[str, Any], ...] = field(default=())
     note: str | None = None
 
     @property
@@ -87,7 +88,7 @@ class Diagnosis:
         tail = f"; try `{_pasted(first)}`" if first else ""
         return f"{what}: {self.reason}{tail}"
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "headline": self.headline(),
             "failure_class": self.failure_class,
@@ -107,11 +108,11 @@ class Diagnosis:
         }
 
 
-def _signal_dict(signal: Signal) -> dict:
+def _signal_dict(signal: Signal) -> dict[str, Any]:
     return {"family": signal.family, "source": signal.source, "line": signal.line, "excerpt": signal.excerpt}
 
 
-def _pasted(fix: Mapping) -> str:
+def _pasted(fix: Mapping[str, Any]) -> str:
     """A fix as the user pastes it: ``key=value`` when the value is known, else ``key: what to do``."""
     change = fix["change"]
     if fix.get("to") is not None:
@@ -225,7 +226,7 @@ def reason_of(signal: Signal, failure_class: str) -> str:
     return f"{DESCRIPTION[failure_class]} ({signal.source}: {signal.excerpt[:120]})"
 
 
-def _log_fixes(signal: Signal, failure_class: str) -> list[dict]:
+def _log_fixes(signal: Signal, failure_class: str) -> list[dict[str, Any]]:
     """Fixes whose value the log's own figures give."""
     n = signal.number
     if signal.family == "vllm_free_memory" and n("free_at_startup") and n("total_capacity"):

@@ -11,6 +11,7 @@ nearest measured configurations with distances, and the scope flags.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -33,7 +34,7 @@ STATEMENT = (
 PHASE_NAMES = ("initializing", "rollout", "reference_logprob", "actor_update", "weight_sync")
 
 
-def document(answers: Answers) -> dict:
+def document(answers: Answers) -> dict[str, Any]:
     """The whole answer: what it rests on, then one entry per plan."""
     context = answers.context
     tables: dict[str, int] = {}
@@ -59,7 +60,7 @@ def document(answers: Answers) -> dict:
     }
 
 
-def configuration(answers: Answers, i: int) -> dict:
+def configuration(answers: Answers, i: int) -> dict[str, Any]:
     """The answer to plan ``i``."""
     a = answers.assessment
     settings = {k: v for k, v in a.table.slice(i, 1).to_pylist()[0].items()}
@@ -95,7 +96,7 @@ def configuration(answers: Answers, i: int) -> dict:
     return entry
 
 
-def memory_block(answers: Answers, i: int) -> dict:
+def memory_block(answers: Answers, i: int) -> dict[str, Any]:
     """The per-phase model's part of an answer: phases with their terms, the binding phase, peak and band."""
     a = answers.assessment
     band = answers.context.memory.band_mib
@@ -110,7 +111,7 @@ def memory_block(answers: Answers, i: int) -> dict:
     }
 
 
-def _fits(answers: Answers, i: int) -> dict:
+def _fits(answers: Answers, i: int) -> dict[str, Any]:
     """Headroom per phase and the largest utilization and actor micro-batch that keep every phase within the
     margin, with the keys to paste."""
     from ..memory.headroom import headroom
@@ -136,7 +137,13 @@ def _fits(answers: Answers, i: int) -> dict:
     return out
 
 
-def verdict(answers: Answers, i: int, measured: list | None, floors: list[dict], predictions: Mapping | None) -> dict:
+def verdict(
+    answers: Answers,
+    i: int,
+    measured: list[dict[str, Any]] | None,
+    floors: list[dict[str, Any]],
+    predictions: Mapping[str, Any] | None,
+) -> dict[str, Any]:
     a = answers.assessment
     state = int(a.state[i])
     basis = BASES[int(a.basis[i])]
@@ -179,8 +186,13 @@ def verdict(answers: Answers, i: int, measured: list | None, floors: list[dict],
 
 
 def _verdict_text(
-    answers: Answers, i: int, measured: list | None, floors: list[dict], name: str | None, basis: str
-) -> dict:
+    answers: Answers,
+    i: int,
+    measured: list[dict[str, Any]] | None,
+    floors: list[dict[str, Any]],
+    name: str | None,
+    basis: str,
+) -> dict[str, Any]:
     if basis == "measured":
         sentence = _measured_sentence(answers, i, measured or [], name)
     elif basis == "floor":
@@ -194,7 +206,7 @@ def _verdict_text(
     return {"state": name if basis != "predicted" else None, "basis": basis, "sentence": sentence}
 
 
-def _measured_sentence(answers: Answers, i: int, measured: list[dict], name: str | None) -> str:
+def _measured_sentence(answers: Answers, i: int, measured: list[dict[str, Any]], name: str | None) -> str:
     ids = ", ".join(f"{r['table']} {r['configuration_id']} ({r['observed_state']})" for r in measured)
     agree = _agree(answers, i)
     head = f"measured {name}" if name != STATES[UNRESOLVED_STATE] else "measured, label unresolved"
@@ -214,7 +226,7 @@ def _measured_sentence(answers: Answers, i: int, measured: list[dict], name: str
     return text
 
 
-def _evidence_text(record: Mapping) -> str:
+def _evidence_text(record: Mapping[str, Any]) -> str:
     e = record.get("evidence", {})
     seeds = record.get("eligible_seeds") or []
     parts = [f"{len(seeds)} eligible seed(s) {seeds}" if seeds else "no eligible seed"]
@@ -235,7 +247,7 @@ def _agree(answers: Answers, i: int) -> bool | None:
     return bool(m.worst[i] == m.best[i])
 
 
-def _predictions(answers: Answers, i: int) -> dict | None:
+def _predictions(answers: Answers, i: int) -> dict[str, Any] | None:
     p = answers.assessment.predictions
     if not p.available[i]:
         return None
@@ -243,7 +255,7 @@ def _predictions(answers: Answers, i: int) -> dict | None:
     out = {}
     for method in METHODS:
         state, peak = int(p.state[method][i]), float(p.peak[method][i])
-        entry: dict = {
+        entry: dict[str, Any] = {
             "predicted_state": STATES[state] if state >= 0 else None,
             "predicted_peak_mib": None if np.isnan(peak) else peak,
         }
@@ -269,7 +281,7 @@ def _why_unavailable(answers: Answers, i: int) -> str:
     return "the settings give no defined features (zero GPUs, a utilization outside (0, 1), or an uneven batch)"
 
 
-def _startup(answers: Answers, i: int) -> dict | None:
+def _startup(answers: Answers, i: int) -> dict[str, Any] | None:
     p = answers.assessment.predictions
     if not p.available[i]:
         return None
@@ -282,7 +294,7 @@ def _startup(answers: Answers, i: int) -> dict | None:
     }
 
 
-def _donor(answers: Answers, i: int) -> dict | None:
+def _donor(answers: Answers, i: int) -> dict[str, Any] | None:
     p = answers.assessment.predictions
     if p.donor[i] < 0:
         return None
@@ -296,7 +308,7 @@ def _donor(answers: Answers, i: int) -> dict | None:
     }
 
 
-def _nearest(answers: Answers, i: int) -> list[dict]:
+def _nearest(answers: Answers, i: int) -> list[dict[str, Any]]:
     p = answers.assessment.predictions
     if not p.available[i] or not answers.nearest:
         return []
@@ -306,7 +318,7 @@ def _nearest(answers: Answers, i: int) -> list[dict]:
     return out
 
 
-def _distance(answers: Answers, i: int) -> dict | None:
+def _distance(answers: Answers, i: int) -> dict[str, Any] | None:
     if np.isnan(answers.distance[i]):
         return None
     cloud = answers.context.cloud

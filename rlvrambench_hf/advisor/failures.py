@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -23,7 +24,7 @@ SHOWN_CONFIGURATIONS, SHOWN_NEIGHBOURS = 5, 3
 _SUMMARY = ("model_id", "workload_id", "gpu_count", "vllm_gpu_memory_utilization", "actor_micro_batch")
 
 
-def release_failures(kind: str | None, tables: Mapping[str, pa.Table]) -> dict:
+def release_failures(kind: str | None, tables: Mapping[str, pa.Table]) -> dict[str, Any]:
     """The release's record of ``kind`` (a ``failure_kind``): counts per table, the stages of the eligible runs, and
     up to :data:`SHOWN_CONFIGURATIONS` measured configurations that failed that way with their within-margin
     neighbours (empty when the release has no failure of that kind)."""
@@ -62,7 +63,7 @@ def release_failures(kind: str | None, tables: Mapping[str, pa.Table]) -> dict:
     }
 
 
-def neighbours(failed: Mapping[str, object], within: Sequence[Mapping[str, object]]) -> list[dict]:
+def neighbours(failed: Mapping[str, object], within: Sequence[Mapping[str, object]]) -> list[dict[str, Any]]:
     """The within-margin configurations that differ from ``failed`` in exactly one defining setting, closest peak to
     the margin first (none when ``failed`` does not record every setting)."""
     if any(failed.get(k) is None for k in COMPARED):
@@ -97,7 +98,7 @@ def _count(table: pa.Table, kind: str | None) -> int:
     return sum(1 for k in table.column("failure_kind").to_pylist() if k == kind)
 
 
-def _rows(table: pa.Table | None, kind: str | None, columns: tuple[str, ...]) -> list[dict]:
+def _rows(table: pa.Table | None, kind: str | None, columns: tuple[str, ...]) -> list[dict[str, Any]]:
     if table is None or "failure_kind" not in table.column_names:
         return []
     present = [c for c in columns if c in table.column_names]
@@ -106,9 +107,9 @@ def _rows(table: pa.Table | None, kind: str | None, columns: tuple[str, ...]) ->
     return [{c: values[c][i] if c in values else None for c in columns} for i, k in enumerate(kinds) if k == kind]
 
 
-def _settings_by_id(tables: Mapping[str, pa.Table]) -> dict[str, dict]:
+def _settings_by_id(tables: Mapping[str, pa.Table]) -> dict[str, dict[str, Any]]:
     """The settings and state of every measured configuration, by id (the 212 and the larger-model follow-up)."""
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
     for name in ("estimation_targets", "larger_model_configurations", "all_configurations"):
         table = tables.get(name)
         if table is None:

@@ -14,6 +14,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from importlib import metadata as distributions
+from typing import Any
 
 import numpy as np
 
@@ -33,7 +34,7 @@ FORMAT = 1
 STACK = ("numpy", "scipy", "scikit-learn", "rlvrambench-hf")
 
 
-def fitted_with_record(inputs: EstimationInputs) -> tuple[FittedReferences, dict]:
+def fitted_with_record(inputs: EstimationInputs) -> tuple[FittedReferences, dict[str, Any]]:
     """The final fit and the track record of each method (see :func:`track_record`), from the store or computed."""
     path = _store_path(inputs)
     stored = _read(path) if path else None
@@ -51,10 +52,10 @@ def fitted_with_record(inputs: EstimationInputs) -> tuple[FittedReferences, dict
     return fitted, record
 
 
-def track_record(report: Mapping) -> dict:
+def track_record(report: Mapping[str, Any]) -> dict[str, Any]:
     """Per method, summed over the held-out families and per family: approvals, approvals that failed (memory
     failures and above-margin configurations approved) and usable (within-margin) settings rejected."""
-    out: dict = {}
+    out: dict[str, Any] = {}
     for method in METHODS:
         folds = {}
         for family, fold in report["folds"].items():
@@ -87,7 +88,7 @@ def _store_path(inputs: EstimationInputs) -> object:
         return None
 
 
-def _read(path: object) -> dict | None:
+def _read(path: object) -> dict[str, Any] | None:
     try:
         with open(str(path), encoding="utf-8") as handle:
             data = json.load(handle)
@@ -96,7 +97,7 @@ def _read(path: object) -> dict | None:
     return data if isinstance(data, dict) and data.get("format") == FORMAT else None
 
 
-def _write(path: object, fitted: FittedReferences, record: dict) -> None:
+def _write(path: object, fitted: FittedReferences, record: dict[str, Any]) -> None:
     from ..data.tables.output import write_json
 
     c, r = fitted.classifier, fitted.regression
@@ -125,7 +126,7 @@ def _write(path: object, fitted: FittedReferences, record: dict) -> None:
         pass  # an unwritable store: the next run fits again
 
 
-def _rebuild(inputs: EstimationInputs, stored: Mapping) -> FittedReferences:
+def _rebuild(inputs: EstimationInputs, stored: Mapping[str, Any]) -> FittedReferences:
     if stored["training_ids"] != inputs.pool.ids:
         raise ValueError("the stored fit is of another pool")
     r, c = stored["regression"], stored["classifier"]

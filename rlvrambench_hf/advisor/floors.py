@@ -25,6 +25,7 @@ Every record the release measured as completing passes every floor (tested).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -75,11 +76,11 @@ class Floors:
     def failed_names(self, row: int) -> list[str]:
         return [n for n in FLOORS if self.known[n][row] and not self.holds[n][row]]
 
-    def entries(self, row: int) -> list[dict]:
+    def entries(self, row: int) -> list[dict[str, Any]]:
         """The floors of plan ``row`` as the answer lists them."""
         return [self.entry(name, row) for name in FLOORS]
 
-    def entry(self, name: str, row: int) -> dict:
+    def entry(self, name: str, row: int) -> dict[str, Any]:
         known = bool(self.known[name][row])
         required = float(self.required[name][row]) if known else None
         available = float(self.available[name][row]) if known else None
@@ -171,7 +172,7 @@ def _kv_floor(s: SettingArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.nan_to_num(required), np.nan_to_num(available), known
 
 
-def arithmetic(entry: dict, settings: dict, metadata: dict | None) -> str:
+def arithmetic(entry: dict[str, Any], settings: dict[str, Any], metadata: dict[str, Any] | None) -> str:
     """The floor's arithmetic in words, for one plan (``settings``: its values; ``metadata``: its model's)."""
     name, ok = entry["check"], entry["holds"]
     if ok is None:
@@ -231,7 +232,7 @@ def arithmetic(entry: dict, settings: dict, metadata: dict | None) -> str:
     return f"actor_micro_batch {req:.0f} {sign} {avail:g} sequences per GPU"
 
 
-def _unit(metadata: dict) -> int:
+def _unit(metadata: dict[str, Any]) -> int:
     return max(int(metadata[k]) for k in METADATA_FIELDS[2:5])
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..data.schema.pins import DEVICE_CAPACITY_MIB, MARGIN_LIMIT_MIB
 from ..memory.devices import device_named, device_of_capacity, margin_of
@@ -33,7 +34,7 @@ class Hardware:
     def device_name(self) -> str:
         return self.name or device_of_capacity(self.device_capacity_mib).name
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         """The ``device`` block of every answer."""
         return {
             "name": self.device_name,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..errors import InputError
 from .checks import quoted
@@ -31,7 +32,7 @@ def hydra_value(text: str | None) -> object:
     return _by_hand(text)
 
 
-_PARSER: list = []
+_PARSER: list[Any] = []
 
 
 def _hydra_parsed(text: str) -> object:

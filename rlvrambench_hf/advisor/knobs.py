@@ -11,6 +11,7 @@ so in its arithmetic.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
@@ -53,7 +54,7 @@ KNOB_BY_NAME: dict[str, Knob] = {k.name: k for k in KNOBS}
 _KINDS = {pa.int64(): "int64", pa.string(): "string", pa.bool_(): "bool", pa.float64(): "float64"}
 
 
-def knob_columns() -> dict:
+def knob_columns() -> dict[str, Any]:
     """The knobs as registry-style :class:`~rlvrambench_hf.data.schema.spec.Column` objects, by name (so that a
     reader types and checks them as it does the settings)."""
     from ..data.schema.spec import Column

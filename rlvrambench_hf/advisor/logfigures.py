@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 NUMBER = r"([0-9][0-9,]*(?:\.[0-9]+)?)"
 UNIT = r"(bytes|B|KiB|MiB|GiB|TiB|kB|KB|MB|GB|TB)"
@@ -23,7 +24,7 @@ class Number:
     unit: str
     written: str
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         value = round(self.value, 1 if self.unit == "MiB" else 4)
         return {"name": self.name, "value": value, "unit": self.unit, "written": self.written}
 

@@ -71,7 +71,7 @@ class Signal:
 # ---- reading --------------------------------------------------------------------------------------------------
 
 
-def read_log(path: str | os.PathLike) -> LogText:
+def read_log(path: str | os.PathLike[str]) -> LogText:
     """The text of the log at ``path`` (``-``: standard input), bounded as the module says; one line of
     :class:`~rlvrambench_hf.errors.InputError` when it is missing, a folder or binary."""
     name = os.fspath(path)

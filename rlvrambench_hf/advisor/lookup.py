@@ -9,6 +9,7 @@ one recorded setting, with that setting named.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -35,7 +36,7 @@ class RecordIndex:
     """The records of a :class:`MeasuredIndex` in one list, with their codes (per table and as one matrix)."""
 
     index: MeasuredIndex
-    records: tuple[dict, ...]
+    records: tuple[dict[str, Any], ...]
     codes: np.ndarray  # records × settings (int64; negative where unrecorded or null)
     recorded: np.ndarray  # records × settings (bool)
     resolved: np.ndarray
@@ -43,7 +44,7 @@ class RecordIndex:
 
     @classmethod
     def of(cls, index: MeasuredIndex) -> RecordIndex:
-        records: list[dict] = []
+        records: list[dict[str, Any]] = []
         codes, recorded, resolved, tables = [], [], [], []
         for table in index.tables:
             coded = index.codes(table.settings)
@@ -117,7 +118,7 @@ def plan_codes(codes: Codes, row: int) -> np.ndarray:
     return np.array([codes.codes[n][row] for n in DEFINING_SETTINGS], dtype=np.int64)
 
 
-def matched_records(records: RecordIndex, codes: Codes, row: int) -> list[dict]:
+def matched_records(records: RecordIndex, codes: Codes, row: int) -> list[dict[str, Any]]:
     """The records plan ``row`` matches (its answer's ``measured`` list)."""
     plan = plan_codes(codes, row)
     differing = _differing(records, plan)
@@ -126,7 +127,7 @@ def matched_records(records: RecordIndex, codes: Codes, row: int) -> list[dict]:
     ]
 
 
-def near_matches(records: RecordIndex, codes: Codes, row: int, settings: pa.Table) -> list[dict]:
+def near_matches(records: RecordIndex, codes: Codes, row: int, settings: pa.Table) -> list[dict[str, Any]]:
     """Records that differ from plan ``row`` in exactly one recorded setting: that setting, theirs and the plan's."""
     differing = _differing(records, plan_codes(codes, row))
     out = []
@@ -154,10 +155,10 @@ def _differing(records: RecordIndex, plan: np.ndarray) -> np.ndarray:
     """records × settings: the settings the record's table records and the plan gives where they differ (a value
     never measured differs from every record)."""
     compared = records.recorded & (plan[None, :] != NOT_GIVEN)
-    return compared & ((records.codes != plan[None, :]) | (plan[None, :] < 0) | (records.codes < 0))
+    return cast("np.ndarray", compared & ((records.codes != plan[None, :]) | (plan[None, :] < 0) | (records.codes < 0)))
 
 
-def _with_match(record: dict, recorded: np.ndarray, plan: np.ndarray) -> dict:
+def _with_match(record: dict[str, Any], recorded: np.ndarray, plan: np.ndarray) -> dict[str, Any]:
     out = dict(record)
     not_given = [
         n

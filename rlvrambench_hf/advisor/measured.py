@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -53,8 +54,8 @@ class Measured:
         legacy = {r["legacy_dataset_id"]: r["workload_id"] for r in rows if r["legacy_dataset_id"] not in workloads}
         is_level = pc.match_substring_regex(table.column("configuration_level"), LEVEL_PATTERN)
         chosen = table.filter(known_true(is_level)).select([*_KEYS, "configuration_level"])
-        first: dict[tuple, int] = {}
-        names: dict[tuple, set[str]] = {}
+        first: dict[tuple[Any, ...], int] = {}
+        names: dict[tuple[Any, ...], set[str]] = {}
         for i, row in enumerate(chosen.to_pylist()):
             key = tuple(row[k] for k in _KEYS)
             first.setdefault(key, i)

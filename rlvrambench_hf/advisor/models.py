@@ -50,7 +50,7 @@ def model_of_path(path: str, measured: tuple[str, ...]) -> tuple[str, str | None
 
 def _hub_id(text: str) -> bool:
     from huggingface_hub.errors import HFValidationError
-    from huggingface_hub.utils import validate_repo_id
+    from huggingface_hub.utils import validate_repo_id  # type: ignore[attr-defined]  # public there, not re-exported in its typing
 
     try:
         validate_repo_id(text)

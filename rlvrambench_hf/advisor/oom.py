@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 from ..data.sources.resolve import SourceLike
 from .diagnosis import KV_FAMILIES, MEMORY_CLASSES, Diagnosis, diagnose_text
@@ -42,13 +43,13 @@ NO_LAUNCH_FILE = "give the launch file too (--verl or --trl) to have these fixes
 
 
 def explain_failure(
-    log: str | os.PathLike | LogText,
+    log: str | os.PathLike[str] | LogText,
     source: SourceLike = None,
     revision: str | None = None,
     *,
     plans: Plans | None = None,
     hardware: Hardware | None = None,
-    phase_model: PhaseModel | Mapping | None = None,
+    phase_model: PhaseModel | Mapping[str, Any] | None = None,
 ) -> Diagnosis:
     """Why did the run of ``log`` (a path, ``-`` for standard input, or :class:`~.logs.LogText`) fail? With
     ``plans`` (what :func:`~.read.read_plans` read from the launch file) the answer is that plan's; with
@@ -80,7 +81,7 @@ def with_plan(
     revision: str | None = None,
     *,
     hardware: Hardware | None = None,
-    phase_model: PhaseModel | Mapping | None = None,
+    phase_model: PhaseModel | Mapping[str, Any] | None = None,
 ) -> Diagnosis:
     """``found`` made specific to the first plan of ``plans``: the advisor's answer to it, its changes in the user's
     keys (the diagnosed phase's first), and the per-phase model's match when given."""
@@ -132,14 +133,14 @@ def with_plan(
     return replace(found, specific=specific, fixes=_unique((*logged, *changes, *others, *short)))
 
 
-def _too_small(fix: Mapping, weights: float | None, hardware: Hardware) -> bool:
+def _too_small(fix: Mapping[str, Any], weights: float | None, hardware: Hardware) -> bool:
     """Whether a utilization the log's free memory allows cannot hold vLLM's copy of the plan's weights."""
     if fix["setting"] != "vllm_gpu_memory_utilization" or weights is None:
         return False
     return float(fix["change"]) * hardware.device_capacity_mib < weights
 
 
-def _with_weights(fix: Mapping, weights: float | None) -> dict:
+def _with_weights(fix: Mapping[str, Any], weights: float | None) -> dict[str, Any]:
     return {**fix, "why": f"{fix['why']}; but vLLM's bf16 weights need {weights:,.0f} MiB: free the device instead"}
 
 
@@ -152,7 +153,7 @@ def log_hardware(found: Diagnosis) -> Hardware:
     return Hardware.of(int(device["capacity_mib"] or device["log_total_mib"]), None)
 
 
-def _device_against_plan(found: Diagnosis, hardware: Hardware, given: bool) -> dict | None:
+def _device_against_plan(found: Diagnosis, hardware: Hardware, given: bool) -> dict[str, Any] | None:
     if found.device is None:
         return None
     capacity = hardware.device_capacity_mib
@@ -170,7 +171,7 @@ def _device_against_plan(found: Diagnosis, hardware: Hardware, given: bool) -> d
     }
 
 
-def physical(change: Mapping, kv_short: bool) -> bool:
+def physical(change: Mapping[str, Any], kv_short: bool) -> bool:
     """Whether a change (the advisor's, or the release's: ``setting``, ``from``, ``to``) can relieve a device memory
     failure: a larger vLLM reservation or less tensor parallelism only adds memory, except that when the KV cache
     was what was short a larger reservation is the fix and a smaller one never is."""
@@ -184,7 +185,7 @@ def physical(change: Mapping, kv_short: bool) -> bool:
     return True
 
 
-def _changes(changes: list[dict], phase: str | None, written: Mapping[str, str]) -> list[dict]:
+def _changes(changes: list[dict[str, Any]], phase: str | None, written: Mapping[str, str]) -> list[dict[str, Any]]:
     """The advisor's changes as fixes in the user's keys: those a measurement supports first, then those addressing
     ``phase``, each group in the advisor's own order (smallest change first)."""
     relevant = PHASE_SETTINGS.get(phase or "", ())
@@ -216,7 +217,7 @@ def _one_key(written: str) -> str:
     return written.split(" × ")[0].split(", ")[0]
 
 
-def _model_fix(fix: Mapping) -> dict:
+def _model_fix(fix: Mapping[str, Any]) -> dict[str, Any]:
     after = fix["peak_after_mib"]
     why = f"shrinks {fix['term']}" + (f"; the model's peak after it: {after:,.0f} MiB" if after is not None else "")
     return {
@@ -229,10 +230,10 @@ def _model_fix(fix: Mapping) -> dict:
     }
 
 
-def _release_fixes(release: Mapping) -> list[dict]:
+def _release_fixes(release: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The single-setting changes that the release measured within the margin for configurations that failed this way
     (one per setting, the most frequent first)."""
-    seen: dict[str, dict] = {}
+    seen: dict[str, dict[str, Any]] = {}
     for configuration in release["configurations"]:
         for n in configuration["within_margin_neighbours"]:
             if n["setting"] in seen or n["setting"] in NOT_A_FIX:
@@ -265,12 +266,12 @@ def _value(value: object) -> str:
     return str(value)
 
 
-def _split(fixes: tuple[dict, ...]) -> tuple[list[dict], list[dict]]:
+def _split(fixes: tuple[dict[str, Any], ...]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(the fixes whose values the log's own figures give, the others)."""
     return [f for f in fixes if f["basis"] == "log"], [f for f in fixes if f["basis"] != "log"]
 
 
-def _unique(fixes: tuple[dict, ...] | list[dict]) -> tuple[dict, ...]:
+def _unique(fixes: tuple[dict[str, Any], ...] | list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
     """The fixes with each setting (or key) once: the first, most specific, kept, so that no later fix contradicts
     what the log's own figures say (a utilization the free memory at start-up could not hold)."""
     seen: set[str] = set()

@@ -4,6 +4,7 @@ docs): VERL keys with their TRL counterparts; and the devices a log's total capa
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 #: The release's failure kind for host memory (the larger-model panel's).
 HOST_KIND = "vllm_executor_failure"
@@ -20,7 +21,7 @@ class Fix:
     change: str
     why: str
 
-    def as_dict(self, basis: str = "docs") -> dict:
+    def as_dict(self, basis: str = "docs") -> dict[str, Any]:
         return {"key": self.key, "trl": self.trl, "change": self.change, "why": self.why, "basis": basis}
 
 
@@ -211,7 +212,7 @@ DEVICES: tuple[tuple[str, int], ...] = (
 MEASURED_DEVICE = "A100 40GB"
 
 
-def device_of(total_mib: float | None) -> dict | None:
+def device_of(total_mib: float | None) -> dict[str, Any] | None:
     """The devices whose NVML capacity matches a log's total capacity (PyTorch or vLLM, MiB)."""
     if total_mib is None:
         return None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import InputError, quote
 
@@ -50,7 +51,7 @@ class PhaseModel:
     band_mib: float = 0.0
 
     @classmethod
-    def of(cls, entry: Mapping) -> PhaseModel:
+    def of(cls, entry: Mapping[str, Any]) -> PhaseModel:
         """The model of one plan's JSON entry (``device``, ``phases``, ``band_mib``); one line when it is not one."""
         try:
             device = entry["device"]
@@ -149,14 +150,14 @@ def match_phases(
     log_numbers: Mapping[str, float],
     settings: Mapping[str, object] | None = None,
     written: Mapping[str, str] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """The log's failure in ``phase`` matched against ``model``: the device check, the binding phase, the term that
     overflowed, the log's figures against the model's, and the fixes (``written`` names the settings in the user's
     own keys; ``settings`` gives their current values)."""
     diagnosed = model.phase(phase)
     binding = model.binding
     limit = model.margin_mib
-    out: dict = {
+    out: dict[str, Any] = {
         "device": device_check(model, log_numbers.get("total_capacity")),
         "diagnosed_phase": phase,
         "binding_phase": binding.phase,
@@ -175,7 +176,7 @@ def match_phases(
     return out
 
 
-def device_check(model: PhaseModel, log_capacity: float | None) -> dict:
+def device_check(model: PhaseModel, log_capacity: float | None) -> dict[str, Any]:
     """Whether the device the log reports (PyTorch's total capacity, MiB) is the model's."""
     if log_capacity is None:
         return {"name": model.device_name, "agrees": None, "why": "the log states no device capacity"}
@@ -188,7 +189,7 @@ def device_check(model: PhaseModel, log_capacity: float | None) -> dict:
     return {"name": model.device_name, "agrees": agrees, "why": why}
 
 
-def overflowing_term(phase: Phase, capacity: float, tried: float | None = None) -> dict | None:
+def overflowing_term(phase: Phase, capacity: float, tried: float | None = None) -> dict[str, Any] | None:
     """The term that overflowed: the one whose size the failed allocation matches (``tried``, MiB, within
     :data:`ALLOCATION_SHARE`), else the one at which the phase's running total crosses the capacity, else the
     largest."""
@@ -208,7 +209,7 @@ def overflowing_term(phase: Phase, capacity: float, tried: float | None = None) 
     return {"term": largest.term, "mib": largest.mib, "arithmetic": largest.arithmetic, "basis": "largest term"}
 
 
-def log_check(phase: Phase, numbers: Mapping[str, float], band: float) -> dict | None:
+def log_check(phase: Phase, numbers: Mapping[str, float], band: float) -> dict[str, Any] | None:
     """The log's figures against the model's phase: what the process needed (in use + the failed request) against
     the phase's peak, and each term against what PyTorch had reserved (a term larger than it was not resident)."""
     in_use = numbers.get("process_in_use")
@@ -231,11 +232,11 @@ def log_check(phase: Phase, numbers: Mapping[str, float], band: float) -> dict |
 
 def fixes_for(
     phase: Phase, limit: float, capacity: float, settings: Mapping[str, object], written: Mapping[str, str]
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """For each term of ``phase`` the overrides that shrink it, with the peak after each: those that bring the peak
     within ``limit`` first, smallest change first (:func:`match_phases` puts the overflowing term's first)."""
     excess = phase.peak_mib - limit
-    found: list[dict] = []
+    found: list[dict[str, Any]] = []
     for term in sorted(phase.terms, key=lambda t: -t.mib):
         for override in overrides_of(term.term):
             fix = _fix(override, term, excess, capacity, settings)
@@ -250,12 +251,14 @@ def fixes_for(
     return found
 
 
-def _fit_rank(fix: Mapping) -> int:
+def _fit_rank(fix: Mapping[str, Any]) -> int:
     """Fixes that make the phase fit first, then those whose effect is not known, then those that do not suffice."""
     return {True: 0, None: 1, False: 2}[fix["fits"]]
 
 
-def _fix(override: Override, term: Term, excess: float, capacity: float, settings: Mapping[str, object]) -> dict | None:
+def _fix(
+    override: Override, term: Term, excess: float, capacity: float, settings: Mapping[str, object]
+) -> dict[str, Any] | None:
     if override.kind == "switch":
         if settings.get(override.setting) is True:
             return None

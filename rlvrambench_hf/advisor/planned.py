@@ -13,8 +13,9 @@ is a setting not given.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -38,7 +39,7 @@ from .knobs import KNOB_BY_NAME, KNOBS
 from .plans import RowLabels
 
 SUFFIXES = (".yaml", ".yml", ".json", ".csv")
-PlannedLike = str | os.PathLike | Mapping | Sequence[Mapping]
+PlannedLike = str | os.PathLike[str] | Mapping[str, Any] | Sequence[Mapping[str, Any]]
 
 
 def read_planned(planned: PlannedLike, spec: ConfigSpec) -> tuple[pa.Table, Sequence[str], dict[str, str]]:
@@ -80,7 +81,7 @@ def _from_records(records: object, name: str, spec: ConfigSpec) -> tuple[pa.Tabl
     return _with_knobs(typed_from_text(raw, spec.columns, where), raw_knobs, origins.__getitem__), origins, {}
 
 
-def _refuse_collections(records: Sequence[Mapping], origins: Sequence[str], spec: ConfigSpec) -> None:
+def _refuse_collections(records: Sequence[Mapping[str, Any]], origins: Sequence[str], spec: ConfigSpec) -> None:
     """A list or mapping where a setting takes one value (``gpu_count: [2]``) is refused, not read as its items."""
     single = {c.name for c in spec.columns if c.kind != "string_list"}
     for origin, record in zip(origins, records):
@@ -104,7 +105,9 @@ def _read_csv(found: str | bytes, name: str, spec: ConfigSpec) -> tuple[pa.Table
         check_text(found, name)
     else:
         check_text_file(Path(found), name)
-    opener = (lambda: pa.BufferReader(found)) if isinstance(found, bytes) else (lambda: pa.OSFile(found))
+    opener: Callable[[], Any] = (
+        (lambda: pa.BufferReader(found)) if isinstance(found, bytes) else (lambda: pa.OSFile(found))
+    )
     options = pacsv.ConvertOptions(
         column_types={c: pa.string() for c in spec.column_names},
         strings_can_be_null=False,

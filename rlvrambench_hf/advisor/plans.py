@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import overload
+from typing import cast, overload
 
 import pyarrow as pa
 
@@ -45,7 +45,7 @@ class Plans:
             raise ValueError(f"{len(self.sources)} source maps for {self.table.num_rows} plans")
 
     def __len__(self) -> int:
-        return self.table.num_rows
+        return cast("int", self.table.num_rows)
 
     def as_written(self, setting: str, row: int) -> str:
         """How the user wrote ``setting`` of plan ``row`` (0-based), for one-line errors."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -43,10 +44,10 @@ class SettingArrays:
     metadata: np.ndarray  # per row × METADATA_FIELDS (float64; NaN where the model has no metadata)
     has_metadata: np.ndarray
     table: pa.Table
-    metadata_mappings: Mapping[str, Mapping]
+    metadata_mappings: Mapping[str, Mapping[str, Any]]
 
     @classmethod
-    def of(cls, table: pa.Table, metadata: Mapping[str, Mapping]) -> SettingArrays:
+    def of(cls, table: pa.Table, metadata: Mapping[str, Mapping[str, Any]]) -> SettingArrays:
         values, valid = {}, {}
         for name in FEATURE_SETTINGS:
             if name in table.column_names:
@@ -140,7 +141,7 @@ class Predictions:
 
     def cautious(self) -> np.ndarray:
         """The most severe label any method predicts (-1 when none predicts)."""
-        return np.maximum.reduce([self.state[m] for m in self.state])
+        return cast("np.ndarray", np.maximum.reduce([self.state[m] for m in self.state]))
 
 
 def predict(s: SettingArrays, fitted: FittedReferences, parameters: Mapping[str, int]) -> Predictions:

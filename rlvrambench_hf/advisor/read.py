@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,6 +25,9 @@ from .launch import Launch, read_launches, unresolved
 from .mapping import VERL_MAPPING, VERL_SCOPE, mapped_keys
 from .measured import LEVEL_SETTINGS, Measured, load_measured
 from .plans import SETTINGS_CONFIG, Plans
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .verl import Config
 
 Kind = Literal["planned", "verl", "trl"]
 KINDS = ("planned", "verl", "trl")
@@ -45,7 +48,7 @@ def read_plans(
     settings: Mapping[str, object] | None = None,
     source: SourceLike = None,
     revision: str | None = None,
-    accelerate_config: str | os.PathLike | None = None,
+    accelerate_config: str | os.PathLike[str] | None = None,
 ) -> Plans:
     """Validated plans from ``plans``: a path (CSV / YAML / JSON / launch script), a command line, a list of
     mappings, a VERL config mapping or a GRPOConfig-like object.
@@ -105,7 +108,7 @@ def _check_models(table: pa.Table, measured: Measured, where: Where) -> None:
     """Every model is one the release measured or a Hub repository name (its metadata can then be read); anything
     else (a local folder that names no measured model, invisible characters) is refused, naming the row."""
     from huggingface_hub.errors import HFValidationError
-    from huggingface_hub.utils import validate_repo_id
+    from huggingface_hub.utils import validate_repo_id  # type: ignore[attr-defined]  # public there, not re-exported in its typing
 
     from .models import local_folder
 
@@ -157,7 +160,7 @@ def _is_command_line(text: str) -> bool:
 
 def _config_records(
     plans: object, kind: str, measured: Measured, preset: Mapping[str, object], accelerate: object = None
-) -> tuple[list[dict], list[str], dict[str, str], list[list[str]], list[dict[str, str]]]:
+) -> tuple[list[dict[str, Any]], list[str], dict[str, str], list[list[str]], list[dict[str, str]]]:
     """One record per VERL launch or config (TRL: one), with origins, written names, scope flags and sources."""
     from .knobs import knob_columns
     from .models import model_of_path
@@ -203,9 +206,10 @@ def _config_records(
     return records, origins, found[0][1], flags, sources
 
 
-def _verl_configs(plans: object) -> list:
+def _verl_configs(plans: object) -> list[Config]:
+    from .hydravalues import plain
     from .launch import key_lines
-    from .verl import Config, merged, plain, with_defaults, yaml_tree
+    from .verl import merged, with_defaults, yaml_tree
     from .verlcheck import checked
 
     if isinstance(plans, Mapping):
@@ -251,7 +255,7 @@ def _refuse_unresolved(overrides: Sequence[tuple[str, str, str | None]], origin:
             raise InputError(f"{origin}: {key} uses {missing}, which {how}; write its value or set it")
 
 
-def _base_config(launch: Launch, folder: Path, origin: str) -> tuple[dict, tuple[str, ...]]:
+def _base_config(launch: Launch, folder: Path, origin: str) -> tuple[dict[str, Any], tuple[str, ...]]:
     """The config a launch's ``--config-path`` / ``--config-name`` name, as Hydra finds it: a relative path from
     the folder of VERL's trainer module (``main_ppo.py``; ``config`` when not given), else from the script's
     folder; an absolute path as it is. A config VERL packages is its composed ``_generated_`` form, and becomes the

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -71,7 +72,7 @@ class MeasuredTable:
     name: str
     settings: pa.Table
     recorded: tuple[str, ...]
-    records: tuple[dict, ...]
+    records: tuple[dict[str, Any], ...]
     resolved: np.ndarray
 
 
@@ -185,7 +186,7 @@ def _measured_table(spec: ConfigSpec, marker: MeasuredRecords, tables: Mapping[s
 
 
 def _setting_column(
-    name: str, spec: ConfigSpec, marker: MeasuredRecords, here: pa.Table, base: pa.Table, tables: Mapping
+    name: str, spec: ConfigSpec, marker: MeasuredRecords, here: pa.Table, base: pa.Table, tables: Mapping[str, Any]
 ) -> pa.ChunkedArray | None:
     if name in marker.renamed:
         return here.column(marker.renamed[name])
@@ -204,11 +205,11 @@ def _setting_column(
     return None
 
 
-def _runs_by_record(marker: MeasuredRecords, tables: Mapping[str, pa.Table]) -> dict[str, list[dict]]:
+def _runs_by_record(marker: MeasuredRecords, tables: Mapping[str, pa.Table]) -> dict[str, list[dict[str, Any]]]:
     runs = marker.runs
     if runs is None:
         return {}
-    out: dict[str, list[dict]] = {}
+    out: dict[str, list[dict[str, Any]]] = {}
     for row in tables[runs.table].to_pylist():
         if runs.where is not None and row[runs.where[0]] != runs.where[1]:
             continue
@@ -228,8 +229,8 @@ def _record(
     row: int,
     label: str,
     unrecorded: Sequence[str],
-    runs: Sequence[dict],
-) -> dict:
+    runs: Sequence[dict[str, Any]],
+) -> dict[str, Any]:
     """The answer one record gives: table, id, label, seeds and peaks, partial evidence, the processes."""
     if runs:
         seeds = sorted({r["seed"] for r in runs if r["seed"] is not None})

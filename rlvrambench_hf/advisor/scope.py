@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -100,7 +101,7 @@ def _outside(name: str, s: SettingArrays, codes: Codes, index: MeasuredIndex) ->
         return given & (codes.codes[name] < 0)
     values = index.values[name]
     low, high = values[0].as_py(), values[len(values) - 1].as_py()
-    return given & ((s[name] < low) | (s[name] > high))
+    return cast("np.ndarray", given & ((s[name] < low) | (s[name] > high)))
 
 
 def _range_text(name: str, s: SettingArrays, index: MeasuredIndex, i: int) -> str:

@@ -3,7 +3,7 @@ shell computes it, over integers and the script's own values."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 #: Most nested names (a name whose value names another) evaluated.
 MAX_DEPTH = 32
@@ -72,7 +72,12 @@ def _binary(operator: str, a: int, b: int) -> int:
         return a - b * quotient if operator == "Mod" else quotient
     if operator == "Pow" and not 0 <= b <= 64:
         raise ValueError("exponent")
-    results = {"Add": lambda: a + b, "Sub": lambda: a - b, "Mult": lambda: a * b, "Pow": lambda: a**b}
+    results: dict[str, Callable[[], int]] = {
+        "Add": lambda: a + b,
+        "Sub": lambda: a - b,
+        "Mult": lambda: a * b,
+        "Pow": lambda: a**b,
+    }
     if operator not in results:
         raise ValueError(operator)
     return results[operator]()

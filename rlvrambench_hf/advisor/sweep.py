@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -56,7 +57,7 @@ def sweep_table(answers: Answers) -> pa.Table:
     return pa.Table.from_arrays(list(columns.values()), names=list(columns))
 
 
-def write_sweep(answers: Answers, path: str | os.PathLike) -> None:
+def write_sweep(answers: Answers, path: str | os.PathLike[str]) -> None:
     """Write :func:`sweep_table` to ``path`` (``.csv`` or ``.parquet``) atomically."""
     from ..data.tables.output import atomic_output
 
@@ -92,7 +93,7 @@ def verdict_lines(answers: Answers) -> list[str]:
     ]
     suffix = strings(texts).take(ints(inverse.reshape(-1)))
     joined = pc.binary_join_element_wise(_ids(answers), suffix, _repeat("", n))
-    return joined.to_pylist()
+    return cast("list[str]", joined.to_pylist())
 
 
 def verdict_counts(answers: Answers) -> list[tuple[str, int]]:

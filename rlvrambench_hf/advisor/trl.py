@@ -12,13 +12,18 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..data.schema.spec import Column
 from ..data.tables.userfile import parse_structured, read_text
 from ..errors import InputError, quote
+from .hydravalues import plain
 from .mapping import TRL_MAPPING, TRL_SCOPE, TRL_STACK_FLAG, mapped_keys
 from .trlmapping import ACCELERATE_KEYS
-from .verl import Config, plain, record_of
+from .verl import Config, record_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .mapped import Scope
 
 #: How many unmapped keys the flag names before it counts the rest.
 NAMED = 8
@@ -72,7 +77,7 @@ TRL_QUIET = frozenset(
 )
 
 
-def trl_fields(config: object) -> tuple[dict, set[str]]:
+def trl_fields(config: object) -> tuple[dict[str, Any], set[str]]:
     """The fields of a GRPOConfig-like object (a dataclass, or anything with attributes) as plain values, and the
     fields it sets (those of a dataclass that differ from their defaults)."""
     if isinstance(config, Mapping):
@@ -91,7 +96,7 @@ def trl_fields(config: object) -> tuple[dict, set[str]]:
     return fields, set(fields)
 
 
-def _default(field: dataclasses.Field) -> object:
+def _default(field: dataclasses.Field[Any]) -> object:
     if field.default is not dataclasses.MISSING:
         return field.default
     if field.default_factory is not dataclasses.MISSING:
@@ -99,7 +104,7 @@ def _default(field: dataclasses.Field) -> object:
     return dataclasses.MISSING
 
 
-def accelerate_fields(path: object, fields: Mapping, origin: str) -> dict:
+def accelerate_fields(path: object, fields: Mapping[str, Any], origin: str) -> dict[str, Any]:
     """The keys of an accelerate config (``accelerate launch --config_file``) a plan reads, flattened; a key the TRL
     config gives too must agree (accelerate's ``num_processes`` is the total over all machines)."""
     name = str(path)
@@ -130,7 +135,7 @@ DISTRIBUTED_TYPES = (
 )
 
 
-def check_accelerate(data: Mapping, name: str) -> None:
+def check_accelerate(data: Mapping[str, Any], name: str) -> None:
     """What accelerate and DeepSpeed refuse before launching: a key that is not what it shows (an invisible or
     control character in it), a ``distributed_type`` accelerate does not have, a ZeRO stage outside 0-3, more
     machines than processes (``num_processes`` counts them over all machines)."""
@@ -165,7 +170,7 @@ def _count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
-def trl_file(path: str | os.PathLike) -> dict:
+def trl_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     name = str(path)
     data = parse_structured(read_text(path, "TRL config"), name, Path(path).suffix.lower())
     if not isinstance(data, dict):
@@ -174,7 +179,7 @@ def trl_file(path: str | os.PathLike) -> dict:
 
 
 def trl_record(
-    fields: Mapping,
+    fields: Mapping[str, Any],
     given: set[str],
     origin: str,
     columns: Mapping[str, Column],
@@ -182,7 +187,7 @@ def trl_record(
     *,
     with_model: bool,
     launcher: tuple[Mapping[str, object], str] | None = None,
-) -> tuple[dict, dict[str, str], list[str], dict[str, str]]:
+) -> tuple[dict[str, Any], dict[str, str], list[str], dict[str, str]]:
     """Settings, how each was written, the scope flags and each setting's source of one TRL config (``given``: the
     fields it sets; ``with_model``: a file or mapping for ``trl grpo``, whose model keys take ModelConfig's
     defaults; ``launcher``: the accelerate config's keys and its file)."""
@@ -218,7 +223,7 @@ def trl_record(
     return settings, written, [TRL_STACK_FLAG, *flags], sources
 
 
-def _scope(tree: Mapping) -> tuple:
+def _scope(tree: Mapping[str, Any]) -> tuple[Scope, ...]:
     """The scope rows that apply: LoRA's rank and targets only with PEFT, vLLM's mode only with vLLM (so that no
     flag contradicts another)."""
     skip = set()

@@ -10,6 +10,7 @@ lies outside the measured cloud, even when each of its settings is inside the me
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
@@ -31,7 +32,7 @@ class Cloud:
         return float(self.spacing.max()) if len(self.spacing) else 0.0
 
     def scaled(self, features: np.ndarray) -> np.ndarray:
-        return (features - self.mean) / self.scale
+        return cast("np.ndarray", (features - self.mean) / self.scale)
 
     def nearest(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(distance to the nearest point, that point) of every row; each distinct row is measured once, in chunks."""
@@ -60,9 +61,9 @@ class Cloud:
 
     def _distances(self, features: np.ndarray) -> np.ndarray:
         diff = self.scaled(features)[:, None, :] - self.points[None, :, :]
-        return np.sqrt(np.einsum("ijk,ijk->ij", diff, diff))
+        return cast("np.ndarray", np.sqrt(np.einsum("ijk,ijk->ij", diff, diff)))
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         return {
             "points": len(self.points),
             "records": sum(len(r) for r in self.records),

@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..data.schema.spec import Column
 from ..data.tables.userfile import parse_structured, read_text
@@ -38,11 +39,11 @@ class Config:
     user's own tree (None: all of ``tree``), ``lines`` where each key was written (``run.sh line 12``) and ``notes``
     how a value was derived (a deprecated key converted)."""
 
-    tree: dict
+    tree: dict[str, Any]
     origin: str
     defaults: str | None
     tool: str = "VERL"
-    given: dict | None = None
+    given: dict[str, Any] | None = None
     lines: Mapping[str, str] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
 
@@ -74,7 +75,7 @@ def verl_folders() -> list[Path]:
     return [Path(folder) for folder in (spec.submodule_search_locations or [])] if spec else []
 
 
-def installed_defaults(relatives: Sequence[str] = DEFAULT_CONFIGS) -> tuple[dict, str] | None:
+def installed_defaults(relatives: Sequence[str] = DEFAULT_CONFIGS) -> tuple[dict[str, Any], str] | None:
     """VERL's packaged trainer config (the first of ``relatives`` found) and where it is, or None when VERL is not
     importable here."""
     for folder in verl_folders():
@@ -88,7 +89,7 @@ def installed_defaults(relatives: Sequence[str] = DEFAULT_CONFIGS) -> tuple[dict
     return None
 
 
-def merged(base: Mapping, overrides: Sequence[tuple[str, str, str | None]], name: str) -> dict:
+def merged(base: Mapping[str, Any], overrides: Sequence[tuple[str, str, str | None]], name: str) -> dict[str, Any]:
     """``base`` with Hydra overrides applied in order (``~key`` deletes, ``+`` / ``++`` add)."""
     tree = copy.deepcopy(dict(base))
     for prefix, key, text in overrides:
@@ -109,7 +110,7 @@ def merged(base: Mapping, overrides: Sequence[tuple[str, str, str | None]], name
     return tree
 
 
-def deep_update(base: dict, top: Mapping) -> dict:
+def deep_update(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
     """``base`` with ``top`` merged in, nested mappings key by key."""
     for key, value in top.items():
         if isinstance(value, Mapping) and isinstance(base.get(key), dict):
@@ -119,7 +120,7 @@ def deep_update(base: dict, top: Mapping) -> dict:
     return base
 
 
-def yaml_tree(path: str | os.PathLike, name: str, text: str | None = None) -> dict:
+def yaml_tree(path: str | os.PathLike[str], name: str, text: str | None = None) -> dict[str, Any]:
     """A VERL config YAML (``text`` when it was read already, e.g. from a pipe) as a tree, ``defaults:`` dropped."""
     if text is None:
         text = read_text(path, "VERL config")
@@ -131,7 +132,7 @@ def yaml_tree(path: str | os.PathLike, name: str, text: str | None = None) -> di
 
 
 def with_defaults(
-    top: Mapping,
+    top: Mapping[str, Any],
     origin: str,
     *,
     packaged: Sequence[str] = DEFAULT_CONFIGS,
@@ -145,7 +146,7 @@ def with_defaults(
                   lines=dict(lines or {}))  # fmt: skip
 
 
-def lookup(tree: Mapping, key: str, origin: str, depth: int = 0) -> object:
+def lookup(tree: Mapping[str, Any], key: str, origin: str, depth: int = 0) -> object:
     """The value of a dotted ``key`` (:data:`_ABSENT` if absent, or OmegaConf's mandatory ``???`` that no one
     filled in, as VERL's own ``rollout.name``), interpolations resolved."""
     node = _raw(tree, key)
@@ -156,7 +157,7 @@ def lookup(tree: Mapping, key: str, origin: str, depth: int = 0) -> object:
     return node
 
 
-def _interpolated(tree: Mapping, key: str, text: str, origin: str, depth: int) -> object:
+def _interpolated(tree: Mapping[str, Any], key: str, text: str, origin: str, depth: int) -> object:
     if depth > 20:
         raise InputError(f"{origin}: {key}: interpolation {quoted(text)} refers to itself")
     body = _INTERPOLATION.match(text).group(1).strip()  # type: ignore[union-attr]
@@ -188,7 +189,7 @@ def record_of(
     mapping: Sequence[Mapped] = VERL_MAPPING,
     scope: Sequence[Scope] = VERL_SCOPE,
     preset: Mapping[str, object] | None = None,
-) -> tuple[dict, dict[str, str], list[str], dict[str, str]]:
+) -> tuple[dict[str, Any], dict[str, str], list[str], dict[str, str]]:
     """The settings of a VERL config (through the mapping table), each as written, its scope flags and where each
     setting's value comes from.
 
@@ -296,7 +297,7 @@ def scope_flags(config: Config, scope: Sequence[Scope]) -> list[str]:
     return flags
 
 
-def _raw(tree: Mapping, key: str) -> object:
+def _raw(tree: Mapping[str, Any], key: str) -> object:
     """The value written at a dotted ``key`` (:data:`_ABSENT` if absent), nothing resolved."""
     node: object = tree
     for part in key.split("."):

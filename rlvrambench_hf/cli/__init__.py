@@ -17,7 +17,7 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from .. import __version__
 from ..errors import EXIT_INTERRUPTED, InputError, RLVRAMBenchError, debug_text, error_line, first_line, one_line
@@ -108,7 +108,13 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_ERROR, f"{one_line(self.prog, 60)}: error: {one_line(message)}\n")
 
 
-class _Commands(argparse._SubParsersAction):
+if TYPE_CHECKING:  # pragma: no cover
+    _SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
+else:  # not subscriptable at run time
+    _SubParsers = argparse._SubParsersAction
+
+
+class _Commands(_SubParsers):
     """The subcommands of :data:`COMMANDS`: each parser is filled in (its module imported) when it is chosen."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

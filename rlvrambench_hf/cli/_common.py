@@ -31,7 +31,9 @@ def needs_subcommand(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(handler=usage)
 
 
-def add_group(parser: argparse.ArgumentParser, *, description: str, metavar: str) -> argparse._SubParsersAction:
+def add_group(
+    parser: argparse.ArgumentParser, *, description: str, metavar: str
+) -> argparse._SubParsersAction[argparse.ArgumentParser]:
     """Make ``parser`` (e.g. ``rlvrambench release``) a command group; returns its subcommands' action. Without a
     subcommand it prints its usage and exits 2."""
     parser.description = description

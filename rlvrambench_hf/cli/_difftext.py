@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ..release.diff import ReleaseDiff
 from ._common import format_table
@@ -105,5 +106,5 @@ def _listed(items: Sequence[str], limit: int) -> str:
     return shown + (f" ... ({len(items) - limit} more)" if len(items) > limit else "")
 
 
-def _key(key: dict) -> str:
+def _key(key: dict[str, Any]) -> str:
     return ",".join(str(v) for v in key.values()) or "(the record)"

@@ -6,6 +6,7 @@ Argument parsing and printing only; :mod:`rlvrambench_hf.admission` does the wor
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from ..admission.policy import RULES
 from ..admission.truth import agreement_text
@@ -103,7 +104,7 @@ def run_replay(args: argparse.Namespace) -> int:
     return 0
 
 
-def range_table(summary: list[dict]) -> str:
+def range_table(summary: list[dict[str, Any]]) -> str:
     """One line per rule × budget: macro recall and approval errors with their range over the cases."""
     headers = ["rule", "budget", "cases", "macro_recall", "approved_mf", "approved_am"]
     names = ("macro_case_within_margin_recall", "approved_memory_failure", "approved_above_margin")
@@ -116,7 +117,7 @@ def range_table(summary: list[dict]) -> str:
     return format_table(headers, rows) + ("\n" + note if note else "")
 
 
-def ledger_text(report: dict) -> str:
+def ledger_text(report: dict[str, Any]) -> str:
     """The three cost ledgers and the cold-start totals, each a titled table."""
     from ..reporting.tables import ledger_tables
 
@@ -124,7 +125,7 @@ def ledger_text(report: dict) -> str:
     return "\n" + "\n\n".join(blocks)
 
 
-def summary_table(summary: list[dict]) -> str:
+def summary_table(summary: list[dict[str, Any]]) -> str:
     """One line per rule × budget: macro recall, approvals, unsuitable approvals and costs."""
     headers = [
         "rule",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from typing import Any
 
 from ..errors import InputError, quote
 from ._common import checked_source, format_table
@@ -178,7 +179,7 @@ def read_from(plans: object, row: int) -> list[str]:
     return lines
 
 
-def detail(c: dict) -> list[str]:
+def detail(c: dict[str, Any]) -> list[str]:
     """The readable answer to one plan."""
     v = c["verdict"]
     lines = [f"== {c['configuration_id']}: {c['model_id']} ({c['model_family'] or 'family not measured'})"]
@@ -274,7 +275,7 @@ def run_log(args: argparse.Namespace, settings: dict[str, str]) -> int:
     return 0
 
 
-def render_diagnosis(d: dict) -> str:
+def render_diagnosis(d: dict[str, Any]) -> str:
     """The diagnosis as text: its one line first, then the figures, the release's record and the fixes."""
     lines = [d["headline"], ""]
     message = d["message"]
@@ -302,7 +303,7 @@ def render_diagnosis(d: dict) -> str:
     return "\n".join(lines)
 
 
-def _release_lines(release: dict | None) -> list[str]:
+def _release_lines(release: dict[str, Any] | None) -> list[str]:
     if not release:
         return []
     counts = ", ".join(f"{n} {t}" for t, n in release["counts"].items() if n) or "none"
@@ -321,7 +322,7 @@ def _release_lines(release: dict | None) -> list[str]:
     return lines
 
 
-def _specific_lines(specific: dict | None) -> list[str]:
+def _specific_lines(specific: dict[str, Any] | None) -> list[str]:
     if not specific:
         return []
     v = specific["verdict"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from ..errors import one_line, summary
 from ._common import add_group, add_timeout, checked_source, format_table
@@ -138,7 +139,7 @@ def run_prospective(args: argparse.Namespace) -> int:
 
     result = run_prospective(checked_source(args, [args.output]))
     _write(args.output, result["predictions"], sort_keys=True)
-    by_target: dict[str, dict] = {}
+    by_target: dict[str, dict[str, Any]] = {}
     for row in (*result["predictions"], *result["memory_model"]["predictions"]):
         by_target.setdefault(row["configuration_id"], {})[row["method"]] = row
     body = [
@@ -204,7 +205,7 @@ def run_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def render_folds(report: dict) -> str:
+def render_folds(report: dict[str, Any]) -> str:
     """One table of references and estimators side by side per fold: correct labels, approvals by observed
     label, the peak error beside the peaks it covers and over the peaks every peak-predicting method predicted;
     then the source costs, the spread over the folds and what three families can support."""
@@ -262,7 +263,7 @@ def render_folds(report: dict) -> str:
     return "\n".join(lines)
 
 
-def render_fold_intervals(report: dict) -> str:
+def render_fold_intervals(report: dict[str, Any]) -> str:
     """Per fold and method: correct labels, recall and approval errors with their intervals."""
     names = ("correct_three_state", "within_margin_recall", "approved_memory_failure", "approved_above_margin")
     rows = [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any, cast
 
 from ..followup.core import STUDIES
 from ._common import PREDICTIONS_FORMATS, add_group, checked_source, format_table
@@ -57,7 +58,7 @@ def run_score(args: argparse.Namespace) -> int:
 APPROVED = "full_panel_approved_configurations"
 
 
-def range_lines(scores: dict) -> str:
+def range_lines(scores: dict[str, Any]) -> str:
     """Per method: approvals over the planned panel and resolved-subset figures with their range over units."""
     headers = ["method", "approved", "recall", "approved_mf", "approved_am"]
     rows = []
@@ -78,10 +79,12 @@ def range_lines(scores: dict) -> str:
             ]
         )
     first = next(iter(scores["approvals"].values()))["intervals"]
-    return format_table(headers, rows) + "\n" + first.get("note", interval_legend(scores["interval_settings"]))
+    return cast(
+        "str", format_table(headers, rows) + "\n" + first.get("note", interval_legend(scores["interval_settings"]))
+    )
 
 
-def host_memory_lines(scores: dict) -> list[str]:
+def host_memory_lines(scores: dict[str, Any]) -> list[str]:
     """The host-memory failures named as such, and the preflight this copy of the release lacks (said once)."""
     lines = []
     slots = scores.get("slots") or {}
@@ -96,7 +99,7 @@ def host_memory_lines(scores: dict) -> list[str]:
     return lines
 
 
-def render_scores(study: str, scores: dict) -> str:
+def render_scores(study: str, scores: dict[str, Any]) -> str:
     """The readable form of a follow-up score: panel coverage, one row per method, then the notes."""
     from ..reporting.tables import followup_facts, followup_notes, followup_summary, followup_table
 

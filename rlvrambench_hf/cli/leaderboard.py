@@ -8,10 +8,14 @@ from __future__ import annotations
 import argparse
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import quote
 from ._common import checked_source, format_table
 from ._intervals import add_interval_options, interval_options_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..reporting.leaderboard import Standing
 
 
 def add_leaderboard(p: argparse.ArgumentParser) -> None:
@@ -82,13 +86,13 @@ def folder_files(folder: Path) -> list[Path]:
     return files
 
 
-def file_standings(found: dict[str, tuple[str, Path]]) -> list:
+def file_standings(found: dict[str, tuple[str, Path]]) -> list[Standing]:
     """The standings of every gathered file (score files and evaluation-results files)."""
     from ..data.tables.userfile import user_json
     from ..release.evalresults import check_scores, read_eval_results
     from ..reporting.leaderboard import standings_from_entries, standings_from_scores
 
-    standings = []
+    standings: list[Standing] = []
     for name, (kind, file) in found.items():
         if kind == "entries":
             standings += standings_from_entries(name, read_eval_results(file))

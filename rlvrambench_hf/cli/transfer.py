@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..transfer.key import ALL_TRACKS, TRACKS
@@ -183,7 +183,7 @@ INTERVAL_COLUMNS = (
 )
 
 
-def interval_table(scores: dict) -> str:
+def interval_table(scores: dict[str, Any]) -> str:
     """Per track and overall: the reported figures with their intervals, and how they were made."""
     scopes = [*scores["per_track"].items(), ("overall", scores["overall"])]
     headers = ["scope", "targets", *(h for h, _ in INTERVAL_COLUMNS)]
@@ -194,7 +194,7 @@ def interval_table(scores: dict) -> str:
     return format_table(headers, rows) + "\n" + interval_legend(scores["interval_settings"])
 
 
-def score_table(scores: dict) -> str:
+def score_table(scores: dict[str, Any]) -> str:
     """The per-track table of a score file (with the overall row last)."""
     headers = [
         "scope",
@@ -211,7 +211,7 @@ def score_table(scores: dict) -> str:
         "rejected_wm",
     ]
 
-    def row(name: str, s: dict) -> list:
+    def row(name: str, s: dict[str, Any]) -> list[Any]:
         return [
             name,
             s["queries"],

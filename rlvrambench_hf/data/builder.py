@@ -53,7 +53,7 @@ _VERSION = datasets.Version("1.0.0")
 
 
 @dataclass
-class RLVRAMBenchConfig(datasets.BuilderConfig):
+class RLVRAMBenchConfig(datasets.BuilderConfig):  # type: ignore[misc]  # datasets ships no type information
     """A registry entry plus the identity of what it was prepared from: the source, its commit (None for a folder)
     and the SHA-256 of the config's verified file, so that the prepared cache is keyed by content."""
 
@@ -62,7 +62,7 @@ class RLVRAMBenchConfig(datasets.BuilderConfig):
     data_sha256: str | None = None
 
 
-class RLVRAMBench(datasets.ArrowBasedBuilder):
+class RLVRAMBench(datasets.ArrowBasedBuilder):  # type: ignore[misc]  # datasets ships no type information
     """Typed RLVRAMBench tables, one config per registry entry.
 
     ``source`` and ``revision`` name the release (:data:`~.sources.resolve.SourceLike`; an opened Source is used as
@@ -118,7 +118,7 @@ class RLVRAMBench(datasets.ArrowBasedBuilder):
                 yield Key(shard, index), table.slice(begin, min(BATCH_ROWS, stop - begin))
 
 
-class TypedTables(ArrowExamplesIterable):
+class TypedTables(ArrowExamplesIterable):  # type: ignore[misc]  # datasets ships no type information
     """The builder's Arrow tables, declared as already having ``features`` (the typed reader gives them the
     registry's Arrow schema, which is that of its features), so that ``datasets`` formats them as it formats plain
     streaming, without a per-row wrapper. Shuffled, sharded or resharded, it stays typed."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -200,7 +201,7 @@ def card_figures(source: Source, tables: dict[str, pa.Table]) -> list[Check]:
     ]
 
 
-def _summary(source: Source) -> dict:
+def _summary(source: Source) -> dict[str, Any]:
     try:
         summary = source.read_json("benchmark/summary.json")
     except MissingFileError:
@@ -208,7 +209,7 @@ def _summary(source: Source) -> dict:
     return summary if isinstance(summary, dict) else {}
 
 
-def _split_figure(rows: dict[str, list[dict]], config: str, published: object, unit: str) -> Check:
+def _split_figure(rows: dict[str, list[dict[str, Any]]], config: str, published: object, unit: str) -> Check:
     """612 eligible processes = the 588-process corpus + 24 controls; 683 attempts = 657 original + 26 controls."""
     if config not in rows:
         return Check("figure", unit, ABSENT, f"{REGISTRY[config].path} is not in this revision")
@@ -223,7 +224,7 @@ def _split_figure(rows: dict[str, list[dict]], config: str, published: object, u
     return Check("figure", unit, status, text + ("" if status == PASSED else f"; summary.json says {published}"))
 
 
-def _source_screens_figure(source: Source, summary: dict) -> Check:
+def _source_screens_figure(source: Source, summary: dict[str, Any]) -> Check:
     """Sixteen historical source screens, counted separately from the static totals."""
     published = summary.get("historical_source_screens_counted_separately")
     try:
@@ -242,7 +243,7 @@ def _source_screens_figure(source: Source, summary: dict) -> Check:
     return Check("figure", "historical source screens", PASSED if agree else FAILED, text)
 
 
-def _not_repeated_figure(rows: dict[str, list[dict]]) -> Check:
+def _not_repeated_figure(rows: dict[str, list[dict[str, Any]]]) -> Check:
     """The twelve single-process sampling-calibration settings labelled ``not_repeated``."""
     if "all_configurations" not in rows:
         return Check("figure", NOT_REPEATED, ABSENT, "configuration_results.csv is not in this revision")
@@ -254,7 +255,7 @@ def _not_repeated_figure(rows: dict[str, list[dict]]) -> Check:
     return Check("figure", NOT_REPEATED, PASSED if in_tasks == 0 else FAILED, text)
 
 
-def _extension_figure(rows: dict[str, list[dict]], summary: dict) -> Check:
+def _extension_figure(rows: dict[str, list[dict[str, Any]]], summary: dict[str, Any]) -> Check:
     """The original 100-step extension: 12 of 14 attempts complete; the two excluded ones stop at steps 63 and 77."""
     subject = "100-step extension"
     if "recorded_attempts" not in rows or "eligible_runs" not in rows:

@@ -11,7 +11,6 @@ scipy and scikit-learn are imported when a method is fitted, not here.
 from .api import (
     ALL_FOLDS,
     EstimatorSpec,
-    check_against_published,
     load_estimator,
     load_inputs,
     parse_estimator,
@@ -22,7 +21,7 @@ from .api import (
 )
 from .evidence import ARCHITECTURE_FIELDS, EVIDENCE_COLUMNS, Evidence
 from .features import FAMILIES, FEATURE_NAMES, coarse_family, feature_matrix, feature_vector
-from .folds import THREE_FAMILIES, across_folds, fold_table, retrospective
+from .folds import THREE_FAMILIES, across_folds, check_against_published, fold_table, retrospective
 from .hubmeta import fetch_model_metadata, metadata_from_shapes
 from .references import METHODS, Examples, FittedReferences, fit_references
 from .user import OUTCOME_COLUMNS, Estimator, EstimatorContext, target_view, training_view

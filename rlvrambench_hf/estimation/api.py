@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..data.sources.base import Source
 from ..data.sources.resolve import SourceLike, open_source
@@ -54,9 +54,9 @@ class EstimationInputs:
     """The comparison's inputs from one release."""
 
     pool: Examples
-    metadata: Mapping[str, Mapping]
+    metadata: Mapping[str, Mapping[str, Any]]
     targets: Examples
-    protocol: Mapping
+    protocol: Mapping[str, Any]
     source: Source
     evidence: Evidence
 
@@ -88,7 +88,10 @@ def load_inputs(source: SourceLike = None, revision: str | None = None) -> Estim
 
 
 def inputs_from_tables(
-    tables: Mapping[str, Sequence[Mapping]], target_rows: Sequence[Mapping], protocol: Mapping, source: Source
+    tables: Mapping[str, Sequence[Mapping[str, Any]]],
+    target_rows: Sequence[Mapping[str, Any]],
+    protocol: Mapping[str, Any],
+    source: Source,
 ) -> EstimationInputs:
     """The comparison's inputs from the rows of :data:`VIEW_TABLES` (pure: what :func:`load_inputs` read)."""
     metadata = {r["model_id"]: r for r in tables[ARCHITECTURE]}
@@ -100,7 +103,7 @@ def inputs_from_tables(
     return EstimationInputs(pool, metadata, targets, protocol, source, evidence)
 
 
-def numerical_environment() -> dict:
+def numerical_environment() -> dict[str, Any]:
     """Versions of the numerical stack (the reference stack is in ``docs/estimation.md``)."""
     import numpy
     import scipy
@@ -119,10 +122,10 @@ def run_retrospective(
     source: SourceLike = None,
     revision: str | None = None,
     *,
-    estimators: Mapping | None = None,
+    estimators: Mapping[str, Any] | None = None,
     intervals: IntervalsLike = None,
     timeout: float | None = DEFAULT_TIMEOUT,
-) -> dict:
+) -> dict[str, Any]:
     """The three leave-one-family-out folds (``retrospective.json``'s structure) with the per-phase memory model
     (:mod:`.physical`) scored as a fourth method beside the three references, ``table`` (one row per fold and
     method, references, the model and estimators side by side), ``across_folds`` (each method's spread over the
@@ -163,7 +166,7 @@ def run_retrospective(
     return {**report, "table": fold_table(report), "across_folds": across_folds(report)}
 
 
-def _first_form(inputs: EstimationInputs) -> dict:
+def _first_form(inputs: EstimationInputs) -> dict[str, Any]:
     """What the score file says of the memory model's form, with the record of the form fixed in advance."""
     from ..data.tables.reader import load_table
     from .physical import FORM_NOTE, first_form_record
@@ -178,7 +181,7 @@ def run_final_fit(source: SourceLike = None, revision: str | None = None) -> tup
     return final_fit(inputs.pool, inputs.parameters), inputs
 
 
-def run_prospective(source: SourceLike = None, revision: str | None = None) -> dict:
+def run_prospective(source: SourceLike = None, revision: str | None = None) -> dict[str, Any]:
     """The final fit (``fitted_model.json``'s structure), the 36 prospective predictions and their check against
     the release's sealed ``predictions.json``, and the memory model's predictions of the same targets
     (``memory_model``: calibrated on the whole pool; not part of the sealed comparison)."""
@@ -257,7 +260,7 @@ def load_estimator(estimator: object, name: str, *, timeout: float | None = DEFA
     return _estimator(estimator, name, timeout)[0]
 
 
-def _estimator(given: object, name: str, timeout: float | None) -> tuple[Estimator, dict]:
+def _estimator(given: object, name: str, timeout: float | None) -> tuple[Estimator, dict[str, Any]]:
     """(the estimator, what it is: its spec or type and its arguments)."""
     from ..scoring.user import load_object
 
@@ -281,7 +284,7 @@ def score_fold_predictions(
     source: SourceLike = None,
     revision: str | None = None,
     intervals: IntervalsLike = None,
-) -> dict:
+) -> dict[str, Any]:
     """Score a user's held-out predictions against the hidden fold labels, per fold, as the references are scored.
 
     ``fold`` is ``"all"`` (cover all 90 pool configurations) or one family (cover exactly its 30);
@@ -340,7 +343,7 @@ def score_fold_predictions(
     return add_fold_score_intervals({"folds": scores}, rows_by_fold, truth, options)
 
 
-def _json_object(src: Source, relpath: str) -> dict:
+def _json_object(src: Source, relpath: str) -> dict[str, Any]:
     data = src.read_json(relpath)
     if not isinstance(data, dict):
         raise InputError(f"{relpath} is not a JSON object")

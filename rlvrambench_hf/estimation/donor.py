@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 from ..errors import InputError
 from .features import coarse_family
@@ -18,16 +19,16 @@ from .features import coarse_family
 class Donor:
     """The chosen donor of one target: its row (settings and outcomes) and whether its GPU count matches."""
 
-    row: Mapping
+    row: Mapping[str, Any]
     gpu_count_matches: bool
 
     @property
     def configuration_id(self) -> str:
-        return self.row["configuration_id"]
+        return cast("str", self.row["configuration_id"])
 
     @property
     def state(self) -> str:
-        return self.row["observed_state"]
+        return cast("str", self.row["observed_state"])
 
     @property
     def peak_mib(self) -> float | None:
@@ -35,7 +36,9 @@ class Donor:
         return self.row["max_completed_run_peak_mib"] if self.row["completed"] else None
 
 
-def choose_donor(target: Mapping, training: Sequence[Mapping], parameters: Mapping[str, int]) -> Donor | None:
+def choose_donor(
+    target: Mapping[str, Any], training: Sequence[Mapping[str, Any]], parameters: Mapping[str, int]
+) -> Donor | None:
     """The donor of ``target`` among ``training`` rows (None when no row shares its workload and level).
 
     ``parameters`` maps each model id to its floating checkpoint elements. A model outside the measured families
@@ -45,8 +48,8 @@ def choose_donor(target: Mapping, training: Sequence[Mapping], parameters: Mappi
     if target["model_id"] not in parameters:
         raise InputError(f"no model metadata for {target['model_id']}")
     p_target = parameters[target["model_id"]]
-    best: tuple | None = None
-    chosen: Mapping | None = None
+    best: tuple[bool, bool, float, str] | None = None
+    chosen: Mapping[str, Any] | None = None
     for row in training:
         if row["workload_id"] != target["workload_id"] or row["configuration_level"] != target["configuration_level"]:
             continue

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..data.schema.registry import REGISTRY
 from ..errors import InputError
@@ -64,10 +65,10 @@ def link(table: str, parent: str) -> tuple[str, ...]:
 class Evidence:
     """Runs (with their stage peaks) by configuration id, and architectures by model id."""
 
-    runs: Mapping[str, tuple[Mapping, ...]]
-    architecture: Mapping[str, Mapping]
+    runs: Mapping[str, tuple[Mapping[str, Any], ...]]
+    architecture: Mapping[str, Mapping[str, Any]]
 
-    def architecture_of(self, row: Mapping) -> dict:
+    def architecture_of(self, row: Mapping[str, Any]) -> dict[str, Any]:
         """The architecture columns of the model ``row`` (a configuration) names through the metadata's key."""
         (key,) = REGISTRY[ARCHITECTURE].keys
         found = self.architecture.get(row[key])
@@ -75,7 +76,7 @@ class Evidence:
             raise InputError(f"configuration {row.get('configuration_id')} names a model without metadata")
         return {name: found.get(name) for name in ARCHITECTURE_FIELDS}
 
-    def columns(self, row: Mapping) -> dict:
+    def columns(self, row: Mapping[str, Any]) -> dict[str, Any]:
         """The measured-evidence columns of one configuration, from its own runs only."""
         runs = self.runs.get(row["configuration_id"], ())
         stages: dict[str, float] = {}
@@ -95,9 +96,9 @@ class Evidence:
 
 def build_evidence(
     configuration_ids: Iterable[str],
-    runs: Sequence[Mapping],
-    stages: Sequence[Mapping],
-    architecture: Mapping[str, Mapping],
+    runs: Sequence[Mapping[str, Any]],
+    stages: Sequence[Mapping[str, Any]],
+    architecture: Mapping[str, Mapping[str, Any]],
 ) -> Evidence:
     """The evidence of ``configuration_ids`` from the runs, stage measurements and model metadata tables (rows as
     decoded mappings), each configuration's runs ordered by seed with their stage peaks (MiB) by stage."""
@@ -105,10 +106,10 @@ def build_evidence(
     (run_config,) = link(RUNS, CONFIGURATIONS)
     stage_run = link(STAGES, RUNS)
     run_key = REGISTRY[RUNS].keys
-    stage_peaks: dict[tuple, dict[str, float | None]] = {}
+    stage_peaks: dict[tuple[Any, ...], dict[str, float | None]] = {}
     for s in stages:
         stage_peaks.setdefault(tuple(s[c] for c in stage_run), {})[s["stage"]] = s["observed_peak_mib"]
-    by_config: dict[str, list[dict]] = {}
+    by_config: dict[str, list[dict[str, Any]]] = {}
     for run in runs:
         if run[run_config] not in wanted:
             continue

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -71,7 +72,7 @@ def coarse_family(model_id: str) -> str | None:
     return FAMILIES.get(model_id)
 
 
-def apply_amendment(protocol: Mapping, amendment: Mapping) -> dict:
+def apply_amendment(protocol: Mapping[str, Any], amendment: Mapping[str, Any]) -> dict[str, Any]:
     """The effective protocol: the amendment's ``updates`` replace the matching protocol keys."""
     updates = amendment.get("updates")
     if not isinstance(updates, Mapping):
@@ -79,7 +80,7 @@ def apply_amendment(protocol: Mapping, amendment: Mapping) -> dict:
     return {**protocol, **updates}
 
 
-def feature_vector(settings: Mapping, metadata: Mapping) -> list[float]:
+def feature_vector(settings: Mapping[str, Any], metadata: Mapping[str, Any]) -> list[float]:
     """The eight features (GiB, amended order) of one configuration; a one-line error names a bad setting."""
     what = settings.get("configuration_id") or "configuration"
     g, t = _int(settings, "gpu_count"), _int(settings, "rollout_tp_size")
@@ -122,7 +123,7 @@ def feature_vector(settings: Mapping, metadata: Mapping) -> list[float]:
     return values
 
 
-def feature_matrix(rows: Sequence[Mapping], metadata: Mapping[str, Mapping]) -> np.ndarray:
+def feature_matrix(rows: Sequence[Mapping[str, Any]], metadata: Mapping[str, Mapping[str, Any]]) -> np.ndarray:
     """Features of ``rows`` (n × 8, float64); ``metadata`` maps each ``model_id`` to its counts."""
     missing = sorted({r["model_id"] for r in rows} - set(metadata))
     if missing:
@@ -132,7 +133,7 @@ def feature_matrix(rows: Sequence[Mapping], metadata: Mapping[str, Mapping]) -> 
     )
 
 
-def startup_diagnostic(settings: Mapping, features: Sequence[float]) -> dict:
+def startup_diagnostic(settings: Mapping[str, Any], features: Sequence[float]) -> dict[str, Any]:
     """The one-sided resident-actor startup check: actor shards plus the vLLM budget above the capacity."""
     if settings["parameter_offload"]:
         return {
@@ -150,7 +151,7 @@ def startup_diagnostic(settings: Mapping, features: Sequence[float]) -> dict:
     }
 
 
-def _int(row: Mapping, key: str) -> int:
+def _int(row: Mapping[str, Any], key: str) -> int:
     value = row.get(key)
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise InputError(f"{row.get('configuration_id') or row.get('model_id') or 'row'}: {key} must be an integer")

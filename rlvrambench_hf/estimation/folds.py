@@ -9,6 +9,7 @@ all 90 and the predictions for planned targets. Everything here is pure.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from ..data.schema.pins import OUTCOME_LABELS
 from ..errors import InputError, quote
@@ -23,13 +24,13 @@ COST_INTERPRETATION = (
     "attempts), not demonstrated GPU-time savings; existing measurements cost no new GPU time."
 )
 #: A user's estimator run on one fold: (training rows, test rows) → {"predicted_state": [...], "predicted_peak_mib"}.
-EstimatorRun = Callable[[Examples, Examples], Mapping[str, list]]
+EstimatorRun = Callable[[Examples, Examples], Mapping[str, list[Any]]]
 
 
 def fitting_pool(
-    configurations: Sequence[Mapping],
-    outcomes: Sequence[Mapping],
-    metadata: Mapping[str, Mapping],
+    configurations: Sequence[Mapping[str, Any]],
+    outcomes: Sequence[Mapping[str, Any]],
+    metadata: Mapping[str, Mapping[str, Any]],
     source_ids: Sequence[str] | None = None,
 ) -> Examples:
     """The pool of studies ``boundary`` and ``four_gpu``: settings joined to outcomes, sorted by id, checked."""
@@ -72,12 +73,14 @@ def split(pool: Examples, family: str) -> tuple[Examples, Examples]:
     return pool.subset([not h for h in held_out]), pool.subset(held_out)
 
 
-def parameters_of(metadata: Mapping[str, Mapping]) -> dict[str, int]:
+def parameters_of(metadata: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
     """Floating checkpoint elements of each model."""
     return {model: int(m["floating_checkpoint_elements"]) for model, m in metadata.items()}
 
 
-def score_rows(rows: Sequence[Mapping], truth: Mapping[str, Mapping], methods: Sequence[str]) -> dict:
+def score_rows(
+    rows: Sequence[Mapping[str, Any]], truth: Mapping[str, Mapping[str, Any]], methods: Sequence[str]
+) -> dict[str, Any]:
     """Per-method scores (§6) of prediction rows against the truth rows of their targets
     (``startup_guard_changed_states`` only for methods whose rows carry the guard, the references')."""
     scores = {}
@@ -97,7 +100,9 @@ def score_rows(rows: Sequence[Mapping], truth: Mapping[str, Mapping], methods: S
     return scores
 
 
-def common_peaks(rows: Sequence[Mapping], truth: Mapping[str, Mapping], methods: Sequence[str]) -> dict:
+def common_peaks(
+    rows: Sequence[Mapping[str, Any]], truth: Mapping[str, Mapping[str, Any]], methods: Sequence[str]
+) -> dict[str, Any]:
     """Peak errors over the targets whose peak every method that predicts peaks predicted (and that have an
     observed peak): the fair comparison of ``completed_peak_mae_mib`` between methods of different coverage."""
     observed = {i for i, r in truth.items() if r["max_completed_run_peak_mib"] is not None}
@@ -116,7 +121,7 @@ def common_peaks(rows: Sequence[Mapping], truth: Mapping[str, Mapping], methods:
     return {"methods": predicting, "configuration_ids": common, "targets": len(common), "scores": errors}
 
 
-def source_cost(training: Examples, donor_ids: Sequence[str]) -> dict:
+def source_cost(training: Examples, donor_ids: Sequence[str]) -> dict[str, Any]:
     """The evidence behind a fold: the full permitted pool and the distinct donors actually copied."""
     by_id = {r["configuration_id"]: r for r in training.rows}
     donors = sorted(set(donor_ids))
@@ -132,7 +137,7 @@ def retrospective(
     parameters: Mapping[str, int],
     estimators: Mapping[str, EstimatorRun] | None = None,
     models: Mapping[str, EstimatorRun] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Every fold (§7): fitted parameters, the references' prediction rows, per-method scores and source costs.
 
     ``models`` are the package's own further methods (the memory model), run like estimators and listed with the
@@ -148,7 +153,7 @@ def retrospective(
         for name, run in (models or {}).items():
             rows += _rows_of(name, test, run(training, test))
         scores = score_rows(rows, truth, [*METHODS, *(models or {})])
-        fold: dict = {"model": fitted.model_fields(), "predictions": rows, "scores": scores}
+        fold: dict[str, Any] = {"model": fitted.model_fields(), "predictions": rows, "scores": scores}
         if estimators:
             user_rows = []
             for name, run in estimators.items():
@@ -162,7 +167,7 @@ def retrospective(
     return {"folds": folds}
 
 
-def _rows_of(method: str, test: Examples, result: Mapping[str, Sequence]) -> list[dict]:
+def _rows_of(method: str, test: Examples, result: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
     return [
         {"configuration_id": cid, "method": method, "predicted_state": s, "predicted_peak_mib": p}
         for cid, s, p in zip(test.ids, result["predicted_state"], result["predicted_peak_mib"])
@@ -174,7 +179,7 @@ def final_fit(pool: Examples, parameters: Mapping[str, int]) -> FittedReferences
     return fit_references(pool, parameters)
 
 
-def prospective(fitted: FittedReferences, targets: Examples) -> tuple[list[dict], dict]:
+def prospective(fitted: FittedReferences, targets: Examples) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """(prediction rows in target order, the fitted-model record with the targets' source cost)."""
     rows = fitted.predict(targets)
     donors = [r["donor_configuration_id"] for r in rows if r["method"] == METHODS[0]]
@@ -200,7 +205,7 @@ SPREAD_METRICS: tuple[str, ...] = (
 )
 
 
-def fold_table(report: Mapping) -> list[dict]:
+def fold_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One row per fold and method, references and users' estimators side by side: correct labels, approvals
     by observed label, the peak error beside the number of peaks it covers and over the peaks every
     peak-predicting method predicted; ``startup_guard_changed_states`` on references only, the arguments on
@@ -235,10 +240,10 @@ def fold_table(report: Mapping) -> list[dict]:
     return out
 
 
-def across_folds(report: Mapping) -> dict:
+def across_folds(report: Mapping[str, Any]) -> dict[str, Any]:
     """Each method's scores per held-out family with their lowest and highest value, and
     :data:`THREE_FAMILIES`."""
-    methods: dict[str, dict] = {}
+    methods: dict[str, dict[str, Any]] = {}
     for family, fold in report["folds"].items():
         for method, s in fold["scores"].items():
             for metric in SPREAD_METRICS:
@@ -250,7 +255,7 @@ def across_folds(report: Mapping) -> dict:
     return {"unit": "held_out_family", "units": len(report["folds"]), "statement": THREE_FAMILIES, "methods": methods}
 
 
-def _cost(ids: Sequence[str], rows: Sequence[Mapping]) -> dict:
+def _cost(ids: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return {"configuration_ids": list(ids), "configurations": len(ids), **evidence_cost(rows)}
 
 
@@ -258,7 +263,7 @@ def _cost(ids: Sequence[str], rows: Sequence[Mapping]) -> dict:
 PEAK_TOLERANCE_MIB = 1e-6
 
 
-def check_against_published(rows: Sequence[Mapping], published: object) -> dict:
+def check_against_published(rows: Sequence[Mapping[str, Any]], published: object) -> dict[str, Any]:
     """Labels, donors and every other field equal; peaks within :data:`PEAK_TOLERANCE_MIB`."""
     if not isinstance(published, list):
         return {"available": False}

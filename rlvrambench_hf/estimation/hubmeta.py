@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..data.sources.huberrors import hub_error, is_network_error
 from ..errors import InputError, RLVRAMBenchError, SourceError, first_line, redact
@@ -46,8 +47,8 @@ def _where(model_id: str, revision: str | None) -> str:
 
 
 def metadata_from_shapes(
-    model_id: str, config: Mapping, tensors: Mapping[str, tuple[str, Sequence[int]]], *, rank: int = LORA_RANK
-) -> dict:
+    model_id: str, config: Mapping[str, Any], tensors: Mapping[str, tuple[str, Sequence[int]]], *, rank: int = LORA_RANK
+) -> dict[str, Any]:
     """Counts of a model from its config and ``{tensor name: (dtype, shape)}``.
 
     Floating elements and bytes, the largest transformer layer, the elements outside the layers, the largest
@@ -102,7 +103,7 @@ def metadata_from_shapes(
     }
 
 
-def fetch_model_metadata(model_id: str, revision: str | None = None) -> dict:
+def fetch_model_metadata(model_id: str, revision: str | None = None) -> dict[str, Any]:
     """The counts of model ``model_id`` from its config.json and safetensors headers (no weights): a folder here
     is read as it is; a Hub id from the Hub, or offline from the local Hugging Face cache, where its config.json
     alone gives the counts (:func:`architecture_metadata`) when the headers cannot be read."""
@@ -139,7 +140,7 @@ def fetch_model_metadata(model_id: str, revision: str | None = None) -> dict:
     return metadata
 
 
-def _from_known_config(model_id: str) -> dict:
+def _from_known_config(model_id: str) -> dict[str, Any]:
     """The counts of a common model from the ``config.json`` facts the package ships (offline, nothing cached)."""
     return {**architecture_metadata(model_id, KNOWN_CONFIGS[model_id]), "derived_from": KNOWN_SOURCE}
 
@@ -193,12 +194,12 @@ QKV_BIAS_TYPES = frozenset({"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"})
 FUSED_TYPES = frozenset({"phi3", "phimoe"})
 
 
-def _text_settings(config: Mapping) -> Mapping:
+def _text_settings(config: Mapping[str, Any]) -> Mapping[str, Any]:
     text = config.get("text_config")
     return {**text, **{k: v for k, v in config.items() if k in CONFIG_FIELDS}} if isinstance(text, Mapping) else config
 
 
-def architecture_metadata(model_id: str, config: Mapping, *, rank: int = LORA_RANK) -> dict:
+def architecture_metadata(model_id: str, config: Mapping[str, Any], *, rank: int = LORA_RANK) -> dict[str, Any]:
     """The counts of :func:`metadata_from_shapes` derived from a dense decoder's ``config.json`` alone (no weights):
     embeddings, attention (q, k, v with their biases where the architecture has them, o), the gated MLP, two norms
     per layer and the final norm, and the output head unless tied. Also the KV cache per token
@@ -289,7 +290,7 @@ def local_model_folder(model: str) -> Path | None:
         return None
 
 
-def read_config(path: Path, where: str) -> tuple[dict, bytes]:
+def read_config(path: Path, where: str) -> tuple[dict[str, Any], bytes]:
     raw = path.read_bytes()
     try:
         config = json.loads(raw)
@@ -300,7 +301,7 @@ def read_config(path: Path, where: str) -> tuple[dict, bytes]:
     return config, raw
 
 
-def local_model_metadata(folder: Path, model_id: str | None = None) -> dict:
+def local_model_metadata(folder: Path, model_id: str | None = None) -> dict[str, Any]:
     """The counts of the model in a local ``folder``: its safetensors headers with its config.json, or its
     config.json's architecture alone when it holds no weights."""
     model_id = model_id or str(folder)
@@ -311,7 +312,7 @@ def local_model_metadata(folder: Path, model_id: str | None = None) -> dict:
     return metadata
 
 
-def _from_cached_config(model_id: str, config_path: Path) -> dict:
+def _from_cached_config(model_id: str, config_path: Path) -> dict[str, Any]:
     """The counts from a cached config.json's architecture (the Hub's headers not reachable)."""
     config, raw = read_config(config_path, _where(model_id, None))
     metadata = architecture_metadata(model_id, config)

@@ -46,8 +46,12 @@ def stream_of(family: str) -> int:
 
 
 def fold_draws(
-    rows: Sequence[Mapping], truth: Mapping[str, Mapping], ids: Sequence[str], weights: np.ndarray, method: str
-) -> list[dict]:
+    rows: Sequence[Mapping[str, Any]],
+    truth: Mapping[str, Mapping[str, Any]],
+    ids: Sequence[str],
+    weights: np.ndarray,
+    method: str,
+) -> list[dict[str, Any]]:
     """The fold scores of ``method``'s rows (one per id of ``ids``) under each row of unit ``weights``: the fields
     of :func:`~rlvrambench_hf.scoring.estimators.estimator_scores`, a configuration drawn twice counting twice (the
     label metrics from the weighted confusion matrix, the peak errors over the repeated rows)."""
@@ -73,12 +77,12 @@ def fold_draws(
 
 
 def fold_blocks(
-    rows: Sequence[Mapping],
-    truth: Mapping[str, Mapping],
-    scores: Mapping[str, Mapping],
+    rows: Sequence[Mapping[str, Any]],
+    truth: Mapping[str, Mapping[str, Any]],
+    scores: Mapping[str, Mapping[str, Any]],
     options: IntervalOptions,
     stream: int,
-) -> tuple[dict[str, dict], dict[str, list[dict]], str]:
+) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]], str]:
     """(interval block per method, the draws per method, the method used) of one fold."""
     ids = sorted({r["configuration_id"] for r in rows})
     enough = len(ids) >= MIN_UNITS
@@ -96,8 +100,11 @@ def fold_blocks(
 
 
 def add_retrospective_intervals(
-    report: Mapping[str, Any], truth: Mapping[str, Mapping], options: IntervalOptions, references: Sequence[str]
-) -> dict:
+    report: Mapping[str, Any],
+    truth: Mapping[str, Mapping[str, Any]],
+    options: IntervalOptions,
+    references: Sequence[str],
+) -> dict[str, Any]:
     """The retrospective (or ``estimate compare``) report with an ``intervals`` block in every method's fold
     scores and, when users' estimators are present, ``comparisons``: each of them against each reference."""
     folds = {}
@@ -125,8 +132,11 @@ def add_retrospective_intervals(
 
 
 def add_fold_score_intervals(
-    scores: Mapping[str, Any], rows_by_fold: Mapping[str, Sequence[Mapping]], truth: Mapping, options: IntervalOptions
-) -> dict:
+    scores: Mapping[str, Any],
+    rows_by_fold: Mapping[str, Sequence[Mapping[str, Any]]],
+    truth: Mapping[str, Any],
+    options: IntervalOptions,
+) -> dict[str, Any]:
     """:func:`~rlvrambench_hf.estimation.api.score_fold_predictions`'s result with a block per fold."""
     folds = {}
     for family, point in scores["folds"].items():

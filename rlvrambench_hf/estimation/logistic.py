@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
@@ -52,7 +53,9 @@ class LogisticClassifier:
     iterations: int
 
     def logits(self, features: np.ndarray) -> np.ndarray:
-        return ((features - self.scaler_mean) / self.scaler_scale) @ self.coefficients.T + self.intercepts
+        return cast(
+            "np.ndarray", ((features - self.scaler_mean) / self.scaler_scale) @ self.coefficients.T + self.intercepts
+        )
 
     def predict(self, features: np.ndarray) -> list[str]:
         """The class with the largest logit (ties go to the first class in order)."""
@@ -114,7 +117,7 @@ def _minimise(x: np.ndarray, labels: np.ndarray, weights: np.ndarray) -> tuple[n
     return result.x.reshape(classes, width), int(result.nit)
 
 
-def sealed_comparison(refit: Mapping, sealed: Mapping | None) -> dict:
+def sealed_comparison(refit: Mapping[str, Any], sealed: Mapping[str, Any] | None) -> dict[str, Any]:
     """The refit classifier (``fitted_model`` fields) against the sealed ``fitted_model.json`` (None: this copy of
     the release lacks it): the largest absolute and relative differences of its parameters, the iterations, and
     whether they agree within upstream's refit tolerance; ``note`` says it in one line."""

@@ -15,7 +15,7 @@ per logit element.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from ..data.sources.resolve import SourceLike
 from ..memory.band import FoldResult, folds, predict_rows
@@ -51,21 +51,26 @@ class PhysicalModel:
         if self.source is None and getattr(context, "source", None):
             self.source = context.source  # type: ignore[attr-defined]
         metadata = {r["model_id"]: r for r in load_table("model_metadata", self.source).to_pylist()}
-        rows = training.to_dict("records")
+        rows = cast("list[dict[str, Any]]", training.to_dict("records"))
         ids = {r["configuration_id"] for r in rows}
         stages = load_table("stage_measurements", self.source, decode=True).to_pylist()
         self.metadata = metadata
         self.calibration = fit(rows, [s for s in stages if s["configuration_id"] in ids], metadata, self.form)
         return self
 
-    def predict(self, targets: pd.DataFrame) -> dict:
-        labels, peaks = predict_rows(targets.to_dict("records"), self.calibration, self.metadata)
+    def predict(self, targets: pd.DataFrame) -> dict[str, Any]:
+        labels, peaks = predict_rows(
+            cast("list[dict[str, Any]]", targets.to_dict("records")), self.calibration, self.metadata
+        )
         return {"predicted_state": labels, "predicted_peak_mib": peaks}
 
 
 def physical_record(
-    pool: Sequence[Mapping], stages: Sequence[Mapping], metadata: Mapping[str, Mapping], form: str = FINAL_FORM
-) -> tuple[dict[str, dict], list[FoldResult]]:
+    pool: Sequence[Mapping[str, Any]],
+    stages: Sequence[Mapping[str, Any]],
+    metadata: Mapping[str, Mapping[str, Any]],
+    form: str = FINAL_FORM,
+) -> tuple[dict[str, dict[str, Any]], list[FoldResult]]:
     """Per fold, the model's scores (the references' metrics) and the fold results."""
     truth = {r["configuration_id"]: r for r in pool}
     results = folds(pool, stages, metadata, form)
@@ -81,15 +86,15 @@ def physical_record(
 
 
 def first_form_record(
-    pool: Sequence[Mapping], stages: Sequence[Mapping], metadata: Mapping[str, Mapping]
-) -> dict[str, dict]:
+    pool: Sequence[Mapping[str, Any]], stages: Sequence[Mapping[str, Any]], metadata: Mapping[str, Mapping[str, Any]]
+) -> dict[str, dict[str, Any]]:
     """Per fold, the scores of the simplest form, fixed before the final one (its runtime term one constant per
     workload), to stand beside the final form's."""
     scores, _ = physical_record(pool, stages, metadata, A_PRIORI_FORM)
     return scores
 
 
-def _mape(rows: Sequence[Mapping], truth: Mapping[str, Mapping]) -> float | None:
+def _mape(rows: Sequence[Mapping[str, Any]], truth: Mapping[str, Mapping[str, Any]]) -> float | None:
     errors = [
         abs(r["predicted_peak_mib"] - truth[r["configuration_id"]]["max_completed_run_peak_mib"])
         / truth[r["configuration_id"]]["max_completed_run_peak_mib"]
@@ -100,8 +105,11 @@ def _mape(rows: Sequence[Mapping], truth: Mapping[str, Mapping]) -> float | None
 
 
 def prospective_physical(
-    pool: Sequence[Mapping], stages: Sequence[Mapping], metadata: Mapping[str, Mapping], targets: Sequence[Mapping]
-) -> list[dict]:
+    pool: Sequence[Mapping[str, Any]],
+    stages: Sequence[Mapping[str, Any]],
+    metadata: Mapping[str, Mapping[str, Any]],
+    targets: Sequence[Mapping[str, Any]],
+) -> list[dict[str, Any]]:
     """The model calibrated on all the pool's configurations and their stages, on the prospective targets."""
     ids = {r["configuration_id"] for r in pool}
     calibration = fit(pool, [s for s in stages if s["configuration_id"] in ids], metadata)

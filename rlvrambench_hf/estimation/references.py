@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +33,7 @@ BUILT_IN: tuple[str, ...] = (*METHODS, MODEL)
 class Examples:
     """Configurations (settings, and for training rows their outcomes and ``completed``) with their features."""
 
-    rows: tuple[Mapping, ...]
+    rows: tuple[Mapping[str, Any], ...]
     features: np.ndarray
 
     @property
@@ -58,7 +59,7 @@ class FittedReferences:
         """The donor of each target (None where no training row shares its workload and level)."""
         return [choose_donor(t, self.training.rows, self.parameters) for t in targets.rows]
 
-    def predict(self, targets: Examples, *, require_donor: bool = True) -> list[dict]:
+    def predict(self, targets: Examples, *, require_donor: bool = True) -> list[dict[str, Any]]:
         """Three prediction rows per target (§5). Without a donor candidate: an error, or a donor row with null
         prediction when ``require_donor`` is False."""
         donors = self.donors(targets)
@@ -75,7 +76,7 @@ class FittedReferences:
             [d["predicted_startup_budget_failure"] for d in diagnostics],
         )
         classes = self.classifier.predict(targets.features)
-        rows: list[dict] = []
+        rows: list[dict[str, Any]] = []
         for i, target in enumerate(targets.rows):
             common = {"configuration_id": target["configuration_id"], "startup_budget_diagnostic": diagnostics[i]}
             donor = donors[i]
@@ -102,7 +103,7 @@ class FittedReferences:
             rows.append(_row(common, LOGISTIC, classes[i], None))
         return rows
 
-    def model_fields(self) -> dict:
+    def model_fields(self) -> dict[str, Any]:
         """The fitted parameters (§7 ``model``)."""
         c = self.classifier
         return {
@@ -131,7 +132,7 @@ def fit_references(training: Examples, parameters: Mapping[str, int]) -> FittedR
     return FittedReferences(training, parameters, regression, tuple(fitted.ids), classifier)
 
 
-def evidence_cost(rows: Sequence[Mapping]) -> dict:
+def evidence_cost(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Eligible processes and recorded attempts behind ``rows``."""
     return {
         "eligible_source_processes": sum(int(r["eligible_processes"]) for r in rows),
@@ -139,7 +140,9 @@ def evidence_cost(rows: Sequence[Mapping]) -> dict:
     }
 
 
-def _row(common: Mapping, method: str, state: str | None, peak: float | None, **specific: object) -> dict:
+def _row(
+    common: Mapping[str, Any], method: str, state: str | None, peak: float | None, **specific: object
+) -> dict[str, Any]:
     return {
         "configuration_id": common["configuration_id"],
         "method": method,

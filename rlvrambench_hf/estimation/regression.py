@@ -7,11 +7,13 @@ with Lawson–Hanson active-set NNLS (``scipy.optimize.nnls``), which the publis
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
 from ..errors import InputError, NumericalError
-from ..scoring.estimators import MEMORY_FAILURE, state_from_peak
+from ..scoring.estimators import state_from_peak
+from ..scoring.labels import MEMORY_FAILURE
 from .features import FEATURE_NAMES
 
 NNLS_MAXITER = 10_000
@@ -29,7 +31,7 @@ class ComponentRegression:
     def predict_peaks_mib(self, features: np.ndarray) -> np.ndarray:
         """Predicted peaks (MiB) of target features (n × 8)."""
         design = np.column_stack([np.ones(len(features)), features / self.divisors])
-        return (design @ self.coefficients_gib) * MIB_PER_GIB
+        return cast("np.ndarray", (design @ self.coefficients_gib) * MIB_PER_GIB)
 
 
 def fit_regression(features: np.ndarray, peaks_mib: np.ndarray) -> ComponentRegression:

@@ -115,7 +115,7 @@ def estimator_run(
     name: str,
     evidence: Evidence | None = None,
     release: Mapping[str, str | None] | None = None,
-) -> Callable[[Examples, Examples], dict[str, list]]:
+) -> Callable[[Examples, Examples], dict[str, list[Any]]]:
     """A fold runner for :func:`~.folds.retrospective`: fit on the training view, predict the target view,
     check the result and match it to the targets (``estimator`` from :func:`bind_estimator`; ``release`` the
     source's identity, given to an estimator that takes a :class:`EstimatorContext`)."""
@@ -124,7 +124,7 @@ def estimator_run(
         for m in ("fit", "predict")
     }
 
-    def run(training: Examples, test: Examples) -> dict[str, list]:
+    def run(training: Examples, test: Examples) -> dict[str, list[Any]]:
         families = sorted({str(r.get(FAMILY_COLUMN)) for r in test.rows})
         where = f"fold {', '.join(families)}"
         context = EstimatorContext(
@@ -138,7 +138,7 @@ def estimator_run(
         estimator.call("fit", training_view(training, evidence), *fit_args, where=where)
         check = partial(checked_predictions, expected=test.ids, name=name)
         predict_args = (context,) if with_context["predict"] else ()
-        result: dict[str, list] = estimator.call(
+        result: dict[str, list[Any]] = estimator.call(
             "predict", target_view(test, evidence), *predict_args, where=where, accept=check
         )
         return result
@@ -150,7 +150,7 @@ def estimator_run(
 PEAK_LIMIT_MIB = 1e9
 
 
-def checked_predictions(result: Any, expected: int | Sequence[str], name: str) -> dict[str, list]:
+def checked_predictions(result: Any, expected: int | Sequence[str], name: str) -> dict[str, list[Any]]:
     """``{"predicted_state": [...], "predicted_peak_mib": [...]}`` in the targets' order from what ``predict``
     returned (plain text and floats), or a one-line error naming the estimator (wrong length, a label outside the
     three, a peak that is not a finite number of MiB from 0 to :data:`PEAK_LIMIT_MIB`).
@@ -193,7 +193,7 @@ def checked_predictions(result: Any, expected: int | Sequence[str], name: str) -
     return {STATE: labels, PEAK: [_peak(p, name) for p in peaks]}
 
 
-def _index_keys(result: Any, count: int) -> list | None:
+def _index_keys(result: Any, count: int) -> list[Any] | None:
     """The ids a pandas result's index carries: its text labels (ids), or its integer row labels as positions
     of the target view (whose index is 0 … n−1); None for the target view's own order or no index."""
     index = getattr(result, "index", None)
@@ -217,7 +217,7 @@ def _plain(value: object) -> str | int | None:
     if isinstance(value, int):
         return int.__index__(value)
     if type(value).__module__ == "numpy" and getattr(getattr(value, "dtype", None), "kind", "") in ("i", "u"):
-        return int(value)  # type: ignore[call-overload]
+        return int(value)  # type: ignore[call-overload,no-any-return]
     return None
 
 
@@ -258,7 +258,7 @@ def _matched(keys: Sequence[object], ids: Sequence[str], name: str) -> list[int]
     return [where[w] for w in wanted]
 
 
-def _column(result: Any, key: str, name: str) -> list:
+def _column(result: Any, key: str, name: str) -> list[Any]:
     values = result[key]
     if isinstance(values, (str, bytes, Mapping)) or not hasattr(values, "__iter__"):
         raise InputError(f"estimator {name}: predict's {key} is {quote(values)}, not a sequence of values")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, cast
 
 from ..data.sources.base import Source
 from ..data.sources.resolve import SourceLike, open_source
@@ -34,7 +35,7 @@ from .panel import (
 )
 
 
-def read_predictions(path: str | os.PathLike, configuration_ids: Sequence[str]) -> MethodPredictions:
+def read_predictions(path: str | os.PathLike[str], configuration_ids: Sequence[str]) -> MethodPredictions:
     """Read ``configuration_id,predicted_state[,predicted_peak_mib]`` covering exactly ``configuration_ids``.
 
     The formats and file rules are those of every predictions file (:mod:`rlvrambench_hf.scoring.predictions`:
@@ -49,9 +50,9 @@ def read_predictions(path: str | os.PathLike, configuration_ids: Sequence[str]) 
     return validate_predictions(rows, configuration_ids, name=name)
 
 
-def study_rows(study: str, source: SourceLike = None, revision: str | None = None) -> list[dict]:
+def study_rows(study: str, source: SourceLike = None, revision: str | None = None) -> list[dict[str, Any]]:
     """The decoded rows of ``study``'s config, in file order."""
-    return load_table(study_config(study), source, revision, decode=True).to_pylist()
+    return cast("list[dict[str, Any]]", load_table(study_config(study), source, revision, decode=True).to_pylist())
 
 
 def score_study(
@@ -59,9 +60,9 @@ def score_study(
     source: SourceLike = None,
     revision: str | None = None,
     *,
-    predictions: str | os.PathLike | MethodPredictions | None = None,
+    predictions: str | os.PathLike[str] | MethodPredictions | None = None,
     intervals: IntervalsLike = None,
-) -> dict:
+) -> dict[str, Any]:
     """Score the three frozen methods of ``study``, the always-failure reference and, if given, a user's predictions
     (a file or an object), after the study's seals are checked; the panel's slot facts and costs (from its result
     records, where the release has them) come beside the scores; with ``intervals``, every method's figures get
@@ -86,7 +87,7 @@ def score_study(
     return {**scores, **panel_facts(next(k for k, v in STUDIES.items() if v == config), src, scores)}
 
 
-def preflight_fact(source: Source) -> dict:
+def preflight_fact(source: Source) -> dict[str, Any]:
     """The expanded-host follow-up's separate device preflight (0.08 GPU-hours on the card): whether this copy of
     the release carries the file that records it."""
     present = source.has(PREFLIGHT_FILE)
@@ -99,7 +100,7 @@ def preflight_fact(source: Source) -> dict:
     return {"card_gpu_hours": PREFLIGHT_GPU_HOURS, "file": PREFLIGHT_FILE, "file_present": present, "note": note}
 
 
-def panel_facts(study: str, source: Source, scores: dict) -> dict:
+def panel_facts(study: str, source: Source, scores: dict[str, Any]) -> dict[str, Any]:
     """``slots`` and ``costs`` of ``study`` from its result records (None for a record the release lacks)."""
     records = {}
     for record in ("processes", "summary", "costs", "cost_totals"):

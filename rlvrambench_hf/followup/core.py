@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..data.schema.pins import DEVICE_CAPACITY_MIB, MARGIN_LIMIT_MIB, OUTCOME_LABELS, UNRESOLVED
 from ..errors import InputError, quote, summary
@@ -63,7 +64,7 @@ def study_config(study: str) -> str:
     raise InputError(f"unknown study {quote(study)}; choose one of: {', '.join(STUDIES)}")
 
 
-def frozen_predictions(rows: Sequence[Mapping]) -> dict[str, MethodPredictions]:
+def frozen_predictions(rows: Sequence[Mapping[str, Any]]) -> dict[str, MethodPredictions]:
     """The three frozen methods' predictions from a study's own ``<method>_predicted_*`` columns."""
     methods = {
         method: MethodPredictions(
@@ -81,7 +82,7 @@ def frozen_predictions(rows: Sequence[Mapping]) -> dict[str, MethodPredictions]:
     return methods
 
 
-def score_panel(rows: Sequence[Mapping], methods: Mapping[str, MethodPredictions]) -> dict:
+def score_panel(rows: Sequence[Mapping[str, Any]], methods: Mapping[str, MethodPredictions]) -> dict[str, Any]:
     """Score each method on a study's rows (decoded labels), in the published evaluation file's structure.
 
     ``rows`` need ``configuration_id``, ``observed_state``, ``known_memory_failure``, ``known_margin_exceedance``
@@ -92,8 +93,8 @@ def score_panel(rows: Sequence[Mapping], methods: Mapping[str, MethodPredictions
         raise InputError("study table has duplicate configuration ids")
     resolved = [r for r in rows if r["observed_state"] != UNRESOLVED]
     unresolved = [r for r in rows if r["observed_state"] == UNRESOLVED]
-    approvals: dict[str, dict] = {}
-    metrics: dict[str, dict] = {}
+    approvals: dict[str, dict[str, Any]] = {}
+    metrics: dict[str, dict[str, Any]] = {}
     for name, prediction in methods.items():
         _check_coverage(prediction.states, ids, f"method {name}")
         approvals[name] = panel_approvals(rows, prediction)
@@ -111,7 +112,7 @@ def score_panel(rows: Sequence[Mapping], methods: Mapping[str, MethodPredictions
     }
 
 
-def panel_approvals(rows: Sequence[Mapping], prediction: MethodPredictions) -> dict:
+def panel_approvals(rows: Sequence[Mapping[str, Any]], prediction: MethodPredictions) -> dict[str, Any]:
     """A method's approvals over planned ``rows`` (repeats count again): scored and unscored, with the known
     failure evidence against the unscored ones."""
     approved = [r for r in rows if prediction.states[r["configuration_id"]] == APPROVAL]
@@ -127,7 +128,7 @@ def panel_approvals(rows: Sequence[Mapping], prediction: MethodPredictions) -> d
     }
 
 
-def resolved_metrics(resolved: Sequence[Mapping], prediction: MethodPredictions) -> dict:
+def resolved_metrics(resolved: Sequence[Mapping[str, Any]], prediction: MethodPredictions) -> dict[str, Any]:
     """A method's label and peak metrics over ``resolved`` rows (the estimator comparison's fields)."""
     ids = [r["configuration_id"] for r in resolved]
     return estimator_scores(
@@ -140,7 +141,7 @@ def resolved_metrics(resolved: Sequence[Mapping], prediction: MethodPredictions)
     )
 
 
-def peak_metrics(resolved: Sequence[Mapping], peaks_mib: Mapping[str, float | None]) -> dict:
+def peak_metrics(resolved: Sequence[Mapping[str, Any]], peaks_mib: Mapping[str, float | None]) -> dict[str, Any]:
     """Peak-estimate errors over resolved targets (see :func:`~rlvrambench_hf.scoring.estimators.peak_error_statistics`:
     the coverage is the number of targets with both a predicted and a completed peak, 0 when none)."""
     return peak_error_statistics(
@@ -215,7 +216,7 @@ def _check_coverage(states: Mapping[str, str], ids: Sequence[str], what: str) ->
         )
 
 
-def _ids(rows: Sequence[Mapping]) -> list[str]:
+def _ids(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return sorted(r["configuration_id"] for r in rows)
 
 

@@ -27,24 +27,28 @@ WHY_CONFIGURATIONS = (
 _SCOPE_FIELDS = ("queries", "distinct_target_configurations")
 
 
-def _resampled(rows: Sequence[Mapping], weights: np.ndarray) -> list[Mapping]:
+def _resampled(rows: Sequence[Mapping[str, Any]], weights: np.ndarray) -> list[Mapping[str, Any]]:
     return [row for row, n in zip(rows, weights.tolist()) for _ in range(n)]
 
 
-def _approvals_of(rows: Sequence[Mapping], prediction: MethodPredictions) -> Callable[[np.ndarray], dict]:
+def _approvals_of(
+    rows: Sequence[Mapping[str, Any]], prediction: MethodPredictions
+) -> Callable[[np.ndarray], dict[str, Any]]:
     return lambda weights: panel_approvals(_resampled(rows, weights), prediction)
 
 
-def _metrics_of(resolved: Sequence[Mapping], prediction: MethodPredictions) -> Callable[[np.ndarray], dict]:
+def _metrics_of(
+    resolved: Sequence[Mapping[str, Any]], prediction: MethodPredictions
+) -> Callable[[np.ndarray], dict[str, Any]]:
     return lambda weights: resolved_metrics(_resampled(resolved, weights), prediction)
 
 
 def add_followup_intervals(
     scores: Mapping[str, Any],
-    rows: Sequence[Mapping],
+    rows: Sequence[Mapping[str, Any]],
     methods: Mapping[str, MethodPredictions],
     options: IntervalOptions,
-) -> dict:
+) -> dict[str, Any]:
     """``scores`` (:func:`~rlvrambench_hf.followup.core.score_panel` of ``rows`` and ``methods``) with an
     ``intervals`` block in every method's approvals and resolved-subset metrics, and ``interval_settings``."""
     resolved = [r for r in rows if r["observed_state"] != UNRESOLVED]
@@ -75,7 +79,7 @@ def add_followup_intervals(
                 stream=1,
             ),
         }
-    out: dict = {}
+    out: dict[str, Any] = {}
     for key, value in scores.items():
         if key == "approvals":
             out["interval_settings"] = settings(options, UNIT, WHY_CONFIGURATIONS)

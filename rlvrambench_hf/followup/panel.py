@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from ..data.schema.pins import UNRESOLVED
 from .core import MethodPredictions
@@ -45,17 +46,17 @@ def record_config(study: str, record: str) -> str:
     return f"{study}_{record}"
 
 
-def reference_predictions(rows: Sequence[Mapping]) -> dict[str, MethodPredictions]:
+def reference_predictions(rows: Sequence[Mapping[str, Any]]) -> dict[str, MethodPredictions]:
     """The always-failure reference: every planned configuration predicted ``memory_failure``, no peak."""
     return {ALWAYS_FAILURE: MethodPredictions(states={r["configuration_id"]: MEMORY_FAILURE for r in rows})}
 
 
 def slot_facts(
-    processes: Sequence[Mapping],
-    scores: Mapping,
-    summary: Mapping | None = None,
-    allocations: Sequence[Mapping] | None = None,
-) -> dict:
+    processes: Sequence[Mapping[str, Any]],
+    scores: Mapping[str, Any],
+    summary: Mapping[str, Any] | None = None,
+    allocations: Sequence[Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
     """Planned, launched, eligible and completed processes, the eligible memory failures with their failure kind
     and stage, the unresolved slots with their failure kind, and the resolved configurations (from ``scores``);
     ``summary`` (the study's summary record) is compared with them.
@@ -69,7 +70,7 @@ def slot_facts(
     unresolved = [p for p in processes if p["state"] == UNRESOLVED]
     host_killed = {a["job_id"] for a in allocations or () if a.get("scheduler_state") == HOST_OOM_STATE}
     host = [p for p in unresolved if p["job_id"] in host_killed]
-    facts: dict = {
+    facts: dict[str, Any] = {
         "planned_processes": len(processes),
         "launched_processes": sum(bool(p["launched"]) for p in processes),
         "eligible_processes": len(eligible),
@@ -94,13 +95,17 @@ def slot_facts(
     return facts
 
 
-def cost_facts(allocations: Sequence[Mapping], processes: Sequence[Mapping], totals: Mapping | None = None) -> dict:
+def cost_facts(
+    allocations: Sequence[Mapping[str, Any]],
+    processes: Sequence[Mapping[str, Any]],
+    totals: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """Allocation GPU time (every scheduler allocation, outer start to end) and task GPU time (every planned
     process's task-provisioned time), in seconds and hours, with the records whose time is unknown; ``totals``
     (the study's cost totals) is compared with them."""
     allocation = [a["whole_allocation_gpu_seconds"] for a in allocations]
     task = [p["task_gpu_seconds"] for p in processes]
-    facts: dict = {
+    facts: dict[str, Any] = {
         "allocations": len(allocations),
         "allocation_gpu_seconds": _known_sum(allocation),
         "unknown_allocation_records": allocation.count(None),
@@ -114,7 +119,7 @@ def cost_facts(allocations: Sequence[Mapping], processes: Sequence[Mapping], tot
     return facts
 
 
-def _total_disagreements(facts: Mapping, totals: Mapping) -> list[str]:
+def _total_disagreements(facts: Mapping[str, Any], totals: Mapping[str, Any]) -> list[str]:
     out = []
     for ledger, fact in (
         ("whole_allocation_time", "allocation_gpu_seconds"),

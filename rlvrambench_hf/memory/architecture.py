@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
@@ -53,14 +54,14 @@ class Architecture:
 
     def adapter(self, rank: np.ndarray) -> np.ndarray:
         """Adapter elements at LoRA ``rank`` (all linear layers; linear in the rank)."""
-        return self.adapter64 * rank / 64.0
+        return cast("np.ndarray", self.adapter64 * rank / 64.0)
 
     def kv_bytes_per_token(self) -> np.ndarray:
         """Bytes of KV cache per token in bf16: keys and values, every layer."""
-        return 2.0 * self.layers * self.kv_width * 2.0
+        return cast("np.ndarray", 2.0 * self.layers * self.kv_width * 2.0)
 
 
-def architecture(models: Sequence[str], model: np.ndarray, metadata: Mapping[str, Mapping]) -> Architecture:
+def architecture(models: Sequence[str], model: np.ndarray, metadata: Mapping[str, Mapping[str, Any]]) -> Architecture:
     """The sizes of each plan's model (``model``: per plan an index into ``models``, -1 for none)."""
     table = np.array(
         [_row(metadata.get(m), m) for m in models] + [[np.nan] * (len(FIELDS) + 1)], dtype=np.float64
@@ -89,7 +90,7 @@ def architecture(models: Sequence[str], model: np.ndarray, metadata: Mapping[str
     )
 
 
-def _row(meta: Mapping | None, model_id: str) -> list[float]:
+def _row(meta: Mapping[str, Any] | None, model_id: str) -> list[float]:
     if meta is None:
         return [np.nan] * (len(FIELDS) + 1)
     values = [_float(meta.get(f)) for f in FIELDS]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -35,7 +36,7 @@ def label_of(peak: np.ndarray, capacity: np.ndarray, margin: np.ndarray) -> np.n
 
 
 def predict_rows(
-    rows: Sequence[Mapping], calibration: Calibration, metadata: Mapping[str, Mapping]
+    rows: Sequence[Mapping[str, Any]], calibration: Calibration, metadata: Mapping[str, Mapping[str, Any]]
 ) -> tuple[list[str], list[float | None]]:
     """Labels and peaks of rows in the dataset's vocabulary (no peak where the model cannot compute one)."""
     x, arch = rows_inputs(rows, metadata)
@@ -46,7 +47,10 @@ def predict_rows(
 
 
 def folds(
-    pool: Sequence[Mapping], stages: Sequence[Mapping], metadata: Mapping[str, Mapping], form: str = FINAL_FORM
+    pool: Sequence[Mapping[str, Any]],
+    stages: Sequence[Mapping[str, Any]],
+    metadata: Mapping[str, Mapping[str, Any]],
+    form: str = FINAL_FORM,
 ) -> list[FoldResult]:
     """Every leave-one-family-out fold (``pool`` rows carry ``model_family_coarse``)."""
     out = []
@@ -60,7 +64,7 @@ def folds(
     return out
 
 
-def band_mib(results: Sequence[FoldResult], pool: Sequence[Mapping]) -> float:
+def band_mib(results: Sequence[FoldResult], pool: Sequence[Mapping[str, Any]]) -> float:
     """The :data:`BAND_QUANTILE` quantile of |predicted − measured| over the completed held-out peaks."""
     truth = {r["configuration_id"]: r for r in pool}
     errors = [
@@ -81,7 +85,7 @@ class ModelRecord:
     folds: list[FoldResult]
     band_mib: float
 
-    def fold_summary(self, pool: Sequence[Mapping]) -> dict:
+    def fold_summary(self, pool: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """Per held-out family: labels right, approved failures, usable rejected."""
         truth = {r["configuration_id"]: r["observed_state"] for r in pool}
         out = {}
@@ -96,7 +100,9 @@ class ModelRecord:
         return out
 
 
-def model_record(pool: Sequence[Mapping], stages: Sequence[Mapping], metadata: Mapping[str, Mapping]) -> ModelRecord:
+def model_record(
+    pool: Sequence[Mapping[str, Any]], stages: Sequence[Mapping[str, Any]], metadata: Mapping[str, Mapping[str, Any]]
+) -> ModelRecord:
     """Calibrate on the whole pool, and keep the held-out folds' record and band."""
     ids = {r["configuration_id"] for r in pool}
     calibration = fit(pool, [s for s in stages if s["configuration_id"] in ids], metadata)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import numpy as np
 
@@ -81,7 +82,7 @@ class Calibration:
         """The runtime term per plan (MiB)."""
         names = [*x.workloads, None]
         per = np.array([self.per_workload.get(n, self.fallback) if n else self.fallback for n in names])
-        return per[np.where(x.workload >= 0, x.workload, len(names) - 1)] * self._scale(arch)
+        return cast("np.ndarray", per[np.where(x.workload >= 0, x.workload, len(names) - 1)] * self._scale(arch))
 
     def describe(self, arch: Architecture, x: PlanInputs, i: int) -> str:
         w = x.workloads[x.workload[i]] if x.workload[i] >= 0 else None
@@ -108,7 +109,9 @@ class Calibration:
         )
 
 
-def rows_inputs(rows: Sequence[Mapping], metadata: Mapping[str, Mapping]) -> tuple[PlanInputs, Architecture]:
+def rows_inputs(
+    rows: Sequence[Mapping[str, Any]], metadata: Mapping[str, Mapping[str, Any]]
+) -> tuple[PlanInputs, Architecture]:
     """Plan inputs and architecture of rows in the dataset's vocabulary (dicts; knob keys optional)."""
     from .inputs import KNOB_DEFAULTS
 
@@ -128,7 +131,10 @@ def rows_inputs(rows: Sequence[Mapping], metadata: Mapping[str, Mapping]) -> tup
 
 
 def sync_extra_of(
-    training: Sequence[Mapping], stages: Sequence[Mapping], metadata: Mapping[str, Mapping], partial: Calibration
+    training: Sequence[Mapping[str, Any]],
+    stages: Sequence[Mapping[str, Any]],
+    metadata: Mapping[str, Mapping[str, Any]],
+    partial: Calibration,
 ) -> tuple[float, int]:
     offloaded = {r["configuration_id"]: r for r in training if r["parameter_offload"]}
     rows = [

@@ -5,6 +5,7 @@ token terms (:mod:`.phases`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -17,9 +18,9 @@ COMPLETED = "completed_run"
 
 
 def fit(
-    training: Sequence[Mapping],
-    stages: Sequence[Mapping],
-    metadata: Mapping[str, Mapping],
+    training: Sequence[Mapping[str, Any]],
+    stages: Sequence[Mapping[str, Any]],
+    metadata: Mapping[str, Mapping[str, Any]],
     form: str = FINAL_FORM,
 ) -> Calibration:
     """Fit the calibrated terms on ``training`` (configurations with ``completed`` and
@@ -48,7 +49,10 @@ def fit(
 
 
 def token_scales(
-    training: Sequence[Mapping], stages: Sequence[Mapping], metadata: Mapping[str, Mapping], partial: Calibration
+    training: Sequence[Mapping[str, Any]],
+    stages: Sequence[Mapping[str, Any]],
+    metadata: Mapping[str, Mapping[str, Any]],
+    partial: Calibration,
 ) -> tuple[dict[str, dict[str, float]], dict[str, int]]:
     """Per token phase and workload, the median of (stage peak − the phase's other terms) / (its token terms)."""
     configs = {r["configuration_id"]: r for r in training}

@@ -8,6 +8,7 @@ sequences of a micro-batch, so both limits are solved exactly from the phases' t
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from .phases import PHASES, PhaseModel
 
@@ -15,7 +16,9 @@ UTILIZATION_TERMS = ("vllm_reservation", "vllm_between_generations")
 MICRO_BATCH_TERMS = ("activations", "update_logits", "calibrated_update_tokens")
 
 
-def headroom(model: PhaseModel, i: int, margin: float, utilization: float, micro: float, per_gpu: float) -> dict:
+def headroom(
+    model: PhaseModel, i: int, margin: float, utilization: float, micro: float, per_gpu: float
+) -> dict[str, Any]:
     """Headroom per phase (MiB, negative above the margin), the largest utilization (two decimals) and the largest
     actor micro-batch (a divisor of the sequences per GPU, as VERL requires) that keep every phase within
     ``margin``; None where no value of that setting is enough."""
@@ -35,21 +38,21 @@ def headroom(model: PhaseModel, i: int, margin: float, utilization: float, micro
     }
 
 
-def _limit(fixed: dict, slope: dict, margin: float) -> float | None:
+def _limit(fixed: dict[str, Any], slope: dict[str, Any], margin: float) -> float | None:
     if any(fixed[p] > margin for p in fixed):
         return None
     limits = [(margin - fixed[p]) / slope[p] for p in fixed if slope[p] > 0]
     return min(limits) if limits else math.inf
 
 
-def _largest(fixed: dict, slope: dict, margin: float, step: float, cap: float) -> float | None:
+def _largest(fixed: dict[str, Any], slope: dict[str, Any], margin: float, step: float, cap: float) -> float | None:
     limit = _limit(fixed, slope, margin)
     if limit is None or limit < step:
         return None
     return round(min(cap, math.floor(limit / step) * step), 2)
 
 
-def _largest_int(fixed: dict, slope: dict, margin: float, cap: float) -> int | None:
+def _largest_int(fixed: dict[str, Any], slope: dict[str, Any], margin: float, cap: float) -> int | None:
     limit = _limit(fixed, slope, margin)
     if limit is None or limit < 1:
         return None

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
@@ -79,7 +80,7 @@ class PhaseModel:
     known: np.ndarray  # plans whose model and settings let every phase be computed
 
     def phase_peak(self, phase: str) -> np.ndarray:
-        return np.sum([t.mib for t in self.terms[phase]], axis=0)
+        return cast("np.ndarray", np.sum([t.mib for t in self.terms[phase]], axis=0))
 
     @property
     def peaks(self) -> np.ndarray:
@@ -96,9 +97,9 @@ class PhaseModel:
         terms: a tie is generation's)."""
         tie = np.zeros(len(PHASES))
         tie[0] = 1e-6
-        return np.argmax(self.peaks - tie, axis=1)
+        return cast("np.ndarray", np.argmax(self.peaks - tie, axis=1))
 
-    def explain(self, i: int) -> list[dict]:
+    def explain(self, i: int) -> list[dict[str, Any]]:
         """Plan ``i``'s phases as the answer lists them: phase, peak and terms with their arithmetic."""
         out = []
         for phase in PHASES:

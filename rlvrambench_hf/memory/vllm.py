@@ -4,6 +4,8 @@ reservation ``u × C`` (the weights are inside it)."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from .architecture import Architecture
@@ -25,4 +27,4 @@ def vllm_woken_weights(x: PlanInputs, arch: Architecture) -> np.ndarray:
 
 def vllm_at_sync(x: PlanInputs, arch: Architecture) -> np.ndarray:
     """All of vLLM's memory while the weights are synced, MiB."""
-    return vllm_kept(x) + vllm_woken_weights(x, arch)
+    return cast("np.ndarray", vllm_kept(x) + vllm_woken_weights(x, arch))

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, cast
 
 import pyarrow.parquet as pq
 
@@ -65,7 +66,7 @@ def package_version() -> str:
         return "unknown"
 
 
-def upstream_release(src: Source) -> dict | None:
+def upstream_release(src: Source) -> dict[str, Any] | None:
     """The upstream ``release.json`` a source carries (a previous build keeps it under ``source_release``)."""
     if not src.has(RECORD_PATH):
         return None
@@ -75,7 +76,7 @@ def upstream_release(src: Source) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def provenance_text(src: Source, upstream: dict | None) -> str:
+def provenance_text(src: Source, upstream: dict[str, Any] | None) -> str:
     identity = src.identity
     if identity.get("commit"):
         origin = f"the Hub repository `{identity['source']}` at commit `{identity['commit']}`"
@@ -97,7 +98,7 @@ def provenance_text(src: Source, upstream: dict | None) -> str:
 
 
 def build_release(
-    output: str | os.PathLike,
+    output: str | os.PathLike[str],
     version: str,
     source: SourceLike = None,
     revision: str | None = None,
@@ -226,7 +227,7 @@ def release_date(src: Source) -> str | None:
     return match.group(1) if match else None
 
 
-def _source_card_metadata(src: Source) -> dict:
+def _source_card_metadata(src: Source) -> dict[str, Any]:
     try:
         return src.card_metadata
     except Exception:  # a card without usable metadata falls back to the defaults
@@ -247,7 +248,9 @@ def _check_target(target: Path, overwrite: bool) -> None:
 
 def _is_build(folder: Path) -> bool:
     try:
-        return json.loads((folder / RECORD_PATH).read_text(encoding="utf-8")).get("format") == RECORD_FORMAT
+        return cast(
+            "bool", json.loads((folder / RECORD_PATH).read_text(encoding="utf-8")).get("format") == RECORD_FORMAT
+        )
     except (OSError, ValueError, AttributeError):
         return False
 

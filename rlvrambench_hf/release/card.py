@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from importlib import resources
 from string import Template
+from typing import Any
 
 import yaml
 
@@ -29,11 +30,11 @@ def load_template(name: str = TEMPLATE) -> str:
     return resources.files("rlvrambench_hf.cards").joinpath(name).read_text(encoding="utf-8")
 
 
-def config_entries(built: list[BuiltConfig]) -> list[dict]:
+def config_entries(built: list[BuiltConfig]) -> list[dict[str, Any]]:
     """The card's ``configs``: one data file per config and split; the registry's default first-class."""
     entries = []
     for b in built:
-        entry: dict = {"config_name": b.spec.name}
+        entry: dict[str, Any] = {"config_name": b.spec.name}
         if b.spec.name == DEFAULT_CONFIG:
             entry["default"] = True
         entry["data_files"] = [{"split": b.spec.split, "path": b.path}]
@@ -41,7 +42,7 @@ def config_entries(built: list[BuiltConfig]) -> list[dict]:
     return entries
 
 
-def dataset_info_entry(b: BuiltConfig) -> dict:
+def dataset_info_entry(b: BuiltConfig) -> dict[str, Any]:
     """The card's ``dataset_info`` entry of a config, in the form ``datasets`` itself writes."""
     import datasets
 
@@ -58,7 +59,7 @@ def dataset_info_entry(b: BuiltConfig) -> dict:
     return {"config_name": b.spec.name, **{k: v for k, v in body.items() if k != "config_name"}}
 
 
-def card_metadata(built: list[BuiltConfig], source_metadata: dict | None = None) -> dict:
+def card_metadata(built: list[BuiltConfig], source_metadata: dict[str, Any] | None = None) -> dict[str, Any]:
     """The complete YAML front matter of the card."""
     source_metadata = source_metadata or {}
     meta = {key: source_metadata.get(key, DEFAULT_METADATA[key]) for key in CARRIED_KEYS}
@@ -73,7 +74,7 @@ def render_card(
     version: str,
     provenance: str,
     absent: list[ConfigSpec],
-    source_metadata: dict | None = None,
+    source_metadata: dict[str, Any] | None = None,
     repo_id: str = DEFAULT_REPO_ID,
 ) -> str:
     """The text of ``README.md``."""

@@ -7,6 +7,8 @@ lists are array fields of text.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..data.schema.kinds import LABEL
 from ..data.schema.pins import DEFAULT_REPO_ID, citation
 from ..data.schema.spec import Column
@@ -64,7 +66,7 @@ def labels_record_set_id(config: str, column: str) -> str:
 
 def render_croissant(
     built: list[BuiltConfig], *, version: str, date_published: str | None = None, repo_id: str = DEFAULT_REPO_ID
-) -> dict:
+) -> dict[str, Any]:
     """The Croissant JSON-LD document of a release whose Parquet files are ``built``."""
     url = f"https://huggingface.co/datasets/{repo_id}"
     distribution = [
@@ -80,7 +82,7 @@ def render_croissant(
         }
         for b in built
     ]
-    record_sets: list[dict] = []
+    record_sets: list[dict[str, Any]] = []
     for b in built:
         for column in b.spec.label_columns:
             record_sets.append(_labels_record_set(b.spec.name, column))
@@ -110,7 +112,7 @@ def render_croissant(
     }
 
 
-def _labels_record_set(config: str, column: Column) -> dict:
+def _labels_record_set(config: str, column: Column) -> dict[str, Any]:
     rs = labels_record_set_id(config, column.name)
     return {
         "@type": "cr:RecordSet",
@@ -127,11 +129,11 @@ def _labels_record_set(config: str, column: Column) -> dict:
     }
 
 
-def _record_set(b: BuiltConfig) -> dict:
+def _record_set(b: BuiltConfig) -> dict[str, Any]:
     name = b.spec.name
     fields = []
     for column in b.spec.columns:
-        field: dict = {
+        field: dict[str, Any] = {
             "@type": "cr:Field",
             "@id": f"{name}/{column.name}",
             "name": column.name,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 
@@ -22,12 +23,12 @@ from ..data.tables.reader import load_table
 from ..errors import InputError, MissingFileError, quote
 from .impact import Impact, analyse
 
-Key = tuple
+Key = tuple[Any, ...]
 
 
 @dataclass(frozen=True)
 class CellChange:
-    key: dict
+    key: dict[str, Any]
     column: str
     old: object
     new: object
@@ -39,8 +40,8 @@ class ConfigDiff:
     status: str  # unchanged, changed, added, removed, absent
     old_rows: int | None
     new_rows: int | None
-    added: list[dict] = field(default_factory=list)  # keys of rows only in NEW
-    removed: list[dict] = field(default_factory=list)  # keys of rows only in OLD
+    added: list[dict[str, Any]] = field(default_factory=list)  # keys of rows only in NEW
+    removed: list[dict[str, Any]] = field(default_factory=list)  # keys of rows only in OLD
     changed_rows: int = 0
     cells: list[CellChange] = field(default_factory=list)
     label_columns: tuple[str, ...] = ()
@@ -56,7 +57,7 @@ class ConfigDiff:
     def label_changes(self) -> list[CellChange]:
         return [c for c in self.cells if c.column in self.label_columns]
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {
             "config": self.config,
             "status": self.status,
@@ -82,7 +83,7 @@ class ReleaseDiff:
     def changed(self) -> bool:
         return any(c.status not in ("unchanged", "absent") for c in self.configs)
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {
             "old": self.old,
             "new": self.new,
@@ -92,7 +93,7 @@ class ReleaseDiff:
         }
 
 
-def _cell_json(c: CellChange) -> dict:
+def _cell_json(c: CellChange) -> dict[str, Any]:
     return {"key": c.key, "column": c.column, "old": c.old, "new": c.new}
 
 
@@ -133,8 +134,8 @@ def diff_tables(spec: ConfigSpec, old: pa.Table | None, new: pa.Table | None) ->
     return result
 
 
-def _rows_by_key(spec: ConfigSpec, table: pa.Table, side: str) -> dict[Key, dict]:
-    rows: dict[Key, dict] = {}
+def _rows_by_key(spec: ConfigSpec, table: pa.Table, side: str) -> dict[Key, dict[str, Any]]:
+    rows: dict[Key, dict[str, Any]] = {}
     for row in table.to_pylist():
         key = tuple(row[k] for k in spec.keys)
         if key in rows:
@@ -143,7 +144,7 @@ def _rows_by_key(spec: ConfigSpec, table: pa.Table, side: str) -> dict[Key, dict
     return dict(sorted(rows.items(), key=lambda item: tuple("" if v is None else str(v) for v in item[0])))
 
 
-def _key_dict(spec: ConfigSpec, key: Key) -> dict:
+def _key_dict(spec: ConfigSpec, key: Key) -> dict[str, Any]:
     return dict(zip(spec.keys, key))
 
 

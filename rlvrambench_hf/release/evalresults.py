@@ -57,7 +57,7 @@ def split_task_id(task: str) -> tuple[str, str] | None:
     return None
 
 
-def benchmark_tasks() -> list[dict]:
+def benchmark_tasks() -> list[dict[str, Any]]:
     """The benchmark's tasks as ``eval.yaml`` declares them: one per track and reported metric."""
     from ..transfer.key import TRACKS
 
@@ -178,7 +178,7 @@ def estimation_entries(
     return Export(entries, left_out)
 
 
-def _estimator_folds(report: Mapping[str, Any], source: str) -> tuple[str, dict[str, Mapping]]:
+def _estimator_folds(report: Mapping[str, Any], source: str) -> tuple[str, dict[str, Mapping[str, Any]]]:
     """(the report's one estimator, its scores per held-out family), checked as :func:`check_scores` checks a
     transfer score file."""
     from ..estimation.references import BUILT_IN
@@ -196,7 +196,7 @@ def _estimator_folds(report: Mapping[str, Any], source: str) -> tuple[str, dict[
         found = ", ".join(quote(n) for n in names[:5]) or "none (the references are the release's own)"
         raise InputError(f"{source}: export needs a report of exactly one estimator of yours, found {found}")
     (name,) = names
-    out: dict[str, Mapping] = {}
+    out: dict[str, Mapping[str, Any]] = {}
     for family, fold in folds.items():
         scores = fold["scores"].get(name)
         where = f"{source}: fold {quote(family)} estimator {quote(name)}"
@@ -311,7 +311,7 @@ def eval_results_text(entries: Sequence[EvalResultEntry]) -> str:
     return yaml.safe_dump(eval_result_entries_to_yaml(list(entries)), sort_keys=False, allow_unicode=True)
 
 
-def read_eval_results(path: str | os.PathLike) -> list[EvalResultEntry]:
+def read_eval_results(path: str | os.PathLike[str]) -> list[EvalResultEntry]:
     """The entries of an ``.eval_results/*.yaml`` file, parsed by huggingface_hub."""
     from huggingface_hub import parse_eval_result_entries
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -32,7 +32,7 @@ class Cell(Protocol):
     """A changed cell: the row's key, the column and both values (:class:`.diff.CellChange`)."""
 
     @property
-    def key(self) -> dict: ...
+    def key(self) -> dict[str, Any]: ...
     @property
     def column(self) -> str: ...
     @property
@@ -49,21 +49,21 @@ class TableDiff(Protocol):
     @property
     def cells(self) -> Sequence[Cell]: ...
     @property
-    def added(self) -> Sequence[dict]: ...
+    def added(self) -> Sequence[dict[str, Any]]: ...
     @property
-    def removed(self) -> Sequence[dict]: ...
+    def removed(self) -> Sequence[dict[str, Any]]: ...
 
 
 @dataclass
 class Impact:
     """What the differences touch (see the module docstring); ids are sorted."""
 
-    configurations: list[dict] = field(default_factory=list)
-    touched: list[dict] = field(default_factory=list)
-    transfer: dict = field(default_factory=dict)
-    admission: dict = field(default_factory=dict)
-    estimation: dict = field(default_factory=dict)
-    followup: dict = field(default_factory=dict)
+    configurations: list[dict[str, Any]] = field(default_factory=list)
+    touched: list[dict[str, Any]] = field(default_factory=list)
+    transfer: dict[str, Any] = field(default_factory=dict)
+    admission: dict[str, Any] = field(default_factory=dict)
+    estimation: dict[str, Any] = field(default_factory=dict)
+    followup: dict[str, Any] = field(default_factory=dict)
 
     def headline(self) -> str:
         """One sentence, the changes that move a metric first."""
@@ -95,7 +95,7 @@ class Impact:
         parts.append(f"follow-up changed: {', '.join(studies)}" if studies else "follow-up unaffected")
         return "; ".join(parts)
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {
             "headline": self.headline(),
             "configurations": self.configurations,
@@ -126,7 +126,7 @@ def analyse(diffs: Sequence[TableDiff], table_of: TableOf, donors: Mapping[str, 
     return impact
 
 
-def _changed_keys(diff: TableDiff) -> set[tuple]:
+def _changed_keys(diff: TableDiff) -> set[tuple[Any, ...]]:
     keys = [c.key for c in diff.cells] + list(diff.added) + list(diff.removed)
     return {tuple(k.values()) for k in keys}
 
@@ -140,9 +140,9 @@ def origin(spec: ConfigSpec, column: str) -> tuple[str, str]:
     return spec.name, column
 
 
-def _label_and_peak_changes(diffs: Sequence[TableDiff]) -> list[dict]:
+def _label_and_peak_changes(diffs: Sequence[TableDiff]) -> list[dict[str, Any]]:
     """Label and peak changes of configuration-keyed tables, once per configuration and origin column."""
-    found: dict[tuple, dict] = {}
+    found: dict[tuple[Any, ...], dict[str, Any]] = {}
     for diff in diffs:
         spec = REGISTRY[diff.config]
         if spec.keys != CONFIGURATION_KEY:
@@ -168,7 +168,7 @@ def _label_and_peak_changes(diffs: Sequence[TableDiff]) -> list[dict]:
     return sorted(found.values(), key=lambda e: (e["kind"], e["configuration_id"], e["origin"]))
 
 
-def _references_to(ids: set, table_of: TableOf) -> list[dict]:
+def _references_to(ids: set[str], table_of: TableOf) -> list[dict[str, Any]]:
     """For every foreign key into a configuration-keyed table: the rows (new side, else old) pointing at ``ids``."""
     out = []
     for spec in REGISTRY.values():
@@ -183,11 +183,11 @@ def _references_to(ids: set, table_of: TableOf) -> list[dict]:
     return out
 
 
-def _pointing(column: str, ids: set) -> Callable[[dict], bool]:
+def _pointing(column: str, ids: set[str]) -> Callable[[dict[str, Any]], bool]:
     return lambda row: row[column] in ids
 
 
-def _rows(name: str, table_of: TableOf, keep: Callable[[dict], bool]) -> list[dict]:
+def _rows(name: str, table_of: TableOf, keep: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
     """Rows of the new side's table ``name`` (the old side's when the new one lacks it) that ``keep`` accepts."""
     table = table_of("new", name)
     if table is None:
@@ -195,7 +195,7 @@ def _rows(name: str, table_of: TableOf, keep: Callable[[dict], bool]) -> list[di
     return [] if table is None else [r for r in table.to_pylist() if keep(r)]
 
 
-def _transfer(truth_ids: set, read_ids: set, table_of: TableOf) -> dict:
+def _transfer(truth_ids: set[str], read_ids: set[str], table_of: TableOf) -> dict[str, Any]:
     """Queries whose target label changed (their truth) and whose source configuration changed (their inputs)."""
     from ..transfer.api import QUERIES_CONFIG
 
@@ -209,7 +209,9 @@ def _transfer(truth_ids: set, read_ids: set, table_of: TableOf) -> dict:
     }
 
 
-def _admission(changed: Mapping[str, set], any_ids: set, table_of: TableOf, donors: Mapping[str, str]) -> dict:
+def _admission(
+    changed: Mapping[str, set[tuple[Any, ...]]], any_ids: set[str], table_of: TableOf, donors: Mapping[str, str]
+) -> dict[str, Any]:
     """Candidates with a changed row in a table that names candidates, and candidates whose donor changed."""
     records: set[str] = set()
     for name, keys in changed.items():
@@ -229,7 +231,7 @@ def _admission(changed: Mapping[str, set], any_ids: set, table_of: TableOf, dono
     }
 
 
-def _estimation(read_ids: set, table_of: TableOf) -> dict:
+def _estimation(read_ids: set[str], table_of: TableOf) -> dict[str, Any]:
     """Pool configurations of the estimator comparison that changed, the families they are held out in, and the
     folds they touch: a changed pool configuration is scored in its own family's fold and fitted in the others."""
     from ..estimation.features import coarse_family
@@ -248,12 +250,12 @@ def _estimation(read_ids: set, table_of: TableOf) -> dict:
     }
 
 
-def _in_pool(studies: Iterable[str]) -> Callable[[dict], bool]:
+def _in_pool(studies: Iterable[str]) -> Callable[[dict[str, Any]], bool]:
     chosen = set(studies)
     return lambda r: r["study"] in chosen
 
 
-def _followup(changed: Mapping[str, set]) -> dict:
+def _followup(changed: Mapping[str, set[tuple[Any, ...]]]) -> dict[str, Any]:
     """Per follow-up study: the changed rows of its configurations and result records."""
     from ..followup.core import STUDIES
 

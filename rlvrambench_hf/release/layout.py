@@ -6,6 +6,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..data.schema.pins import CARD_PATH
 from ..data.schema.spec import ConfigSpec
@@ -58,7 +59,7 @@ class FileDigest:
     sha256: str
     size_bytes: int
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {"sha256": self.sha256, "size_bytes": self.size_bytes}
 
 

@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError, SourceError, quote
 from .verify import check_release, read_record
@@ -28,7 +29,9 @@ class MirrorResult:
     changed: bool  # False when the branch already held exactly this folder (only the tag was added)
 
 
-def _git(repo: Path, *args: str, env: dict | None = None, stdin: str | None = None, check: bool = True) -> str:
+def _git(
+    repo: Path, *args: str, env: dict[str, Any] | None = None, stdin: str | None = None, check: bool = True
+) -> str:
     done = subprocess.run(
         ["git", "-C", str(repo), *args], capture_output=True, text=True, input=stdin, env={**os.environ, **(env or {})}
     )
@@ -62,8 +65,8 @@ def _open_mirror(mirror: Path, branch: str) -> Path:
 
 
 def publish_mirror(
-    folder: str | os.PathLike,
-    mirror: str | os.PathLike,
+    folder: str | os.PathLike[str],
+    mirror: str | os.PathLike[str],
     tag: str,
     *,
     branch: str = "main",

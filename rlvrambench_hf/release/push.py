@@ -12,7 +12,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from ..data.sources.huberrors import endpoint, hub_error, hub_errors, is_network_error
 from ..errors import InputError, SourceError, quote
@@ -20,7 +20,7 @@ from .layout import folder_files, git_blob_sha1
 from .verify import check_release, read_record
 
 if TYPE_CHECKING:  # pragma: no cover
-    from huggingface_hub import HfApi
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 
 #: Remote files a push never deletes.
 KEPT_REMOTE_FILES = (".gitattributes",)
@@ -49,7 +49,7 @@ class PushPlan:
     def has_changes(self) -> bool:
         return bool(self.add or self.replace or self.delete)
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {
             "repo_id": self.repo_id,
             "revision": self.revision,
@@ -80,7 +80,7 @@ def _same(local: Path, remote: RemoteFile) -> bool:
 
 
 def plan_push(
-    folder: str | os.PathLike,
+    folder: str | os.PathLike[str],
     remote: dict[str, RemoteFile],
     *,
     repo_id: str,
@@ -105,12 +105,14 @@ def plan_push(
     return plan
 
 
-def commit_operations(plan: PushPlan, folder: str | os.PathLike) -> list:
+def commit_operations(
+    plan: PushPlan, folder: str | os.PathLike[str]
+) -> list[CommitOperationAdd | CommitOperationDelete]:
     """The ``huggingface_hub`` operations of one commit carrying out ``plan``."""
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
     folder = Path(folder)
-    ops: list = [
+    ops: list[CommitOperationAdd | CommitOperationDelete] = [
         CommitOperationAdd(path_in_repo=rel, path_or_fileobj=str(folder / rel))
         for rel in sorted(plan.add + plan.replace)
     ]
@@ -172,7 +174,7 @@ class PushOptions(TypedDict, total=False):
     private: bool
 
 
-def push_release(folder: str | os.PathLike, repo_id: str, **options: Unpack[PushOptions]) -> PushResult:
+def push_release(folder: str | os.PathLike[str], repo_id: str, **options: Unpack[PushOptions]) -> PushResult:
     """Verify the release ``folder``, plan against ``repo_id@revision`` and (unless ``dry_run``) commit it
     atomically to the Hub dataset repository, which is created first (private with ``private=True``) when it does
     not exist yet."""
@@ -191,11 +193,11 @@ def _check_tag(tag: str | None) -> None:
 
 
 def push_folder(
-    folder: str | os.PathLike,
+    folder: str | os.PathLike[str],
     repo_id: str,
     *,
     repo_type: str,
-    create: dict | None = None,
+    create: dict[str, Any] | None = None,
     prune: bool = True,
     **options: Unpack[PushOptions],
 ) -> PushResult:

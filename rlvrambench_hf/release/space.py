@@ -55,7 +55,7 @@ def space_files(repo_id: str = DEFAULT_SPACE_ID) -> dict[str, bytes]:
     }
 
 
-def write_space(folder: str | os.PathLike, repo_id: str = DEFAULT_SPACE_ID, *, overwrite: bool = False) -> Path:
+def write_space(folder: str | os.PathLike[str], repo_id: str = DEFAULT_SPACE_ID, *, overwrite: bool = False) -> Path:
     """Write the Space folder of ``repo_id`` into ``folder`` (created; it must not exist or be empty, unless
     ``overwrite``, which replaces the Space's files)."""
     from ..data.tables.output import check_outputs, new_folder, write_all_atomic
@@ -70,7 +70,7 @@ def write_space(folder: str | os.PathLike, repo_id: str = DEFAULT_SPACE_ID, *, o
     return target
 
 
-def check_space(folder: str | os.PathLike, repo_id: str) -> None:
+def check_space(folder: str | os.PathLike[str], repo_id: str) -> None:
     """One-line :class:`IntegrityError` unless ``folder`` holds exactly the Space files of ``repo_id`` as this
     version of the package writes them (a stale module, an edited card or an app for another Space are refused)."""
     target = Path(folder).expanduser()
@@ -94,7 +94,7 @@ def check_space(folder: str | os.PathLike, repo_id: str) -> None:
 
 
 def push_space(
-    folder: str | os.PathLike, repo_id: str = DEFAULT_SPACE_ID, **options: Unpack[PushOptions]
+    folder: str | os.PathLike[str], repo_id: str = DEFAULT_SPACE_ID, **options: Unpack[PushOptions]
 ) -> PushResult:
     """Verify the Space folder, plan against the Space ``repo_id@revision`` and (unless ``dry_run``) commit it; a
     missing Space is planned as empty and created (Gradio SDK) on commit."""

@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 
@@ -44,7 +45,7 @@ class VerifyReport:
     configs: list[str] = field(default_factory=list)
 
 
-def read_record(folder: Path) -> dict:
+def read_record(folder: Path) -> dict[str, Any]:
     """The release's ``release.json`` (one-line error when it is missing or not written by a build)."""
     path = folder / RECORD_PATH
     try:
@@ -61,7 +62,7 @@ def read_record(folder: Path) -> dict:
     return record
 
 
-def verify_release(folder: str | os.PathLike, *, croissant: bool = True) -> VerifyReport:
+def verify_release(folder: str | os.PathLike[str], *, croissant: bool = True) -> VerifyReport:
     """Every problem of the release in ``folder``; ``croissant=False`` skips the mlcroissant validator."""
     folder = Path(folder).expanduser()
     if not folder.is_dir():
@@ -98,7 +99,7 @@ class VerificationFailed(IntegrityError):
         self.problems = problems
 
 
-def check_release(folder: str | os.PathLike, *, croissant: bool = True) -> VerifyReport:
+def check_release(folder: str | os.PathLike[str], *, croissant: bool = True) -> VerifyReport:
     """:func:`verify_release`, raising :class:`VerificationFailed` (first problem, count of others) on failure."""
     report = verify_release(folder, croissant=croissant)
     if report.problems:
@@ -108,8 +109,8 @@ def check_release(folder: str | os.PathLike, *, croissant: bool = True) -> Verif
     return report
 
 
-def _check_digests(folder: Path, record: dict, report: VerifyReport) -> None:
-    listed: dict = record["files"]
+def _check_digests(folder: Path, record: dict[str, Any], report: VerifyReport) -> None:
+    listed: dict[str, Any] = record["files"]
     present = set(folder_files(folder)) - {RECORD_PATH}
     report.files = len(present) + 1
     for rel in sorted(listed):
@@ -127,7 +128,7 @@ def _check_digests(folder: Path, record: dict, report: VerifyReport) -> None:
         report.problems.append(f"{rel}: in the folder but not listed in {RECORD_PATH}")
 
 
-def _check_parquet(folder: Path, record: dict, report: VerifyReport) -> list[BuiltConfig]:
+def _check_parquet(folder: Path, record: dict[str, Any], report: VerifyReport) -> list[BuiltConfig]:
     """The configs with a Parquet file, after checking each file's schema, rows and content."""
     recorded = record.get("configs") or {}
     built = []
@@ -201,7 +202,7 @@ def _check_card(folder: Path, built: list[BuiltConfig], report: VerifyReport) ->
         report.problems.append("card: YAML front matter differs from what the registry and Parquet files give")
 
 
-def _dataset_info_problem(b: BuiltConfig, info: Mapping | None) -> str | None:
+def _dataset_info_problem(b: BuiltConfig, info: Mapping[str, Any] | None) -> str | None:
     """What is wrong with one config's ``dataset_info`` entry of the card (None: nothing)."""
     from datasets.info import DatasetInfosDict
 
@@ -227,7 +228,7 @@ def _dataset_info_problem(b: BuiltConfig, info: Mapping | None) -> str | None:
 
 
 def _check_croissant(
-    folder: Path, record: dict, built: list[BuiltConfig], report: VerifyReport, *, validate: bool
+    folder: Path, record: dict[str, Any], built: list[BuiltConfig], report: VerifyReport, *, validate: bool
 ) -> None:
     path = folder / CROISSANT_PATH
     try:

@@ -4,6 +4,7 @@ fit (HTML of answers already computed by :mod:`rlvrambench_hf.advisor`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from . import sections as s
 
@@ -11,7 +12,7 @@ from . import sections as s
 COLUMNS = ("plan", "verdict", "basis", "measured_records", "floors_failed", "smallest_change", "scope_flags")
 
 
-def advice_rows(document: Mapping) -> list[list[object]]:
+def advice_rows(document: Mapping[str, Any]) -> list[list[object]]:
     """One row per plan of an advisor answer (``advisor.document.document``)."""
     rows = []
     for c in document["configurations"]:
@@ -38,7 +39,7 @@ def advice_rows(document: Mapping) -> list[list[object]]:
     return rows
 
 
-def advice_section(document: Mapping, planned: str) -> str:
+def advice_section(document: Mapping[str, Any], planned: str) -> str:
     """The section: the statement, the verdicts table, then each plan's verdict sentence."""
     body = [s.paragraph(f"Plans of {planned}. {document['statement']}"), s.table(COLUMNS, advice_rows(document))]
     body += [
@@ -51,7 +52,7 @@ def advice_section(document: Mapping, planned: str) -> str:
 FIX_COLUMNS = ("key", "change", "TRL", "basis", "why")
 
 
-def diagnosis_section(diagnosis: Mapping, log: str) -> str:
+def diagnosis_section(diagnosis: Mapping[str, Any], log: str) -> str:
     """The section on a failure log (``Diagnosis.as_dict()`` of :mod:`rlvrambench_hf.advisor.diagnosis`): its one
     line, the figures the log states, the release's failures of that kind and the fixes."""
     body = [s.paragraph(f"{log}: {diagnosis['headline']}")]

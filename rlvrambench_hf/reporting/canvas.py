@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
 #: The optional extra that brings matplotlib.
 PLOTS_EXTRA = "plots"
 #: (colour, marker, line style) of the rules of a curve figure, cycled over the rules (Okabe–Ito colours).
-RULE_STYLES: tuple[tuple[str, str, str | tuple], ...] = (
+RULE_STYLES: tuple[tuple[str, str, str | tuple[int, tuple[int, ...]]], ...] = (
     ("#0072B2", "o", "-"),
     ("#E69F00", "s", "--"),
     ("#009E73", "D", ":"),
@@ -54,7 +54,7 @@ def figure_png(fig: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def save_png(fig: Figure, path: str | os.PathLike) -> None:
+def save_png(fig: Figure, path: str | os.PathLike[str]) -> None:
     """Write ``fig`` to ``path`` as PNG, atomically."""
     from ..data.tables.output import write_atomic
 

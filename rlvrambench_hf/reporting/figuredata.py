@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -91,14 +92,14 @@ def feasibility_matrix(configurations: pa.Table) -> FeasibilityMatrix:
     if not rows:
         raise InputError("no boundary-study configurations (2 GPUs, levels c0-c5) in this table")
     keys = tuple(sorted({(r["model_name"], r["workload_name"]) for r in rows}))
-    cells: dict[tuple[str, str, str], dict] = {}
+    cells: dict[tuple[str, str, str], dict[str, Any]] = {}
     for r in rows:
         key = (r["model_name"], r["workload_name"], r["configuration_level"])
         if key in cells:
             raise InputError(f"boundary grid cell {'/'.join(key)} has two configurations")
         cells[key] = r
 
-    def grid(column: str) -> tuple[tuple, ...]:
+    def grid(column: str) -> tuple[tuple[Any, ...], ...]:
         return tuple(tuple(cells.get((m, w, lv), {}).get(column) for lv in BOUNDARY_LEVELS) for m, w in keys)
 
     return FeasibilityMatrix(
@@ -148,7 +149,7 @@ def stage_table(
     return table.drop_columns(["_rank"])
 
 
-def admission_curve(report: Mapping) -> list[CurvePoint]:
+def admission_curve(report: Mapping[str, Any]) -> list[CurvePoint]:
     """Curve points from a replay report's ``summary`` (one per rule × budget), ordered by rule then budget."""
     try:
         points = [
@@ -183,7 +184,7 @@ class FoldApprovals:
     queries: int
 
 
-def fold_approvals(report: Mapping) -> list[FoldApprovals]:
+def fold_approvals(report: Mapping[str, Any]) -> list[FoldApprovals]:
     """The per-fold comparison of an estimator-comparison report (``rlvrambench estimate retrospective``), in fold
     then method order."""
     try:

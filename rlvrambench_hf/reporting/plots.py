@@ -10,7 +10,7 @@ labels are also told apart by hatching or marker shape, never by colour alone.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -236,7 +236,7 @@ def plot_admission(
     return admission_figure(points) if against == "budget" else attempts_figure(points)
 
 
-def _replay(source: SourceLike, revision: str | None, policy: str | None, timeout: float | None) -> dict:
+def _replay(source: SourceLike, revision: str | None, policy: str | None, timeout: float | None) -> dict[str, Any]:
     from .. import admission
 
     if policy is None:

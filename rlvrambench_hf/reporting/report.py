@@ -20,7 +20,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict, Unpack
+from typing import Any, TypedDict, Unpack
 
 from ..data.schema.pins import MARGIN_LIMIT_MIB
 from ..data.schema.registry import card_configs
@@ -89,9 +89,9 @@ class ReportInputs(TypedDict, total=False):
     (default 300; None: no limit); ``planned`` (a plan file), which gets a section of verdicts."""
 
     policy: str | None
-    predictions: str | os.PathLike | None
-    followup_predictions: Mapping[str, str | os.PathLike] | None
-    planned: str | os.PathLike | None
+    predictions: str | os.PathLike[str] | None
+    followup_predictions: Mapping[str, str | os.PathLike[str]] | None
+    planned: str | os.PathLike[str] | None
     timeout: float | None
 
 
@@ -150,7 +150,7 @@ def build_report(
         "attempts.png": figure_png(attempts_figure(points)),
         "estimation.png": figure_png(estimation_figure(fold_approvals(retrospective))),
     }
-    inputs: dict[str, str | os.PathLike | None] = {"transfer predictions": predictions, "admission policy": policy}
+    inputs: dict[str, str | os.PathLike[str] | None] = {"transfer predictions": predictions, "admission policy": policy}
     inputs.update({f"{study} predictions": path for study, path in followup_files.items()})
     body = [
         s.section("Configs", _configs_table(src), "configs"),
@@ -185,7 +185,7 @@ def build_report(
 
 
 def provenance(
-    src: Source, version: str, now: dt.datetime, inputs: Mapping[str, str | os.PathLike | None] | None = None
+    src: Source, version: str, now: dt.datetime, inputs: Mapping[str, str | os.PathLike[str] | None] | None = None
 ) -> list[tuple[str, str]]:
     """What the report was made from: package version, source, revision, commit, time of the run and the user's
     inputs that were given."""
@@ -203,7 +203,7 @@ def provenance(
 
 
 def write_report(
-    output_dir: str | os.PathLike,
+    output_dir: str | os.PathLike[str],
     source: SourceLike = None,
     revision: str | None = None,
     **given: Unpack[ReportInputs],
@@ -252,7 +252,7 @@ def _configs_table(src: Source) -> str:
     return s.table(("config", "split", "rows", "file", "description"), rows)
 
 
-def _leaderboard_body(methods: Mapping[str, Mapping]) -> str:
+def _leaderboard_body(methods: Mapping[str, Mapping[str, Any]]) -> str:
     from .leaderboard import LEGEND, leaderboard_table, standings_from_scores
 
     standings = [x for method, scores in methods.items() for x in standings_from_scores(method, scores)]
@@ -264,7 +264,7 @@ def _leaderboard_body(methods: Mapping[str, Mapping]) -> str:
     return s.paragraph(LEGEND) + s.from_table(leaderboard_table(standings)) + s.paragraph(how, "note")
 
 
-def _transfer_body(methods: Mapping[str, Mapping]) -> str:
+def _transfer_body(methods: Mapping[str, Mapping[str, Any]]) -> str:
     from .tables import transfer_table
 
     intro = (

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import html
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from ..data.schema.pins import OUTCOME_LABELS
 from .tables import (
@@ -75,7 +76,7 @@ def provenance(items: Sequence[tuple[str, str]]) -> str:
     return f'<table class="provenance"><tbody>{rows}</tbody></table>'
 
 
-def confusion_block(method: str, scores: Mapping) -> str:
+def confusion_block(method: str, scores: Mapping[str, Any]) -> str:
     """One method's confusion matrices, every scope side by side: predicted labels down, observed across."""
     scopes, matrices = confusion_matrices(scores)
     n = len(OUTCOME_LABELS)
@@ -96,19 +97,19 @@ def confusion_block(method: str, scores: Mapping) -> str:
     )
 
 
-def admission_summary(summary: Sequence[Mapping]) -> str:
+def admission_summary(summary: Sequence[Mapping[str, Any]]) -> str:
     """The replay summary, one row per rule × budget, with the total attempts (target + donor)."""
     return from_table(admission_table(summary))
 
 
-def admission_ledgers(report: Mapping) -> str:
+def admission_ledgers(report: Mapping[str, Any]) -> str:
     """The replay's three cost ledgers and its cold-start totals, each titled."""
     return "".join(
         f"{paragraph(title[0].upper() + title[1:] + '.')}{from_table(table)}" for title, table in ledger_tables(report)
     )
 
 
-def followup_block(study: str, scores: Mapping) -> str:
+def followup_block(study: str, scores: Mapping[str, Any]) -> str:
     """One follow-up study: coverage, slot facts and costs, one row per method (frozen methods, the always-failure
     reference, then yours), then the notes."""
     notes = "".join(paragraph(note, "note") for note in followup_notes(scores))

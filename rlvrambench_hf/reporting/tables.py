@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 from ..data.schema.pins import OUTCOME_LABELS
 
@@ -69,7 +70,7 @@ class Table:
     rows: list[list[object]]
 
 
-def followup_summary(scores: Mapping) -> str:
+def followup_summary(scores: Mapping[str, Any]) -> str:
     """``6 of 12 configurations resolved (full-panel coverage 0.5); unresolved: a, b``."""
     coverage = scores["full_panel_coverage"]
     shown = "null" if coverage is None else f"{coverage:.4f}".rstrip("0").rstrip(".")
@@ -79,7 +80,7 @@ def followup_summary(scores: Mapping) -> str:
     )
 
 
-def followup_table(scores: Mapping) -> Table:
+def followup_table(scores: Mapping[str, Any]) -> Table:
     """One row per method: full-panel approvals (scored, unscored and the evidence against the unscored ones)
     beside the resolved-subset label and peak metrics."""
     rows = []
@@ -105,7 +106,7 @@ def followup_table(scores: Mapping) -> Table:
     return Table(FOLLOWUP_COLUMNS, rows)
 
 
-def followup_facts(scores: Mapping) -> list[str]:
+def followup_facts(scores: Mapping[str, Any]) -> list[str]:
     """The panel's slot facts and costs in two sentences (and any disagreement with its own summary and totals)."""
     lines = []
     slots, costs = scores.get("slots"), scores.get("costs")
@@ -138,7 +139,7 @@ def _tally(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{value}: {count}" for value, count in counts.items()) or "none"
 
 
-def followup_notes(scores: Mapping) -> list[str]:
+def followup_notes(scores: Mapping[str, Any]) -> list[str]:
     """The unscored approvals of each method, by id, and what the metrics cover."""
     notes = [
         f"{method} unscored approvals: {', '.join(a['unscored_approved_ids'])}"
@@ -148,7 +149,7 @@ def followup_notes(scores: Mapping) -> list[str]:
     return [*notes, scores["metric_scope"]]
 
 
-def transfer_scopes(scores: Mapping) -> list[str]:
+def transfer_scopes(scores: Mapping[str, Any]) -> list[str]:
     """``overall``, then the tracks of a score file in the documented order (:data:`transfer.TRACKS`)."""
     from ..transfer import TRACKS
 
@@ -156,11 +157,11 @@ def transfer_scopes(scores: Mapping) -> list[str]:
     return [OVERALL, *(t for t in TRACKS if t in present), *(t for t in present if t not in TRACKS)]
 
 
-def _scope(scores: Mapping, scope: str) -> Mapping:
-    return scores[OVERALL] if scope == OVERALL else scores["per_track"][scope]
+def _scope(scores: Mapping[str, Any], scope: str) -> Mapping[str, Any]:
+    return cast("Mapping[str, Any]", scores[OVERALL] if scope == OVERALL else scores["per_track"][scope])
 
 
-def transfer_table(methods: Mapping[str, Mapping]) -> Table:
+def transfer_table(methods: Mapping[str, Mapping[str, Any]]) -> Table:
     """One row per scope × method (scopes as :func:`transfer_scopes`, methods in the given order)."""
     scopes = list(dict.fromkeys(s for scores in methods.values() for s in transfer_scopes(scores)))
     rows = [
@@ -172,7 +173,7 @@ def transfer_table(methods: Mapping[str, Mapping]) -> Table:
     return Table(("scope", "method", *TRANSFER_COLUMNS), rows)
 
 
-def confusion_matrices(scores: Mapping) -> tuple[list[str], list[list[list[int]]]]:
+def confusion_matrices(scores: Mapping[str, Any]) -> tuple[list[str], list[list[list[int]]]]:
     """The scopes of a transfer score file and, per scope, its 3×3 confusion matrix (rows: predicted label,
     columns: observed label, both in :data:`OUTCOME_LABELS` order)."""
     scopes = transfer_scopes(scores)
@@ -183,7 +184,7 @@ def confusion_matrices(scores: Mapping) -> tuple[list[str], list[list[list[int]]
     return scopes, matrices
 
 
-def admission_table(summary: Sequence[Mapping]) -> Table:
+def admission_table(summary: Sequence[Mapping[str, Any]]) -> Table:
     """One row per rule × budget of a replay summary, with the total attempts (target + donor)."""
     rows = []
     for item in summary:
@@ -192,7 +193,7 @@ def admission_table(summary: Sequence[Mapping]) -> Table:
     return Table(ADMISSION_COLUMNS, rows)
 
 
-def ledger_tables(report: Mapping) -> list[tuple[str, Table]]:
+def ledger_tables(report: Mapping[str, Any]) -> list[tuple[str, Table]]:
     """The three cost ledgers of a replay report and its cold-start totals, each a titled table (recorded
     GPU-seconds as whole seconds with thousands separators)."""
     ledgers = report["ledgers"]
@@ -204,7 +205,7 @@ def ledger_tables(report: Mapping) -> list[tuple[str, Table]]:
     )
     requested = ledgers["requested_target_attempts"]
     budgets = list(dict.fromkeys(r["budget_target_attempts_per_case"] for r in requested))
-    per_rule: dict[str, dict] = {}
+    per_rule: dict[str, dict[str, Any]] = {}
     for r in requested:
         per_rule.setdefault(r["rule"], {})[r["budget_target_attempts_per_case"]] = r["requested_target_attempts"]
     targets = Table(

@@ -62,11 +62,11 @@ class Design:
 
 def compare_scope(
     a: Side, b: Side, design: Design, *, marginal: bool = False, names: Sequence[str] = COMPARED_METRICS
-) -> dict:
+) -> dict[str, Any]:
     """Per metric: both values, the difference A − B and its interval (or range over units), and the reading;
     with ``marginal``, each side's own interval too."""
     method, level = design.method, design.level
-    out: dict = {}
+    out: dict[str, Any] = {}
     for name in names:
         x, y = a.point.get(name), b.point.get(name)
         differences = [_minus(p.get(name), q.get(name)) for p, q in zip(a.draws, b.draws)]
@@ -75,7 +75,7 @@ def compare_scope(
         else:
             defined = [d for d in differences if d is not None]
             low, high, undefined = (min(defined), max(defined), 0) if defined else (None, None, 0)
-        entry: dict = {"a": x, "b": y, "difference": _minus(x, y), "low": low, "high": high}
+        entry: dict[str, Any] = {"a": x, "b": y, "difference": _minus(x, y), "low": low, "high": high}
         if undefined and method == BOOTSTRAP:
             entry["undefined_resamples"] = undefined
         if marginal:

@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 #: The environment variable that sets how many MiB a user's code may allocate beyond what its process inherits.
 MEMORY_ENV = "RLVRAMBENCH_USER_MEMORY_MIB"
@@ -117,7 +117,7 @@ class Child:
         try:
             if not self.conn.poll(timeout):
                 return None
-            return pickle.loads(self.conn.recv_bytes(REPLY_LIMIT))  # the user's own code answers
+            return cast("Reply | None", pickle.loads(self.conn.recv_bytes(REPLY_LIMIT)))  # the user's own code answers
         except (EOFError, ConnectionError):
             return ("died", self.ending())
         except OSError:  # a message longer than REPLY_LIMIT

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from ..errors import InputError
 from .labels import ABOVE_MARGIN, MEMORY_FAILURE, WITHIN_MARGIN, label_metrics
@@ -25,7 +26,9 @@ def state_from_peak(peak_mib: float, device_capacity_mib: float, margin_limit_mi
     return WITHIN_MARGIN
 
 
-def peak_error_statistics(predicted_mib: Sequence[float | None], observed_mib: Sequence[float | None]) -> dict:
+def peak_error_statistics(
+    predicted_mib: Sequence[float | None], observed_mib: Sequence[float | None]
+) -> dict[str, Any]:
     """Errors of predicted peaks (e = predicted − observed) over the targets where both peaks exist.
 
     ``completed_peak_prediction_coverage`` is the number of such targets (0 when none); the mean absolute error,
@@ -50,7 +53,7 @@ def estimator_scores(
     predicted_peaks_mib: Sequence[float | None] | None = None,
     observed_peaks_mib: Sequence[float | None] | None = None,
     guard_changed: Sequence[bool | None] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """One method's scores over aligned targets: label metrics (predicted rows, observed columns), ``queries``,
     ``distinct_target_configurations``, the peak statistics and ``startup_guard_changed_states``."""
     n = len(configuration_ids)

@@ -28,7 +28,7 @@ TRANSPARENT = frozenset({"per_track", "per_task"})
 SEPARATOR = "/"
 
 
-class FlatScores(dict):
+class FlatScores(dict[str, Any]):
     """The flat view: path → number; :attr:`left_out` lists the paths whose value was null."""
 
     left_out: tuple[str, ...] = ()

@@ -49,7 +49,7 @@ class IntervalOptions:
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise InputError(f"interval seed {quote(seed)} must be a non-negative integer")
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {"level": self.level, "resamples": self.resamples, "seed": self.seed}
 
 
@@ -109,7 +109,7 @@ def bootstrap_block(
     unit: str,
     units: int,
     level: float,
-) -> dict:
+) -> dict[str, Any]:
     """The interval block of one scope from its resampled metrics ``draws`` (a null point value has a null
     interval)."""
     metrics: dict[str, dict[str, Any]] = {}
@@ -124,7 +124,7 @@ def bootstrap_block(
     return {"method": BOOTSTRAP, "unit": unit, "units": units, "metrics": metrics}
 
 
-def range_block(per_unit: Sequence[Mapping[str, Any]], names: Sequence[str], *, unit: str) -> dict:
+def range_block(per_unit: Sequence[Mapping[str, Any]], names: Sequence[str], *, unit: str) -> dict[str, Any]:
     """The block of a scope with too few units: each metric's smallest and largest value over the units (each
     scored alone; units where it is undefined are skipped), and a note saying so."""
     metrics: dict[str, dict[str, Any]] = {}
@@ -157,7 +157,7 @@ def unit_block(
     units: int,
     options: IntervalOptions,
     stream: int = 0,
-) -> dict:
+) -> dict[str, Any]:
     """The interval block of a scope whose metrics ``statistic`` computes from integer unit weights (a unit
     drawn twice counts twice): a bootstrap interval, or the range over units when they are too few."""
     if units < MIN_UNITS:
@@ -167,7 +167,7 @@ def unit_block(
     return bootstrap_block(point, draws, names, unit=unit, units=units, level=options.level)
 
 
-def confusion_draws(confusions: np.ndarray) -> list[dict]:
+def confusion_draws(confusions: np.ndarray) -> list[dict[str, Any]]:
     """The label metrics (:func:`~.labels.metrics_from_confusion`) of each row of ``confusions`` (draws × 9 cells,
     predicted-major), computed once per distinct matrix."""
     from .labels import metrics_from_confusion
@@ -182,7 +182,7 @@ def numeric_names(metrics: Mapping[str, Any]) -> list[str]:
     return [k for k, v in metrics.items() if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))]
 
 
-def settings(options: IntervalOptions, unit: str, why: str) -> dict:
+def settings(options: IntervalOptions, unit: str, why: str) -> dict[str, Any]:
     """The description of how a score file's intervals were made (its ``interval_settings``)."""
     return {
         **options.as_json(),

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -81,7 +82,7 @@ class Approvals:
         return self.among_approved(WITHIN_MARGIN)
 
 
-def metrics_from_confusion(confusion: np.ndarray) -> dict:
+def metrics_from_confusion(confusion: np.ndarray) -> dict[str, Any]:
     """The label metrics of one scope from its 3x3 confusion matrix (predicted rows, observed columns)."""
     c = [[int(v) for v in row] for row in confusion]
     queries = sum(map(sum, c))
@@ -141,7 +142,7 @@ def confusion_matrix(predicted: np.ndarray, observed: np.ndarray) -> np.ndarray:
     return np.bincount(predicted.astype(np.intp) * 3 + observed, minlength=9).reshape(3, 3)
 
 
-def label_metrics(predicted: Sequence[str], observed: Sequence[str]) -> dict:
+def label_metrics(predicted: Sequence[str], observed: Sequence[str]) -> dict[str, Any]:
     """The label metrics of one scope from aligned predicted and observed labels (see
     :func:`metrics_from_confusion`)."""
     if len(predicted) != len(observed):

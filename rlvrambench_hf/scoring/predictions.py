@@ -30,7 +30,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -74,7 +74,7 @@ def columns_spec(required: Sequence[str], optional: Sequence[str] = ()) -> str:
     return ",".join(required) + "".join(f"[,{name}]" for name in optional)
 
 
-def describe(path: str | os.PathLike) -> str:
+def describe(path: str | os.PathLike[str]) -> str:
     """How messages name a predictions file: its path, or ``standard input`` for ``-``."""
     name = os.fspath(path)
     return "standard input" if name == STDIN else name
@@ -102,7 +102,7 @@ class _Input:
 
 
 def read_prediction_file(
-    path: str | os.PathLike, required: Sequence[str], optional: Sequence[str] = ()
+    path: str | os.PathLike[str], required: Sequence[str], optional: Sequence[str] = ()
 ) -> dict[str, pa.Array]:
     """The columns of a predictions file as string arrays without nulls (cells as written; a missing optional
     value is ``""``), keyed by name. ``path`` is a file in any accepted format, or ``-`` for standard input."""
@@ -315,7 +315,7 @@ def _header_names(first_line_text: str) -> list[str]:
     if not first_line_text.strip():
         return []
     try:
-        return pacsv.read_csv(pa.py_buffer(first_line_text.encode("utf-8") + b"\n")).column_names
+        return cast("list[str]", pacsv.read_csv(pa.py_buffer(first_line_text.encode("utf-8") + b"\n")).column_names)
     except pa.ArrowInvalid:
         return [first_line_text]
 

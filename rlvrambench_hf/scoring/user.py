@@ -205,7 +205,9 @@ def isolation_for(obj: Any) -> Isolation:
     return "process" if _LOADED.get(id(obj)) is obj and can_fork() else "thread"
 
 
-def call_user(method: Callable, context: str, label: str, *args: Any, timeout: float | None = DEFAULT_TIMEOUT) -> Any:
+def call_user(
+    method: Callable[..., Any], context: str, label: str, *args: Any, timeout: float | None = DEFAULT_TIMEOUT
+) -> Any:
     """``method(*args)`` in a worker thread under ``timeout`` seconds; an exception inside it (any
     ``BaseException``) or the expiry is a one-line :class:`UserCodeError` saying ``context``: ``label`` ...."""
     holder = SimpleNamespace(**{label: method})

@@ -4,6 +4,7 @@ entry points that load and score in one call."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 import pyarrow as pa
 
@@ -95,10 +96,12 @@ def text_rows(source: SourceLike, config: str, revision: str | None = None) -> l
 
         extra = [f.name for f in table.schema if f.name not in {c.name for c in spec.columns}]
         raise SchemaError(f"{spec.path}: columns the registry does not know: {', '.join(extra)}", path=spec.path)
-    return table.to_pylist()
+    return cast("list[dict[str, str]]", table.to_pylist())
 
 
-def upstream_inputs(source: SourceLike = None, revision: str | None = None, track: str | None = None) -> list[dict]:
+def upstream_inputs(
+    source: SourceLike = None, revision: str | None = None, track: str | None = None
+) -> list[dict[str, Any]]:
     """``benchmark.py inputs``' task list (:mod:`.upstream`) of a release."""
     from .upstream import upstream_task_inputs
 
@@ -120,7 +123,7 @@ def score_lists(
     source: SourceLike = None,
     revision: str | None = None,
     intervals: IntervalsLike = None,
-) -> dict:
+) -> dict[str, Any]:
     """Score prediction lists against the hidden labels of the source (cached per process); ``intervals`` as
     :func:`~rlvrambench_hf.transfer.score.score_predictions`."""
     key = cached_scoring_key(source, revision, track)
@@ -135,7 +138,7 @@ def compare_lists(
     source: SourceLike = None,
     revision: str | None = None,
     intervals: IntervalsLike = True,
-) -> dict:
+) -> dict[str, Any]:
     """The paired comparison (:func:`~rlvrambench_hf.transfer.compare.compare_predictions`) of two named prediction
     lists on the same ``query_ids`` (``{"mine": [...], "source_label": [...]}``, A first): per scope and metric,
     A − B with its interval and a one-line reading."""
@@ -160,7 +163,7 @@ def reference_scores(
     track: str | None = None,
     *,
     intervals: IntervalsLike = None,
-) -> dict:
+) -> dict[str, Any]:
     """The full score dict of a built-in rule (``intervals`` as in :func:`score_lists`)."""
     tables = load_transfer_tables(source, revision)
     predictions = reference_predictions(tables["queries"], tables["outcomes"], rule, track)

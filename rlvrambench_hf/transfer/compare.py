@@ -8,6 +8,8 @@ the score files. Pure.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..scoring.compare import Design, Side, compare_scope
@@ -29,7 +31,7 @@ def compare_predictions(
     options: IntervalOptions,
     *,
     marginal: bool = False,
-) -> dict:
+) -> dict[str, Any]:
     """The comparison of two aligned label-code arrays on ``key``: overall (when every track is selected) and per
     track, per metric; with ``marginal``, each side's own interval too."""
     (a, b), (name_a, name_b) = predicted, names
@@ -37,7 +39,7 @@ def compare_predictions(
     cells = unit_cells(key, a), unit_cells(key, b)
     weights = resample_weights(cells[0].shape[0], options)
     task_base = 1 + len(key.tracks)
-    out: dict = {}
+    out: dict[str, Any] = {}
     for scope in scopes_of(key):
         if scope.level == "per_task" or (scope.level == "overall" and key.track != ALL_TRACKS):
             continue  # tasks: too few targets each; one selected track: its scope is the whole
@@ -59,7 +61,7 @@ def compare_predictions(
     }
 
 
-def readings(comparison: dict) -> list[str]:
+def readings(comparison: dict[str, Any]) -> list[str]:
     """Every reading of a comparison, as ``scope: sentence`` lines."""
     return [
         f"{scope}: {entry['reading']}"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -93,13 +93,13 @@ def macro_accuracy(task_confusions: np.ndarray) -> list[float | None]:
 
 def add_transfer_intervals(
     key: ScoringKey, predicted: np.ndarray, scores: Mapping[str, Any], options: IntervalOptions
-) -> dict:
+) -> dict[str, Any]:
     """``scores`` (the score file of ``predicted`` on ``key``) with an ``intervals`` block in every scope and the
     file's ``interval_settings``."""
     cells = unit_cells(key, predicted)
     weights = resample_weights(cells.shape[0], options)
     task_base = 1 + len(key.tracks)
-    blocks: dict[tuple[str, str], dict] = {}
+    blocks: dict[tuple[str, str], dict[str, Any]] = {}
     for scope in scopes_of(key):
         entry = _entry(scores, scope)
         names = numeric_names({k: v for k, v in entry.items() if k in _LABEL_NAMES or k == MACRO})
@@ -118,7 +118,7 @@ def units_in(cells: sparse.csr_matrix, scope: Scope) -> np.ndarray:
     return np.flatnonzero(cells[:, scope.index * 9 : scope.index * 9 + 9].sum(axis=1).A1)
 
 
-def scope_draws(cells: sparse.csr_matrix, draws_of: np.ndarray, scope: Scope, task_base: int) -> list[dict]:
+def scope_draws(cells: sparse.csr_matrix, draws_of: np.ndarray, scope: Scope, task_base: int) -> list[dict[str, Any]]:
     """The metrics of ``scope`` (its macro task accuracy too, for a track) under each draw: ``draws_of`` is either
     resample weights (draws × units) or the indices of the units to score one at a time."""
     draws = confusion_draws(_confusions(cells, draws_of, scope.index))
@@ -141,12 +141,14 @@ _LABEL_NAMES = frozenset(k for k in metrics_from_confusion(np.zeros((3, 3), dtyp
 
 
 def _entry(scores: Mapping[str, Any], scope: Scope) -> Mapping[str, Any]:
-    return scores["overall"] if scope.level == "overall" else scores[scope.level][scope.name]
+    return cast("Mapping[str, Any]", scores["overall"] if scope.level == "overall" else scores[scope.level][scope.name])
 
 
-def with_blocks(scores: Mapping[str, Any], blocks: Mapping[tuple[str, str], dict], about: dict) -> dict:
+def with_blocks(
+    scores: Mapping[str, Any], blocks: Mapping[tuple[str, str], dict[str, Any]], about: dict[str, Any]
+) -> dict[str, Any]:
     """A copy of ``scores`` with ``interval_settings`` before ``overall`` and each scope's block appended."""
-    out: dict = {}
+    out: dict[str, Any] = {}
     for name, value in scores.items():
         if name == "overall":
             out["interval_settings"] = about

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -39,7 +40,7 @@ EVALUATION_WARNING = (
 )
 
 
-def _examples(values: pa.Array | list, limit: int = 3) -> str:
+def _examples(values: pa.Array | list[str], limit: int = 3) -> str:
     """The first ``limit`` values, quoted (invisible characters shown as escapes)."""
     items = values.slice(0, limit).to_pylist() if isinstance(values, (pa.Array, pa.ChunkedArray)) else values[:limit]
     return ", ".join(map(quote, items))
@@ -123,7 +124,7 @@ def _strings(values: pa.Array | pa.ChunkedArray | Sequence[str]) -> pa.Array:
     return values
 
 
-def read_predictions(path: str | os.PathLike) -> tuple[pa.Array, pa.Array]:
+def read_predictions(path: str | os.PathLike[str]) -> tuple[pa.Array, pa.Array]:
     """The ``query_id`` and ``predicted_state`` columns of a predictions file, as strings: CSV, JSON Lines or
     Parquet, compressed or not, or ``-`` for standard input (the formats and rules of
     :mod:`rlvrambench_hf.scoring.predictions`)."""
@@ -134,7 +135,7 @@ def read_predictions(path: str | os.PathLike) -> tuple[pa.Array, pa.Array]:
 _BLOCK = 1 << 20  # rows counted at a time
 
 
-def score(key: ScoringKey, predicted: np.ndarray) -> dict:
+def score(key: ScoringKey, predicted: np.ndarray) -> dict[str, Any]:
     """The score file of label codes ``predicted`` (aligned with ``key``): overall, per track and per task."""
     n_tasks = len(key.task_ids)
     n_tracks = len(key.tracks)
@@ -147,7 +148,7 @@ def score(key: ScoringKey, predicted: np.ndarray) -> dict:
     np.add.at(by_track, key.track_of_task, by_task)
     counts = key.scope_counts
 
-    def entry(level: str, i: int, confusion: np.ndarray) -> dict:
+    def entry(level: str, i: int, confusion: np.ndarray) -> dict[str, Any]:
         c = counts[level]
         out = {
             "queries": int(c["queries"][i]),
@@ -191,7 +192,7 @@ def score_predictions(
     origin: str = "predictions",
     *,
     intervals: IntervalsLike = None,
-) -> dict:
+) -> dict[str, Any]:
     """Validate prediction rows against ``key`` and score them; with ``intervals`` (True, a mapping of
     level/resamples/seed, or :class:`~rlvrambench_hf.scoring.intervals.IntervalOptions`) every scope also gets its
     bootstrap interval block (:mod:`.intervals`)."""

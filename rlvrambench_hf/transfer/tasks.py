@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 
 from ..data.schema.pins import OUTCOME_LABELS
@@ -55,7 +57,9 @@ def predictions_csv(predictions: pa.Table) -> str:
     return "\n".join(lines) + "\n"
 
 
-def task_inputs(queries: pa.Table, outcomes: pa.Table, configurations: pa.Table, track: str | None = None) -> dict:
+def task_inputs(
+    queries: pa.Table, outcomes: pa.Table, configurations: pa.Table, track: str | None = None
+) -> dict[str, Any]:
     """One object per task: its allowed sources (settings and measured outcome) and its queries (query id,
     matched source id and target settings). Target objects carry settings only: no outcome, seed, run or attempt."""
     track = check_track(track)
@@ -63,7 +67,7 @@ def task_inputs(queries: pa.Table, outcomes: pa.Table, configurations: pa.Table,
     settings = {r["configuration_id"]: r for r in configurations.to_pylist()}
     outcome = {r["configuration_id"]: r for r in outcomes.to_pylist()}
     leaking = (set(outcomes.column_names) - {"configuration_id"}) | _PROCESS_COLUMNS
-    tasks: dict[str, dict] = {}
+    tasks: dict[str, dict[str, Any]] = {}
     for q in sorted(queries.to_pylist(), key=lambda r: (r["task_id"], r["query_id"])):
         task = tasks.setdefault(
             q["task_id"],

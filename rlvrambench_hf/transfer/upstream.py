@@ -11,6 +11,7 @@ blank cell is ``""``, a number is the text the file holds. Pure: the rows come i
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..errors import SchemaError, quote
 from .key import ALL_TRACKS, check_track
@@ -20,7 +21,7 @@ Row = Mapping[str, str]
 
 def upstream_task_inputs(
     queries: Sequence[Row], configurations: Sequence[Row], outcomes: Sequence[Row], track: str | None = None
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """``benchmark.py inputs``' task list for ``track`` (None or ``all``: every track)."""
     track = check_track(track)
     settings = _by_id(configurations, "configurations.csv")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import yaml
 
@@ -13,7 +14,7 @@ _FRONT_MATTER = re.compile(r"^---\s*\n(.*?)\n---\s*(\n|$)", re.S)
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def read_front_matter(text: str, where: str, error: type[RLVRAMBenchError] = SchemaError) -> dict:
+def read_front_matter(text: str, where: str, error: type[RLVRAMBenchError] = SchemaError) -> dict[str, Any]:
     """The front matter of a card's ``text`` as a mapping; a missing, malformed or non-mapping front matter is a
     one-line ``error`` naming ``where``."""
     match = _FRONT_MATTER.match(text)

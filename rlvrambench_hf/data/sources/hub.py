@@ -62,7 +62,7 @@ class HubSource(Source):
     configured: bool = field(default=True, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        from huggingface_hub.utils import validate_repo_id
+        from huggingface_hub.utils import validate_repo_id  # type: ignore[attr-defined]  # public there, not re-exported in its typing
 
         try:
             validate_repo_id(self.repo_id)

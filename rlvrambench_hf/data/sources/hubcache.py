@@ -67,7 +67,7 @@ def may_remove(path: Path, entry: os.stat_result) -> bool:
 
 
 def _lock(storage: Path, object_id: str) -> AbstractContextManager[object]:
-    from huggingface_hub.utils import WeakFileLock
+    from huggingface_hub.utils import WeakFileLock  # type: ignore[attr-defined]  # public there, not re-exported in its typing
 
     path = storage.parent / ".locks" / storage.name / f"{object_id}.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -309,7 +309,7 @@ def sweep_interrupted(storage: Path) -> None:
     """Remove the partial downloads (``blobs/*.incomplete``) of processes that died while downloading (once per
     process); a download still running holds its lock and is left alone."""
     from filelock import Timeout
-    from huggingface_hub.utils import WeakFileLock
+    from huggingface_hub.utils import WeakFileLock  # type: ignore[attr-defined]  # public there, not re-exported in its typing
 
     if storage in _SWEPT:
         return

@@ -8,6 +8,7 @@ first written as the release's CSV files would hold them (:func:`text_cell`), so
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -36,7 +37,7 @@ def text_cell(value: object) -> str:
     return str(value)
 
 
-def typed_records(records: Sequence[Mapping], columns: Sequence[Column], name: str) -> pa.Table:
+def typed_records(records: Sequence[Mapping[str, Any]], columns: Sequence[Column], name: str) -> pa.Table:
     """Records (JSON or YAML values; an absent key is null) as a table of ``columns``' types."""
     arrays = [cast_column(string_array([text_cell(r.get(c.name)) for r in records]), c, name) for c in columns]
     return pa.Table.from_arrays(arrays, schema=pa.schema([pa.field(c.name, c.arrow_type) for c in columns]))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import cast
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -31,7 +32,7 @@ def _release_text(table: pa.Table, spec: ConfigSpec) -> pa.Table:
     return table
 
 
-def export_table(spec: ConfigSpec, table: pa.Table, fmt: str, output: str | os.PathLike) -> int:
+def export_table(spec: ConfigSpec, table: pa.Table, fmt: str, output: str | os.PathLike[str]) -> int:
     """Write ``table`` (storage types) as ``fmt``; CSV keeps the release's conventions (blank null, ``;`` lists)."""
     if fmt == "parquet":
         with atomic_output(output, "wb") as handle:
@@ -46,4 +47,4 @@ def export_table(spec: ConfigSpec, table: pa.Table, fmt: str, output: str | os.P
                 handle.write(json.dumps(row, ensure_ascii=False) + "\n")
     else:
         raise InputError(f"unknown export format {quote(fmt)}; use {', '.join(FORMATS)}")
-    return table.num_rows
+    return cast("int", table.num_rows)

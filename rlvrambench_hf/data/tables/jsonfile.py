@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pyarrow as pa
 
@@ -22,7 +22,7 @@ from ..schema.spec import JSON_MAPPING, JSON_OBJECT, JSON_RECORDS, NESTED, Confi
 from .cells import check_header, typed_records
 
 
-def read_json_table(path: str | os.PathLike | bytes, spec: ConfigSpec, name: str) -> pa.Table:
+def read_json_table(path: str | os.PathLike[str] | bytes, spec: ConfigSpec, name: str) -> pa.Table:
     """The typed table of ``spec`` from the JSON file at ``path`` (or its bytes; ``name``: how errors refer to it)."""
     from .userfile import parse_json
 
@@ -42,7 +42,7 @@ def read_json_table(path: str | os.PathLike | bytes, spec: ConfigSpec, name: str
     return typed_records(rows, spec.columns, name)
 
 
-def json_records(data: object, spec: ConfigSpec, name: str) -> list[tuple[str, Mapping]]:
+def json_records(data: object, spec: ConfigSpec, name: str) -> list[tuple[str, Mapping[str, Any]]]:
     """The records of ``data`` as ``spec``'s layout places them, each with how errors name it."""
     if spec.layout == JSON_MAPPING:
         return _mapping_records(data, spec, name)
@@ -70,9 +70,9 @@ def record_members(path: str) -> set[str]:
     return {s.member for s in REGISTRY.values() if s.path == path and s.layout == JSON_RECORDS and s.member}
 
 
-def flatten(record: Mapping, spec: ConfigSpec, prefix: str = "") -> dict:
+def flatten(record: Mapping[str, Any], spec: ConfigSpec, prefix: str = "") -> dict[str, Any]:
     """``record`` with every nested object whose members ``spec`` declares as ``outer.inner`` columns flattened."""
-    out: dict = {}
+    out: dict[str, Any] = {}
     for key, value in record.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict) and any(c.startswith(name + NESTED) for c in spec.column_names):
@@ -82,7 +82,7 @@ def flatten(record: Mapping, spec: ConfigSpec, prefix: str = "") -> dict:
     return out
 
 
-def _mapping_records(data: object, spec: ConfigSpec, name: str) -> list[tuple[str, Mapping]]:
+def _mapping_records(data: object, spec: ConfigSpec, name: str) -> list[tuple[str, Mapping[str, Any]]]:
     key = spec.keys[0]
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         _refuse(name, spec, f"a JSON object mapping each {key} to a record")

@@ -24,7 +24,7 @@ from typing import IO, Any
 
 from ...errors import OutputError
 
-PathLike = str | os.PathLike
+PathLike = str | os.PathLike[str]
 
 
 def check_outputs(
@@ -163,7 +163,7 @@ def object_file(spec: str | None) -> str | None:
 
 
 @contextmanager
-def atomic_output(path: PathLike, mode: str = "w", **open_kwargs: Any) -> Iterator[IO]:
+def atomic_output(path: PathLike, mode: str = "w", **open_kwargs: Any) -> Iterator[IO[Any]]:
     """Open a temporary file next to ``path``; it replaces ``path`` only if the block ends without error."""
     target = Path(path)
     check_target(target)

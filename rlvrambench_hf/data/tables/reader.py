@@ -17,6 +17,7 @@ import io
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -49,7 +50,7 @@ __all__ = [
 ]
 
 
-def read_typed_file(path: str | os.PathLike | bytes, spec: ConfigSpec, *, name: str | None = None) -> pa.Table:
+def read_typed_file(path: str | os.PathLike[str] | bytes, spec: ConfigSpec, *, name: str | None = None) -> pa.Table:
     """Read ``path`` (or the bytes of a file) as the table ``spec`` describes (a CSV file, or JSON when the spec's
     layout says so); ``name`` is how errors refer to the file. A CSV file pyarrow refuses is diagnosed by
     :func:`~.diagnose.csv_problem` (the line that is not UTF-8, the row with the wrong number of cells, ...)."""
@@ -62,7 +63,9 @@ def read_typed_file(path: str | os.PathLike | bytes, spec: ConfigSpec, *, name: 
         quoted_strings_can_be_null=False,
         null_values=[],
     )
-    opener = (lambda: pa.BufferReader(path)) if isinstance(path, bytes) else (lambda: pa.OSFile(os.fspath(path)))
+    opener: Callable[[], Any] = (
+        (lambda: pa.BufferReader(path)) if isinstance(path, bytes) else (lambda: pa.OSFile(os.fspath(path)))
+    )
     try:
         with opener() as stream:
             read = pacsv.ReadOptions(block_size=CSV_BLOCK_SIZE)

@@ -43,7 +43,7 @@ MAX_CSV_BYTES = 256 * 2**20
 _STRUCTURED = re.compile(r"\s*(?:[{\[]|- |-$|[\"']?[A-Za-z_][\w.-]*[\"']?\s*:(?:\s|$))")
 
 
-def file_mode(path: str | os.PathLike, label: str) -> int:
+def file_mode(path: str | os.PathLike[str], label: str) -> int:
     """The ``st_mode`` of ``path``, or one line saying why it has none (missing, a broken link, unreadable)."""
     try:
         return os.stat(path).st_mode
@@ -60,7 +60,7 @@ def binary_head(head: bytes) -> bool:
 
 
 def user_input(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     label: str,
     *,
     refused: Callable[[bytes], bool] | None = None,
@@ -123,13 +123,13 @@ def too_large(label: str, size: int, limit: int) -> None:
         raise InputError(f"{label}: {size} bytes is more than the {limit} bytes read ({limit / 2**20:g} MiB)")
 
 
-def user_bytes(path: str | os.PathLike, label: str, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+def user_bytes(path: str | os.PathLike[str], label: str, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
     """All the bytes of the file a user names, at most ``limit`` (a pipe or device read once; binary data is read
     no further than its first bytes)."""
     return content_of(user_input(path, label, refused=binary_head, limit=limit), label, limit)
 
 
-def user_json(path: str | os.PathLike, label: str) -> object:
+def user_json(path: str | os.PathLike[str], label: str) -> object:
     """The JSON value of the file a user names (see :func:`user_bytes`)."""
     content = user_bytes(path, label)
     if binary_head(content):
@@ -235,7 +235,7 @@ def count_nodes(data: object, name: str) -> None:
             stack.extend(node)
 
 
-def opened(path: str | os.PathLike, what: str, limit: int = MAX_CONFIG_BYTES) -> str | bytes:
+def opened(path: str | os.PathLike[str], what: str, limit: int = MAX_CONFIG_BYTES) -> str | bytes:
     """``path`` as a string when it is a regular file of at most ``limit`` bytes, else the bytes a pipe, a device
     or ``/dev/stdin`` streams (read once, at most ``limit``); a one-line error otherwise."""
     label = f"{what} {quote(str(path))}"
@@ -249,7 +249,7 @@ def text_of(found: str | bytes, name: str, limit: int = MAX_CONFIG_BYTES) -> str
     return data.decode("utf-8-sig")
 
 
-def read_text(path: str | os.PathLike, what: str, limit: int = MAX_CONFIG_BYTES) -> str:
+def read_text(path: str | os.PathLike[str], what: str, limit: int = MAX_CONFIG_BYTES) -> str:
     """The text of a user's file (:func:`opened`, then :func:`text_of`)."""
     return text_of(opened(path, what, limit), f"{what} {quote(str(path))}", limit)
 
@@ -275,7 +275,7 @@ def looks_structured(text: str | bytes) -> bool:
     return False
 
 
-def check_text_file(path: str | os.PathLike, name: str, chunk: int = 2**20) -> None:
+def check_text_file(path: str | os.PathLike[str], name: str, chunk: int = 2**20) -> None:
     """:func:`check_text` over a file read in chunks (a large CSV is never held twice)."""
     import codecs
 
