@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..data.schema.spec import Column
-from ..data.tables.userfile import parse_structured, read_text
 from ..errors import InputError, quote
+from ..userfile import parse_structured, read_text
 from .mapping import TRL_MAPPING, TRL_SCOPE, TRL_STACK_FLAG, mapped_keys
 from .trlmapping import ACCELERATE_KEYS
 from .verl import Config, plain, record_of

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..tables.arrow import string_array
+from ...arrow import string_array
 
 if TYPE_CHECKING:  # pragma: no cover
     import datasets

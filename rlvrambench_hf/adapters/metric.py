@@ -76,7 +76,7 @@ def _shaped(scores: dict, flat: bool) -> dict:
     """The score dict, or its flat view (:func:`~rlvrambench_hf.scoring.flat.flat_scores`) when ``flat``."""
     if not isinstance(flat, bool):
         raise InputError(f"flat must be True or False, not {quote(flat)}")
-    from .flat import flat_scores
+    from ..scoring.flat import flat_scores
 
     return flat_scores(scores) if flat else scores
 
