@@ -84,7 +84,7 @@ _CORE_WORKER = r"""
 import json, resource, statistics, sys, time
 import numpy as np, pyarrow as pa, pyarrow.compute as pc, pyarrow.csv as pacsv
 from rlvrambench_hf import transfer
-from rlvrambench_hf.data.tables.arrow import arrow_ints, arrow_strings
+from rlvrambench_hf.arrow import arrow_ints, arrow_strings
 from rlvrambench_hf import OUTCOME_LABELS
 
 rows, mode, csv_path, source = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]

@@ -23,6 +23,7 @@ from .errors import (
 )
 
 if TYPE_CHECKING:  # the names below are imported on first use (``rlvrambench --version`` imports none of them)
+    from .adapters.trainer import trainer_metrics
     from .data.loading import load_dataset
     from .data.schema.pins import DEFAULT_REPO_ID, DEFAULT_REVISION, OUTCOME_LABELS
     from .data.schema.registry import REGISTRY, get_spec
@@ -31,7 +32,6 @@ if TYPE_CHECKING:  # the names below are imported on first use (``rlvrambench --
     from .data.tables.reader import load_table
     from .scoring.flat import FlatScores, flat_scores
     from .scoring.intervals import IntervalOptions
-    from .scoring.trainer import trainer_metrics
 
 #: Where each public name that is imported on first use lives.
 _LAZY = {
@@ -48,7 +48,7 @@ _LAZY = {
     "FlatScores": ".scoring.flat",
     "flat_scores": ".scoring.flat",
     "IntervalOptions": ".scoring.intervals",
-    "trainer_metrics": ".scoring.trainer",
+    "trainer_metrics": ".adapters.trainer",
 }
 
 

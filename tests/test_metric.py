@@ -172,7 +172,7 @@ def test_metric_unknown_config():
 def test_the_card_the_description_and_the_help_name_every_config_of_the_table():
     import yaml
 
-    from rlvrambench_hf.scoring.metric import METRIC_CONFIGS
+    from rlvrambench_hf.adapters.metric import METRIC_CONFIGS
 
     text = (Path(METRIC) / "README.md").read_text()
     assert text.startswith("---\n")

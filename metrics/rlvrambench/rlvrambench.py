@@ -1,7 +1,7 @@
 """RLVRAMBench metric for `evaluate`: predictions scored by the `rlvrambench_hf` package against hidden labels.
 
 Its configs (transfer, the default; admission; estimation) and their arguments are the table
-`rlvrambench_hf.scoring.metric.METRIC_CONFIGS`; this module is a thin adapter that reads it. The caller passes
+`rlvrambench_hf.adapters.metric.METRIC_CONFIGS`; this module is a thin adapter that reads it. The caller passes
 predictions only. The labels are read from the dataset source: the Hub repository `kobzaond/RLVRAMBench` at the
 pinned release commit (cached by huggingface_hub, reusable offline), a local folder, or whatever
 `RLVRAMBENCH_SOURCE` / `RLVRAMBENCH_REVISION` (or the `source` / `revision` arguments of `compute`) name. The
@@ -13,8 +13,8 @@ from typing import Any
 import datasets
 import evaluate
 
+from rlvrambench_hf.adapters.metric import METRIC_CONFIGS, metric_config, metric_summary
 from rlvrambench_hf.data.schema.pins import HOMEPAGE, citation
-from rlvrambench_hf.scoring.metric import METRIC_CONFIGS, metric_config, metric_summary
 
 _CITATION = citation()
 
@@ -43,7 +43,7 @@ Examples:
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Rlvrambench(evaluate.Metric):  # type: ignore[misc]  # evaluate ships no type information
-    """A thin adapter: the config table of :mod:`rlvrambench_hf.scoring.metric` gives the features, the
+    """A thin adapter: the config table of :mod:`rlvrambench_hf.adapters.metric` gives the features, the
     ``compute`` options and the scoring call."""
 
     def _info(self) -> evaluate.MetricInfo:

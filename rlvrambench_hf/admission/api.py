@@ -42,7 +42,7 @@ def read_protocol_file(path: str | os.PathLike[str]) -> Protocol:
 
 def protocol_file_content(path: str | os.PathLike[str]) -> Any:
     """The decoded JSON of a user's protocol file (a pipe is read once)."""
-    from ..data.tables.userfile import binary_head, content_of, parse_json, user_input
+    from ..userfile import binary_head, content_of, parse_json, user_input
 
     label = f"protocol file {Path(path)}"
     found = user_input(path, label, refused=binary_head)
@@ -64,7 +64,7 @@ def load_attempts(
 def read_attempts_file(path: str | os.PathLike[str]) -> tuple[Attempt, ...]:
     """Attempts from a JSON list of records (like ``attempts.json``) or a CSV laid out like ``attempts.csv``; a pipe
     (``<(...)``, ``/dev/stdin``) is read once and recognised by its first character."""
-    from ..data.tables.userfile import binary_head, content_of, parse_json, user_input
+    from ..userfile import binary_head, content_of, parse_json, user_input
 
     file = Path(path)
     label = f"attempts file {file}"

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..data.tables.arrow import one_chunk, string_array
+from ..arrow import one_chunk, string_array
 
 
 def valid_mask(array: pa.Array | pa.ChunkedArray) -> np.ndarray:

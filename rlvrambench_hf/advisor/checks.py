@@ -20,9 +20,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..arrow import string_array
 from ..data.schema.kinds import BOOL, FLOAT64, INT64, STRING
 from ..data.schema.spec import Column
-from ..data.tables.arrow import string_array
 from ..errors import InputError
 
 

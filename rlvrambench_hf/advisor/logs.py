@@ -16,8 +16,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ..data.tables.userfile import binary_head, file_mode, standard_input, user_input
 from ..errors import InputError, one_line, redact
+from ..userfile import binary_head, file_mode, standard_input, user_input
 from .logfigures import KV_NEW, KV_OLD, NUMBER, UNIT, VLLM_FREE, Number, numbers_of
 
 #: Bytes read from the start and from the end of a larger log.

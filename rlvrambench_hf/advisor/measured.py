@@ -19,8 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..arrow import arrow_ints, numpy_ints, string_array
 from ..data.sources.resolve import SourceLike
-from ..data.tables.arrow import arrow_ints, numpy_ints, string_array
 from ..estimation.features import FEATURE_SETTINGS
 from .checks import known_true, scalar
 

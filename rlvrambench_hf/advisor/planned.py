@@ -22,7 +22,8 @@ import pyarrow as pa
 from ..data.schema.spec import ConfigSpec
 from ..data.tables.diagnose import csv_problem
 from ..data.tables.reader import header_cells
-from ..data.tables.userfile import (
+from ..errors import InputError, first_line, quote
+from ..userfile import (
     MAX_CSV_BYTES,
     check_text,
     check_text_file,
@@ -33,7 +34,6 @@ from ..data.tables.userfile import (
     reason,
     text_of,
 )
-from ..errors import InputError, first_line, quote
 from .checks import Where, typed_from_text
 from .knobs import KNOB_BY_NAME, KNOBS
 from .plans import RowLabels
@@ -71,7 +71,7 @@ def _from_records(records: object, name: str, spec: ConfigSpec) -> tuple[pa.Tabl
     origins = [name] if len(records) == 1 else [f"{name} plan {i + 1}" for i in range(len(records))]
     _refuse_collections(records, origins, spec)
     where = Where(origins.__getitem__, {})
-    from ..data.tables.arrow import string_array
+    from ..arrow import string_array
     from ..data.tables.reader import text_cell
 
     present = [c for c in spec.column_names if any(c in r for r in records)]

@@ -18,8 +18,8 @@ import pyarrow.compute as pc
 
 from ..data.schema.registry import get_spec
 from ..data.sources.resolve import SourceLike
-from ..data.tables.userfile import MAX_SCRIPT_BYTES, looks_structured, read_text
 from ..errors import InputError, quote, summary
+from ..userfile import MAX_SCRIPT_BYTES, looks_structured, read_text
 from .checks import Where, check_ranges, known_true, typed_from_text, typed_from_values
 from .launch import Launch, read_launches, unresolved
 from .mapping import VERL_MAPPING, VERL_SCOPE, mapped_keys
@@ -134,7 +134,7 @@ def detect_kind(plans: object) -> Kind:
         if path.suffix.lower() in _SCRIPTS or (isinstance(plans, str) and _is_command_line(plans)):
             return "verl"
         if path.suffix.lower() in _YAML:
-            from ..data.tables.userfile import parse_structured
+            from ..userfile import parse_structured
 
             data = parse_structured(read_text(path, "config"), str(path), path.suffix.lower())
             return detect_kind(data) if isinstance(data, Mapping) else "planned"

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..data.tables.arrow import string_array
+from ..arrow import string_array
 from ..estimation.references import METHODS
 from ..memory.phases import PHASES
 from .answer import BASES, STATES, Answers

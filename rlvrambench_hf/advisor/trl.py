@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..data.schema.spec import Column
-from ..data.tables.userfile import parse_structured, read_text
 from ..errors import InputError, quote
+from ..userfile import parse_structured, read_text
 from .hydravalues import plain
 from .mapping import TRL_MAPPING, TRL_SCOPE, TRL_STACK_FLAG, mapped_keys
 from .trlmapping import ACCELERATE_KEYS

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ..data.schema.spec import Column
-from ..data.tables.userfile import parse_structured, read_text
 from ..errors import InputError
+from ..userfile import parse_structured, read_text
 from .checks import quoted
 from .hydravalues import HydraSweep, hydra_value, plain
 from .mapping import NULL_CONTEXT_FLAG, VERL_MAPPING, VERL_SCOPE, Mapped, Scope

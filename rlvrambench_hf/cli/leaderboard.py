@@ -46,9 +46,9 @@ HUB_PREFIX = "hub:"
 def gather(paths: list[str]) -> dict[str, tuple[str, Path]]:
     """Method name → (kind, file) of every score file ("scores") and evaluation-results file ("entries");
     ``hub:`` repositories are left to :func:`run_leaderboard`."""
-    from ..data.tables.userfile import file_mode
     from ..errors import InputError
     from ..release.evalresults import EVAL_RESULTS_FOLDER
+    from ..userfile import file_mode
 
     found: dict[str, tuple[str, Path]] = {}
 
@@ -88,9 +88,9 @@ def folder_files(folder: Path) -> list[Path]:
 
 def file_standings(found: dict[str, tuple[str, Path]]) -> list[Standing]:
     """The standings of every gathered file (score files and evaluation-results files)."""
-    from ..data.tables.userfile import user_json
     from ..release.evalresults import check_scores, read_eval_results
     from ..reporting.leaderboard import standings_from_entries, standings_from_scores
+    from ..userfile import user_json
 
     standings: list[Standing] = []
     for name, (kind, file) in found.items():

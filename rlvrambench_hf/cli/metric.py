@@ -13,8 +13,8 @@ _SPACE_ID_HELP = "the Space OWNER/NAME; evaluate.load('OWNER/NAME') loads NAME.p
 
 
 def add_metric(parser: argparse.ArgumentParser) -> None:
+    from ..adapters.metric import METRIC_CONFIGS
     from ..release.space import DEFAULT_SPACE_ID
-    from ..scoring.metric import METRIC_CONFIGS
 
     commands = add_group(
         parser,

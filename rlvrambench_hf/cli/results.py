@@ -63,9 +63,9 @@ def run_export(args: argparse.Namespace) -> int:
 
     from .. import __version__
     from ..data.tables.output import check_outputs, new_folder, write_atomic
-    from ..data.tables.userfile import user_json
     from ..errors import InputError, quote
     from ..release.evalresults import EVAL_RESULTS_FILE, EVAL_RESULTS_FOLDER, eval_entries, eval_results_text
+    from ..userfile import user_json
 
     folder = Path(args.output)  # created when missing, as report's --output
     target = folder / EVAL_RESULTS_FOLDER / EVAL_RESULTS_FILE

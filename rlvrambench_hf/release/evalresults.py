@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..data.schema.registry import get_spec
-from ..data.tables.userfile import check_text, parse_structured, user_bytes
 from ..errors import InputError, quote
+from ..userfile import check_text, parse_structured, user_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
     from huggingface_hub import EvalResultEntry

@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..arrow import string_array
 from ..data.schema.kinds import LABEL
 from ..data.schema.spec import Column, ConfigSpec
-from ..data.tables.arrow import string_array
 from ..errors import InputError
 
 #: The key of the schema metadata where ``datasets`` keeps features (a release's files leave it to the card).

@@ -20,8 +20,8 @@ from ..data.schema.pins import CARD_PATH, DEFAULT_REPO_ID
 from ..data.schema.registry import card_configs
 from ..data.schema.spec import ConfigSpec
 from ..data.tables.reader import load_table
-from ..data.tables.userfile import parse_json
 from ..errors import InputError, IntegrityError, RLVRAMBenchError, SchemaError, first_line, quote
+from ..userfile import parse_json
 from .card import card_metadata, config_entries
 from .croissant import render_croissant, validate_croissant
 from .layout import (

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..data.tables.arrow import arrow_ints, string_array
+from ..arrow import arrow_ints, string_array
 from ..errors import InputError, quote
 
 MIB_PER_GIB = 1024

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from ..data.tables.arrow import compact_codes
+from ..arrow import compact_codes
 
 _BLOCK = 1 << 20
 _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)

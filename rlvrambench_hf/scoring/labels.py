@@ -21,8 +21,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..arrow import arrow_strings, numpy_ints
 from ..data.schema.pins import OUTCOME_LABELS
-from ..data.tables.arrow import arrow_strings, numpy_ints
 from ..errors import InputError, summary
 
 WITHIN_MARGIN, ABOVE_MARGIN, MEMORY_FAILURE = OUTCOME_LABELS

@@ -35,10 +35,10 @@ from typing import TYPE_CHECKING, cast
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..data.tables.arrow import one_chunk
+from ..arrow import one_chunk
 from ..data.tables.diagnose import csv_problem, first_non_utf8, json_lines_problem
-from ..data.tables.userfile import reason, standard_input, too_large, user_input
 from ..errors import InputError, first_line, quote, summary
+from ..userfile import reason, standard_input, too_large, user_input
 from .predictionbounds import MAX_BYTES, MAX_ROWS, decompressed, parquet_file, read_parquet
 
 if TYPE_CHECKING:  # pragma: no cover

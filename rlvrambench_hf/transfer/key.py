@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..data.tables.arrow import arrow_strings, compact_codes, numpy_ints, one_chunk
+from ..arrow import arrow_strings, compact_codes, numpy_ints, one_chunk
 from ..errors import SchemaError, UnknownConfigError, quote, summary
 from ..scoring.idmatch import FixedWidthIndex
 from ..scoring.labels import encode_labels, label_array

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..data.tables.arrow import arrow_ints, arrow_strings, numpy_ints, one_chunk
+from ..arrow import arrow_ints, arrow_strings, numpy_ints, one_chunk
 from ..errors import InputError, quote
 from ..scoring.intervals import IntervalsLike, interval_options
 from ..scoring.labels import encode_labels, label_array, metrics_from_confusion

@@ -6,8 +6,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..arrow import arrow_strings, one_chunk
 from ..data.schema.pins import OUTCOME_LABELS
-from ..data.tables.arrow import arrow_strings, one_chunk
 from ..errors import SchemaError, UnknownConfigError, quote
 from ..scoring.labels import APPROVAL_LABEL, MEMORY_FAILURE, encode_labels
 from .key import PREDICTION_COLUMNS, PROTOCOL_VERSION, check_track, lookup, select_track

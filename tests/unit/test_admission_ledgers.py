@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from rlvrambench_hf import load_table
+from rlvrambench_hf.adapters.metric import metric_config
 from rlvrambench_hf.admission import APPROVE, REJECT, load_attempts, load_protocol, replay_report, score_decisions
 from rlvrambench_hf.admission.api import candidate_gpu_counts
 from rlvrambench_hf.admission.ledgers import GPU_SECONDS_SCOPE, cold_start_totals, ledgers, physical_ledger
 from rlvrambench_hf.errors import InputError
-from rlvrambench_hf.scoring.metric import metric_config
 
 pytestmark = pytest.mark.unit
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..tables.arrow import string_array
+from ...arrow import string_array
 
 if TYPE_CHECKING:  # pragma: no cover
     import datasets
@@ -49,7 +49,7 @@ class Kind:
     @property
     def is_list(self) -> bool:
         """A column of lists (Croissant marks its fields as arrays)."""
-        return pa.types.is_list(self.arrow_type)
+        return bool(pa.types.is_list(self.arrow_type))
 
     def unfit(self, text: pa.Array, labels: tuple[str, ...] = ()) -> pa.Array | None:
         """A boolean mask of the cells this kind refuses (null cells are never refused), or None when the kind

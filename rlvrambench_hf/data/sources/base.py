@@ -138,7 +138,7 @@ class Source(ABC):
         return True
 
     def read_json(self, relpath: str) -> object:
-        from ..tables.userfile import parse_json
+        from ...userfile import parse_json
 
         return parse_json(self.path(relpath).read_bytes(), f"{self.label}: {relpath}", SourceError)
 
@@ -147,7 +147,7 @@ class Source(ABC):
         """Digests of every file listed by the release's manifests (absent manifests list nothing)."""
         digests: dict[str, Digest] = {}
         for manifest, folder in MANIFESTS:
-            from ..tables.userfile import parse_json
+            from ...userfile import parse_json
 
             try:
                 data = parse_json(self._fetch(manifest).read_bytes(), f"manifest {manifest}", IntegrityError)

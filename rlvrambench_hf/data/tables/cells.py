@@ -13,10 +13,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...arrow import string_array
 from ...errors import SchemaError, quote, summary
 from ..schema.kinds import LIST_SEPARATOR
 from ..schema.spec import Column, ConfigSpec
-from .arrow import string_array
 
 NULL_TOKENS = ("", "nan")
 

@@ -24,7 +24,7 @@ from .cells import check_header, typed_records
 
 def read_json_table(path: str | os.PathLike[str] | bytes, spec: ConfigSpec, name: str) -> pa.Table:
     """The typed table of ``spec`` from the JSON file at ``path`` (or its bytes; ``name``: how errors refer to it)."""
-    from .userfile import parse_json
+    from ...userfile import parse_json
 
     try:
         content = path if isinstance(path, bytes) else Path(path).read_bytes()

@@ -23,13 +23,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from ...arrow import string_array
 from ...data.sources.resolve import SourceLike
 from ...errors import MissingFileError, SchemaError, first_line
 from ..schema.registry import get_spec
 from ..schema.spec import JSON_LAYOUTS, ConfigSpec
 from ..sources.base import Source
 from ..sources.resolve import open_source
-from .arrow import string_array
 from .cells import NULL_TOKENS, cast_column, check_header, text_cell, typed_records
 from .jsonfile import read_json_table
 
@@ -78,7 +78,7 @@ def read_typed_file(path: str | os.PathLike[str] | bytes, spec: ConfigSpec, *, n
         detail = problem or first_line(exc)
         raise SchemaError(f"{name}: cannot be read as CSV: {detail}", path=name, config=spec.name) from None
     except OSError as exc:
-        from .userfile import reason
+        from ...userfile import reason
 
         raise SchemaError(f"{name}: cannot be read: {reason(exc)}", path=name, config=spec.name) from None
     check_header(found, spec, name)

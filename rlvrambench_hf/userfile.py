@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable
 from typing import IO
 
-from ...errors import InputError, RLVRAMBenchError, first_line, quote
+from .errors import InputError, RLVRAMBenchError, first_line, quote
 
 #: The largest file read whole unless its reader says otherwise (a score file, an attempts list: the release's are
 #: under 1 MB); a regular file or a stream beyond it is refused before it is read.

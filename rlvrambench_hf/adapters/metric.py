@@ -40,7 +40,7 @@ class MetricConfig:
     name: str
     summary: str
     arguments: tuple[Argument, ...]
-    score: Callable[..., dict]
+    score: Callable[..., dict[str, Any]]
 
     @property
     def features(self) -> tuple[str, ...]:
@@ -50,7 +50,7 @@ class MetricConfig:
     def options(self) -> dict[str, Any]:
         return {a.name: a.default for a in self.arguments if not a.is_feature}
 
-    def compute(self, inputs: Mapping[str, Any]) -> dict:
+    def compute(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
         """Score ``inputs`` (features and options by name); an argument this config does not take is refused."""
         known = {a.name for a in self.arguments}
         unknown = [name for name in inputs if name not in known]
@@ -72,22 +72,26 @@ class MetricConfig:
         return "\n".join(lines)
 
 
-def _shaped(scores: dict, flat: bool) -> dict:
+def _shaped(scores: dict[str, Any], flat: bool) -> dict[str, Any]:
     """The score dict, or its flat view (:func:`~rlvrambench_hf.scoring.flat.flat_scores`) when ``flat``."""
     if not isinstance(flat, bool):
         raise InputError(f"flat must be True or False, not {quote(flat)}")
-    from .flat import flat_scores
+    from ..scoring.flat import flat_scores
 
     return flat_scores(scores) if flat else scores
 
 
-def _transfer(predictions: Sequence[str], query_ids: Sequence[str], flat: bool = False, **options: Any) -> dict:
+def _transfer(
+    predictions: Sequence[str], query_ids: Sequence[str], flat: bool = False, **options: Any
+) -> dict[str, Any]:
     from ..transfer.api import score_lists
 
     return _shaped(score_lists(query_ids, predictions, **options), flat)
 
 
-def _admission(candidate_ids: Sequence[str], decisions: Sequence[str], flat: bool = False, **options: Any) -> dict:
+def _admission(
+    candidate_ids: Sequence[str], decisions: Sequence[str], flat: bool = False, **options: Any
+) -> dict[str, Any]:
     from ..admission.api import score_decisions
 
     return _shaped(score_decisions(candidate_ids, decisions, **options), flat)
@@ -95,7 +99,7 @@ def _admission(candidate_ids: Sequence[str], decisions: Sequence[str], flat: boo
 
 def _estimation(
     predictions: Sequence[str], configuration_ids: Sequence[str], flat: bool = False, **options: Any
-) -> dict:
+) -> dict[str, Any]:
     from ..estimation.api import score_fold_predictions
 
     return _shaped(score_fold_predictions(configuration_ids, predictions, **options), flat)

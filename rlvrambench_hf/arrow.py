@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ...errors import InputError, quote
+from .errors import InputError, quote
 
 
 def string_array(values: Iterable[str]) -> pa.Array:

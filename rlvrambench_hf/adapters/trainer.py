@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ..data.schema.pins import OUTCOME_LABELS
 from ..data.sources.resolve import SourceLike
 from ..errors import InputError, quote
-from .flat import FlatScores, flat_scores, headline_scores, prefixed
-from .intervals import IntervalsLike, interval_options
+from ..scoring.flat import FlatScores, flat_scores, headline_scores, prefixed
+from ..scoring.intervals import IntervalsLike, interval_options
 
 
 def label_codes(predictions: Any, rows: int) -> np.ndarray:
@@ -48,7 +48,7 @@ def label_codes(predictions: Any, rows: int) -> np.ndarray:
         )
     if len(codes) != rows:
         raise InputError(f"{len(codes)} prediction rows but {rows} query ids were given to trainer_metrics")
-    return codes
+    return cast("np.ndarray", codes)
 
 
 #: The two views of :func:`trainer_metrics`: the card's headline figures, or every number of the score file.
@@ -84,10 +84,11 @@ def trainer_metrics(
 
     ``view="headline"`` (the default) logs the card's figures only: per track and overall, within-margin recall,
     approval precision, approved memory failures and approved above-margin targets (at most 20 keys,
-    :func:`~.flat.headline_scores`); ``view="full"`` logs every number of the score file (:func:`~.flat.flat_scores`,
-    with ``intervals`` the interval blocks too). The rows must cover the selected queries exactly, unless the caller
-    says the evaluation set is a subset: ``partial=True`` (keys start ``partial/``) or a subset name
-    (``partial="dev"``: keys start ``partial-dev/``); a partial score is never logged under a full score's name.
+    :func:`~rlvrambench_hf.scoring.flat.headline_scores`); ``view="full"`` logs every number of the score file
+    (:func:`~rlvrambench_hf.scoring.flat.flat_scores`, with ``intervals`` the interval blocks too). The rows must
+    cover the selected queries exactly, unless the caller says the evaluation set is a subset: ``partial=True`` (keys
+    start ``partial/``) or a subset name (``partial="dev"``: keys start ``partial-dev/``); a partial score is never
+    logged under a full score's name.
     Called as ``Trainer(batch_eval_metrics=True)`` calls it (``compute_result``), the batches are gathered and
     scored at the last one (an empty mapping before)."""
     from ..transfer.api import cached_scoring_key, subset_scoring_key
