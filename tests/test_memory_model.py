@@ -164,3 +164,17 @@ def test_the_release_failures_without_free_cache_engine_are_failures_of_the_mode
     assert len(failed) == 2 and {results[i]["observed_state"] for i in failed} == {"memory_failure"}
     model = model_of([configurations[i] for i in failed], inputs.metadata)
     assert (model.phase_peak("weight_sync") > 40960).all()  # VERL syncs the weights once at start-up, first
+
+
+def test_a_log_total_names_the_devices_of_the_one_table():
+    """A log's total (PyTorch prints slightly less than NVML) names devices from the same table as ``--gpu``."""
+    from rlvrambench_hf.advisor.oomfixes import device_of
+    from rlvrambench_hf.memory.devices import devices_of_log_total
+
+    assert [d.name for d in devices_of_log_total(40335.4)] == ["A100 40GB"]
+    assert device_of(40335.4) == {
+        "log_total_mib": 40335.4, "candidates": ["A100 40GB"], "capacity_mib": 40960, "measured": True
+    }  # fmt: skip
+    h100 = device_of(81079.0)
+    assert h100 is not None and h100["candidates"][0] == device_named("h100").name and not h100["measured"]
+    assert device_of(1000.0) == {"log_total_mib": 1000.0, "candidates": [], "capacity_mib": None, "measured": False}

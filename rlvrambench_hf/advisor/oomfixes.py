@@ -190,37 +190,16 @@ DESCRIPTION = {
 }
 
 
-#: Common devices and the capacity NVML reports (MiB); PyTorch's total is 0-3 % below it.
-DEVICES: tuple[tuple[str, int], ...] = (
-    ("Tesla T4", 15_360),
-    ("V100 16GB", 16_384),
-    ("A10G", 23_028),
-    ("L4", 23_034),
-    ("RTX 4090", 24_564),
-    ("A10", 24_564),
-    ("RTX 3090", 24_576),
-    ("V100 32GB", 32_768),
-    ("A100 40GB", 40_960),
-    ("L40S", 46_068),
-    ("RTX A6000", 49_140),
-    ("H100 80GB", 81_559),
-    ("A100 80GB", 81_920),
-    ("H100 NVL", 95_830),
-    ("H200", 143_771),
-)
-#: The release's device.
-MEASURED_DEVICE = "A100 40GB"
-
-
 def device_of(total_mib: float | None) -> dict[str, Any] | None:
     """The devices whose NVML capacity matches a log's total capacity (PyTorch or vLLM, MiB)."""
     if total_mib is None:
         return None
-    names = [name for name, mib in DEVICES if total_mib <= mib <= total_mib * 1.03]
-    capacity = min((mib for name, mib in DEVICES if name in names), default=None)
+    from ..memory.devices import devices_of_log_total
+
+    found = devices_of_log_total(total_mib)
     return {
         "log_total_mib": round(total_mib, 1),
-        "candidates": names,
-        "capacity_mib": capacity,
-        "measured": MEASURED_DEVICE in names,
+        "candidates": [d.name for d in found],
+        "capacity_mib": found[0].capacity_mib if found else None,
+        "measured": any(d.measured for d in found),
     }

@@ -41,6 +41,7 @@ DEVICES: tuple[Device, ...] = (
     Device("A100 40GB", 40960, RELEASE, ("a100", "a100-40gb", "a100-sxm4-40gb", "a100-pcie-40gb")),
     Device("A100 80GB", 81920, SMI, ("a100-80gb", "a100-sxm4-80gb", "a100-pcie-80gb")),
     Device("H100 80GB", 81559, ISSUE, ("h100", "h100-80gb", "h100-sxm", "h100-pcie", "h100-80gb-hbm3")),
+    Device("H100 NVL", 95830, SMI, ("h100-nvl", "h100nvl")),
     Device("H200", 143771, ISSUE, ("h200", "h200-141gb")),
     Device("L40S", 46068, SMI, ("l40s",)),
     Device("L40", 46068, SMI, ("l40",)),
@@ -52,7 +53,11 @@ DEVICES: tuple[Device, ...] = (
     Device("A10G", 23028, SMI, ("a10g",)),
     Device("A10", 23028, SMI, ("a10",)),
     Device("T4", 15360, SMI, ("t4", "tesla-t4")),
+    Device("V100 16GB", 16160, SMI, ("v100", "v100-16gb", "v100-sxm2-16gb", "tesla-v100-sxm2-16gb")),
+    Device("V100 32GB", 32510, SMI, ("v100-32gb", "v100-sxm2-32gb", "tesla-v100-sxm2-32gb")),
 )
+#: How far below a device's NVML capacity the total that PyTorch or vLLM print for it may lie (a share).
+LOG_TOTAL_SHARE = 0.03
 
 
 def margin_of(capacity_mib: float) -> int:
@@ -72,6 +77,13 @@ def device_named(name: str) -> Device:
             return device
     known = ", ".join(d.name for d in DEVICES)
     raise InputError(f"unknown GPU {quote(name)}; known: {known} (or give --device-capacity-mib)")
+
+
+def devices_of_log_total(total_mib: float) -> list[Device]:
+    """The listed devices a log's total device memory (PyTorch's or vLLM's, MiB) can be: those whose NVML capacity
+    is at most :data:`LOG_TOTAL_SHARE` above it, smallest first."""
+    found = [d for d in DEVICES if total_mib <= d.capacity_mib <= total_mib * (1 + LOG_TOTAL_SHARE)]
+    return sorted(found, key=lambda d: d.capacity_mib)
 
 
 def device_of_capacity(capacity_mib: int) -> Device:
