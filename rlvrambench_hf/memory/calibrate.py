@@ -26,7 +26,6 @@ import numpy as np
 
 from .architecture import Architecture, architecture
 from .inputs import SETTINGS, PlanInputs, plan_inputs
-from .vllm import vllm_at_sync
 
 MIB = 2.0**20
 FORMS: tuple[str, ...] = ("constant", "hidden_layers")
@@ -128,25 +127,3 @@ def rows_inputs(
     dtype = [r.get("actor_param_dtype") for r in rows]
     x = plan_inputs(values, valid, dtype, workload.astype(np.int64).reshape(n), workloads)
     return x, architecture(models, model.reshape(n), metadata)
-
-
-def sync_extra_of(
-    training: Sequence[Mapping[str, Any]],
-    stages: Sequence[Mapping[str, Any]],
-    metadata: Mapping[str, Mapping[str, Any]],
-    partial: Calibration,
-) -> tuple[float, int]:
-    offloaded = {r["configuration_id"]: r for r in training if r["parameter_offload"]}
-    rows = [
-        s
-        for s in stages
-        if s["configuration_id"] in offloaded and s["stage"] == "weight_sync" and s["coverage"] == "completed_run"
-    ]
-    if not rows:
-        return 0.0, 0
-    configs = [offloaded[s["configuration_id"]] for s in rows]
-    x, arch = rows_inputs(configs, metadata)
-    r = arch.adapter(x.knob("lora_rank"))
-    physical = 4.0 * (arch.p + r) / MIB + vllm_at_sync(x, arch) + partial.runtime(arch, x)
-    observed = np.array([s["observed_peak_mib"] for s in rows], dtype=np.float64)
-    return float(np.median(observed - physical)), len(rows)

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import quote
-from .calibrate import FINAL_FORM, FORMS, MIB, Calibration, rows_inputs, sync_extra_of
-from .phases import TOKEN_CALIBRATION, TOKEN_TERMS, phases
+from .calibrate import FINAL_FORM, FORMS, MIB, Calibration, rows_inputs
+from .phases import SYNC_EXTRA, TOKEN_CALIBRATION, TOKEN_TERMS, phases
 
 #: A stage measurement's rows used for the token scales: completed runs only.
 COMPLETED = "completed_run"
@@ -74,3 +74,26 @@ def token_scales(
         workloads = np.array([c["workload_id"] for c in chosen])
         scales[phase] = {str(w): float(np.median(ratio[workloads == w])) for w in sorted(set(workloads))}
     return scales, counts
+
+
+def sync_extra_of(
+    training: Sequence[Mapping[str, Any]],
+    stages: Sequence[Mapping[str, Any]],
+    metadata: Mapping[str, Mapping[str, Any]],
+    partial: Calibration,
+) -> tuple[float, int]:
+    """The median of (weight-sync stage peak − the weight-sync phase's other terms) over the completed weight-sync
+    stage measurements of the training configurations with parameter offload, and how many there were."""
+    offloaded = {r["configuration_id"]: r for r in training if r["parameter_offload"]}
+    rows = [
+        s
+        for s in stages
+        if s["configuration_id"] in offloaded and s["stage"] == "weight_sync" and s["coverage"] == COMPLETED
+    ]
+    if not rows:
+        return 0.0, 0
+    x, arch = rows_inputs([offloaded[s["configuration_id"]] for s in rows], metadata)
+    terms = phases(x, arch, partial).terms["weight_sync"]
+    physical = np.sum([t.mib for t in terms if t.name != SYNC_EXTRA], axis=0)
+    observed = np.array([s["observed_peak_mib"] for s in rows], dtype=np.float64)
+    return float(np.median(observed - physical)), len(rows)

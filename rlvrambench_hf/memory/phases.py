@@ -50,6 +50,8 @@ LOGIT_BYTES = 2.0
 LAYER_ACTIVATION_BYTES = 34.0
 
 Explain = Callable[[int], str]
+#: The calibrated term of the weight sync: what it holds beyond its physical terms.
+SYNC_EXTRA = "weight_sync_extra"
 #: The terms of each token phase that grow with the tokens of a micro-batch, at full length.
 TOKEN_TERMS: dict[str, tuple[str, ...]] = {
     "actor_update": ("activations", "update_logits"),
@@ -182,7 +184,7 @@ def phases(x: PlanInputs, arch: Architecture, cal: Calibration) -> PhaseModel:
             Term("vllm_woken_weights", vllm_woken_weights(x, arch), f.vllm_woken_weights),
             actor_term,
             runtime_term,
-            Term("weight_sync_extra", sync_extra, f.sync_extra, calibrated=True),
+            Term(SYNC_EXTRA, sync_extra, f.sync_extra, calibrated=True),
         ],
     }
     for phase, names in TOKEN_TERMS.items():

@@ -4,8 +4,6 @@ reservation ``u × C`` (the weights are inside it)."""
 
 from __future__ import annotations
 
-from typing import cast
-
 import numpy as np
 
 from .architecture import Architecture
@@ -23,8 +21,3 @@ def vllm_woken_weights(x: PlanInputs, arch: Architecture) -> np.ndarray:
     """vLLM's bf16 weights woken for the sync, MiB: ``2P/T`` when it slept, else 0 (inside its kept reservation)."""
     t = np.where(x["rollout_tp_size"] > 0, x["rollout_tp_size"], 1.0)
     return np.where(x["free_cache_engine"] > 0, 2.0 * arch.p / t / MIB, 0.0)
-
-
-def vllm_at_sync(x: PlanInputs, arch: Architecture) -> np.ndarray:
-    """All of vLLM's memory while the weights are synced, MiB."""
-    return cast("np.ndarray", vllm_kept(x) + vllm_woken_weights(x, arch))
