@@ -158,10 +158,9 @@ def test_the_release_failures_without_free_cache_engine_are_failures_of_the_mode
     configurations = {
         r["configuration_id"]: r for r in load_table("all_configurations", snapshot, decode=True).to_pylist()
     }
-    results = configurations
     failed = [i for i, r in configurations.items() if r["free_cache_engine"] is False and r["gpu_count"] == 2
               and r["model_id"] == "Qwen/Qwen2.5-3B-Instruct" and r["vllm_gpu_memory_utilization"] == 0.65]  # fmt: skip
-    assert len(failed) == 2 and {results[i]["observed_state"] for i in failed} == {"memory_failure"}
+    assert len(failed) == 2 and {configurations[i]["observed_state"] for i in failed} == {"memory_failure"}
     model = model_of([configurations[i] for i in failed], inputs.metadata)
     assert (model.phase_peak("weight_sync") > 40960).all()  # VERL syncs the weights once at start-up, first
 
