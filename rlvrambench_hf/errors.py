@@ -234,12 +234,25 @@ def one_line(text: str, limit: int = MESSAGE_LIMIT) -> str:
     if len(text) > 2 * window:  # never escape megabytes: the cut below keeps far less than these two slices
         text = f"{text[:window]} {CUT} {text[-window:]}"
     pieces = [_visible(c) for c in redact(text).strip()]
+    if sum(map(len, pieces)) > limit:  # a long path gives way first: the names and the remedy after it stay whole
+        pieces = [_visible(c) for c in _LONG_PATH.sub(_path_tail, redact(text).strip())]
     if sum(map(len, pieces)) <= limit:
         return "".join(pieces)
     budget = limit - len(CUT) - 2
     tail_budget = budget // 3
     head, tail = _take(pieces, budget - tail_budget), _take(pieces[::-1], tail_budget)[::-1]
     return f"{''.join(head).rstrip()} {CUT} {''.join(tail).lstrip()}".strip()
+
+
+#: A file path of three or more folders (not a URL), longer than :data:`PATH_LIMIT`.
+_LONG_PATH = re.compile(r"(?<![\w:/.~-])[~.]{0,2}/?(?:[^\s/'\"]+/){3,}[^\s/'\"]+")
+#: Characters of a path in a message that is too long; a longer one keeps its last folder and its file name.
+PATH_LIMIT = 40
+
+
+def _path_tail(match: re.Match[str]) -> str:
+    path = match.group(0)
+    return path if len(path) <= PATH_LIMIT else f"{CUT}/" + "/".join(path.rsplit("/", 2)[-2:])
 
 
 def _take(pieces: list[str], budget: int) -> list[str]:

@@ -8,6 +8,7 @@ read from it, or refused with its one-line reason; no answer cuts a name or hold
 from __future__ import annotations
 
 import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -96,10 +97,10 @@ def verl_defaults(packaged_verl: Path) -> Path:
     return packaged_verl
 
 
-def _read(case: Case, snapshot: Path):
+def _read(case: Case, snapshot: Path, corpus: Path = CORPUS):
     kind = "trl" if case.path.startswith("trl/") else "verl"
-    accelerate = CORPUS / "accelerate" / case.accelerate if case.accelerate else None
-    return read_plans(CORPUS / case.path, kind=kind, workload="gsm8k", source=snapshot, accelerate_config=accelerate,
+    accelerate = corpus / "accelerate" / case.accelerate if case.accelerate else None
+    return read_plans(corpus / case.path, kind=kind, workload="gsm8k", source=snapshot, accelerate_config=accelerate,
                       settings=case.settings)  # fmt: skip
 
 
@@ -148,16 +149,41 @@ def _consistent(flags: list[str], where: str) -> None:
 
 
 def _whole_names(line: str, where: str) -> None:
-    """Every name a line holds is whole: nothing of it was cut (the error classes cut a long line with "…")."""
-    assert "…" not in line, (where, line)
+    """Every name a line holds is whole: nothing of it was cut (the error classes cut a long line with "…"), but
+    the folders of a long path, which give way first ("…/verl/run.sh")."""
+    assert "…" not in re.sub(r"…/[^\s/]+/[^\s/]+", "", line), (where, line)
     for match in DOTTED.finditer(line):
         assert not match.group(0).endswith("."), (where, line)
+
+
+def test_a_refusal_from_a_deep_folder_keeps_its_reason_and_names_whole(
+    snapshot: Path, verl_defaults: Path, monkeypatch, tmp_path: Path
+) -> None:
+    """Where a user keeps launch files changes no refusal: from a folder 200 characters deep, each keeps its reason
+    and its names whole and still names the file (its last folder and name)."""
+    from huggingface_hub import constants
+
+    monkeypatch.syspath_prepend(str(verl_defaults))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    deep = tmp_path.joinpath(*["a_folder_users_keep_their_launch_files_in"] * 5)
+    shutil.copytree(CORPUS, deep)
+    refused = [c for c in CASES if c.refused]
+    assert len(refused) >= 5
+    for case in refused:
+        with pytest.raises(RLVRAMBenchError) as caught:
+            _read(case, snapshot, deep)
+        message = str(caught.value)
+        assert re.search(case.refused, message) and len(message) <= MESSAGE_LIMIT, (case.path, message)
+        assert f"/{case.path}" in message, (case.path, message)
+        _whole_names(message, case.path)
 
 
 def test_a_cut_name_and_contradicting_flags_are_caught() -> None:
     """The two checks of the corpus test fail where they should."""
     with pytest.raises(AssertionError):
         _whole_names("missing VERL setting(s) actor_rollout_ref.actor.ppo_micro_batch_size_pe … ", "x")
+    with pytest.raises(AssertionError):
+        _whole_names("…/verl/run.sh line 3: actor_rollout_ref.actor.ppo_micro_batch_size_pe … ", "x")
     with pytest.raises(AssertionError):
         _consistent(["use_peft False: full fine-tuning", "LoRA rank 16 (the measurements use rank-64)"], "x")
 

@@ -86,6 +86,18 @@ def test_one_line_is_bounded_escapes_and_keeps_head_and_tail() -> None:
     assert len(one_line("z" * 90_000_000)) <= MESSAGE_LIMIT  # fast too: megabytes are never escaped
 
 
+def test_a_long_path_gives_way_before_the_names_after_it() -> None:
+    """A message over the limit first shortens its long file paths to their last folder and file name; the names and
+    the remedy after a path stay whole, a short message keeps its path whole, and a URL is never shortened."""
+    deep = "/home/someone/" + "projects/" * 20 + "verl/run_grpo.sh"
+    body = " line 3: both " + "actor_rollout_ref.actor.ppo_micro_batch_size" * 4 + " are set; remove the first"
+    line = one_line(deep + body)
+    assert line == "…/verl/run_grpo.sh" + body
+    assert one_line(f"'{deep}' is not a file") == f"'{deep}' is not a file"
+    url = "https://huggingface.co/datasets/kobzaond/RLVRAMBench/resolve/main/data/configurations.csv"
+    assert url in one_line("y" * 250 + " " + url)
+
+
 def test_redact_removes_credentials_and_tokens() -> None:
     text = (
         "cannot fetch from http://user:secret@127.0.0.1:8080/x?token=abc123&b=1 with Authorization: Bearer "
