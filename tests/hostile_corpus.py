@@ -628,6 +628,16 @@ def repeated_command(times: int) -> Callable[[bytes], bytes]:
     return change
 
 
+def prefixed(text: str) -> Callable[[bytes], bytes]:
+    """The script with ``text`` written before it."""
+    return lambda base: text.encode() + b"\n" + base
+
+
+def copies(first: str, line: str, times: int = 15_000) -> str:
+    """``first``, then ``line`` (formatted with ``i``) ``times`` times: one line each."""
+    return "\n".join([first, *(line.format(i=i) for i in range(times))])
+
+
 # VERL launch scripts (the base is ``VERL_SCRIPT`` of test_hostile_inputs.py). A value the script would compute
 # when it runs (``$(...)``, backquotes, ``$1``, an unset variable) is an error only in a setting the advisor reads.
 SCRIPT_INPUTS = [
@@ -676,6 +686,26 @@ SCRIPT_INPUTS = [
     Input("script: --config-name of a folder", script_with("folder.yaml", b"")),
     Input("script: --config-name of a binary YAML", script_with("binary.yaml", b"\x00\xff" * 100)),
     Input("script: --config-name of a YAML list", script_with("listed.yaml", b"- 1\n- 2\n")),
+    # every copy of a variable costs time and memory: the script's whole expansion is bounded (launch.MAX_EXPANDED)
+    Input(
+        "script: a 60 kB value copied 15,000 times", data(prefixed(copies("B=" + "x" * 60_000, "v{i}=$B"))), seconds=20
+    ),
+    Input(
+        "script: an array of 1,000 words copied into 15,000 arrays",
+        data(prefixed(copies("B=(" + " ".join(["x" * 50] * 1000) + ")", 'A{i}=("${{B[@]}}")'))),
+        seconds=20,
+    ),
+    Input("script: an array never closed", data(prefixed("ARGS=(\n  data.train_batch_size=8\n"))),
+    Input(
+        "script: an array of 5,000 overrides",
+        data(
+            lambda b: prefixed("MANY=(" + " ".join(f"+x{i}=1" for i in range(5000)) + ")")(
+                b.replace(b"trainer.nnodes=1", b'trainer.nnodes=1 "${MANY[@]}"', 1)
+            )
+        ),  # fmt: skip
+        "either",
+    ),
+    edit("script: an array index of 12 digits", "trainer.nnodes=1", "trainer.nnodes=${A[999999999999]}", "either"),
 ]
 
 # VERL config YAML (the base is ``verl_yaml_base`` of test_hostile_inputs.py).

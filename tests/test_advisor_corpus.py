@@ -64,6 +64,13 @@ CASES = (
     Case("verl/grpo_both_micro_batch_keys.sh", refused=r"VERL refuses this config before running: both "
          r"actor_rollout_ref\.actor\.ppo_micro_batch_size \(deprecated\) and .*ppo_micro_batch_size_per_gpu are set"),
     Case("verl/grpo_sweep_without_multirun.sh", refused=r"actor_rollout_ref\.rollout\.n='4,8' is a Hydra sweep"),
+    Case("verl/grpo_megatron_lora_arrays.sh", facts={"strategy": "megatron", "lora_rank": 128, "adaptation": "LoRA",
+         "gpu_count": 4, "actor_micro_batch": 4, "rollout_logprob_micro_batch": 8, "ref_logprob_micro_batch": 8,
+         "parameter_offload": True, "max_prompt_length": 1024, "vllm_gpu_memory_utilization": 0.5}),
+    Case("verl/grpo_lora_without_kl.sh", facts={"ref_logprob_micro_batch": 8, "rollout_logprob_micro_batch": 8,
+         "lora_rank": 64, "gpu_count": 2}),
+    Case("verl/sft_qwen2_5_0_5b_peft.sh", refused=r"line 6: runs verl\.trainer\.fsdp_sft_trainer, not VERL's RL "
+         r"trainer \(verl\.trainer\.main_ppo\)"),
     Case("verl/grpo_dumped_config.yaml", facts={"model_id": "microsoft/Phi-4-mini-instruct", "max_model_len": 2048}),
     Case("trl/openr1_qwen2_5_1_5b_grpo_zero2.yaml", "zero2.yaml", facts={"gpu_count": 8, "strategy": "deepspeed",
          "zero_stage": 2, "lora_rank": 0, "actor_param_dtype": "bf16", "train_batch_size": 32}),
@@ -199,6 +206,20 @@ def test_what_a_script_says_beyond_the_settings_passed_on_is_named(
     (flag,) = [f for f in _read(megatron, snapshot).row_flags(0) if "read but not passed on" in f]
     assert "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size" in flag
     assert "megatron.param_offload" not in flag  # read: it is the actor's parameter offload
+
+
+def test_values_from_bash_arrays_name_their_line_and_a_run_without_kl_says_it_has_no_reference(
+    snapshot: Path, verl_defaults: Path, monkeypatch
+) -> None:
+    from rlvrambench_hf.advisor.mapping import NO_REFERENCE_FLAG
+
+    monkeypatch.syspath_prepend(str(verl_defaults))
+    arrays = _read(next(c for c in CASES if c.path == "verl/grpo_megatron_lora_arrays.sh"), snapshot)
+    assert arrays.source("lora_rank", 0).endswith("grpo_megatron_lora_arrays.sh line 17")
+    assert arrays.source("actor_micro_batch", 0).endswith("grpo_megatron_lora_arrays.sh line 23")
+    assert NO_REFERENCE_FLAG not in arrays.row_flags(0)
+    without = _read(next(c for c in CASES if c.path == "verl/grpo_lora_without_kl.sh"), snapshot)
+    assert NO_REFERENCE_FLAG in without.row_flags(0)
 
 
 def test_verl_per_size_h100_scripts_fit_on_an_h100_and_not_on_the_release_a100(

@@ -95,6 +95,35 @@ def test_a_pasted_command_line_without_the_launcher_is_one_launch() -> None:
     }
 
 
+def test_bash_arrays_hold_overrides_as_bash_expands_them() -> None:
+    """VERL's newer examples keep their overrides in arrays: "${A[@]}" is one word per element (spaces kept inside
+    an element), ${A[*]} one word joined, ${A[i]} and ${#A[@]} as bash has them, += appends, comments inside."""
+    text = (
+        "ACTOR=(\n  actor.a=1   # why\n  # actor.skipped=9\n  'actor.b=x y'\n)\n"
+        "ACTOR+=(actor.c=3); declare -a MORE=(m.x=1 m.y=2)\n"
+        'python3 -m verl.trainer.main_ppo "${ACTOR[@]}" ${MORE[@]} joined.all="${MORE[*]}" one.second=${MORE[1]} '
+        'count.n=${#ACTOR[@]} first.plain=$ACTOR none.empty=${UNSET[@]}x "$@"\n'
+    )
+    assert overrides(text) == {
+        "actor.a": "1", "actor.b": "x y", "actor.c": "3", "m.x": "1", "m.y": "2", "joined.all": "m.x=1 m.y=2",
+        "one.second": "m.y=2", "count.n": "3", "first.plain": "actor.a=1", "none.empty": "x",
+    }  # fmt: skip
+    with pytest.raises(InputError, match=r"^run.sh line 2: an array's parenthesis opened here is never closed$"):
+        read_launches('echo\nARGS=(\n a.b=1\npython3 -m verl.trainer.main_ppo "${ARGS[@]}"\n', "run.sh", {})
+
+
+def test_a_script_of_another_verl_program_is_refused_by_name() -> None:
+    """Supervised fine-tuning, generation and evaluation are not the RL runs the advisor answers; a script that also
+    launches the RL trainer is read for that launch."""
+    sft = "torchrun --nproc_per_node=4 -m verl.trainer.fsdp_sft_trainer data.micro_batch_size_per_gpu=4\n"
+    with pytest.raises(InputError, match=r"^run.sh line 1: runs verl.trainer.fsdp_sft_trainer, not VERL's RL trainer"):
+        read_launches(sft, "run.sh", {})
+    with pytest.raises(InputError, match=r"line 2: runs verl/trainer/main_generation.py, not"):
+        read_launches("set -x\npython3 verl/trainer/main_generation.py data.n_samples=4\n", "run.sh", {})
+    both = sft + "python3 -m verl.trainer.main_ppo data.train_batch_size=8\n"
+    assert [launch.line for launch in read_launches(both, "run.sh", {})] == [2]
+
+
 def test_an_unclosed_quote_is_one_line() -> None:
     with pytest.raises(InputError, match=r"run.sh line 2: a quote opened here is never closed"):
         read_launches("echo\npython3 -m verl.trainer.main_ppo a.b='x\n", "run.sh", {})
@@ -297,6 +326,33 @@ def test_an_adapter_path_is_lora_and_multi_node_runs_say_their_nodes(snapshot: P
         plans.row_flags(0)))  # fmt: skip
     two = read_plans(_tree(trainer__nnodes=2), workload="math", source=snapshot).settings(0)
     assert (two["nnodes"], two["gpu_count"]) == (2, 8)  # gpu_count is the total over the nodes
+
+
+def test_without_a_kl_term_verl_has_no_reference_and_megatron_writes_lora_under_model_lora(snapshot: Path) -> None:
+    """VERL loads a reference policy only for a KL term (need_reference_policy): without one the reference's
+    micro-batch is neither required nor used (the log-prob pass is the rollout's), and the answer says so. Megatron
+    runs write LoRA as model.lora.rank, which VERL reads as LoRA as it does model.lora_rank."""
+    from rlvrambench_hf.advisor.mapping import NO_REFERENCE_FLAG
+
+    no_kl = _tree(actor_rollout_ref__ref__log_prob_micro_batch_size_per_gpu=None,
+                  actor_rollout_ref__model__lora_rank=0, actor_rollout_ref__actor__use_kl_loss=False,
+                  algorithm__use_kl_in_reward=False)  # fmt: skip
+    plans = read_plans(no_kl, workload="math", source=snapshot)
+    assert plans.settings(0)["ref_logprob_micro_batch"] == 8 and NO_REFERENCE_FLAG in plans.row_flags(0)
+    ignored = _tree(actor_rollout_ref__ref__log_prob_micro_batch_size_per_gpu=64,
+                    actor_rollout_ref__actor__use_kl_loss=False)  # fmt: skip
+    assert read_plans(ignored, workload="math", source=snapshot).settings(0)["ref_logprob_micro_batch"] == 8
+    with_kl = _tree(actor_rollout_ref__ref__log_prob_micro_batch_size_per_gpu=None,
+                    actor_rollout_ref__model__lora_rank=0, actor_rollout_ref__actor__use_kl_loss=True)  # fmt: skip
+    with pytest.raises(InputError, match=r"missing VERL setting\(s\) actor_rollout_ref\.ref\.log_prob_micro_batch"):
+        read_plans(with_kl, workload="math", source=snapshot)
+    kl = read_plans(_tree(actor_rollout_ref__actor__use_kl_loss=True), workload="math", source=snapshot)
+    assert NO_REFERENCE_FLAG not in kl.row_flags(0)
+    megatron = _tree(actor_rollout_ref__model__lora_rank=None, actor_rollout_ref__model__lora={"rank": 32})
+    got = read_plans(megatron, workload="math", source=snapshot)
+    assert (got.settings(0)["adaptation"], got.settings(0)["lora_rank"]) == ("LoRA", 32)
+    assert "LoRA rank 32 (the measurements use rank-64 adapters)" in got.row_flags(0)
+    assert not any("full fine-tuning" in flag for flag in got.row_flags(0))
 
 
 def test_a_local_model_path_not_on_this_machine_is_read_as_its_hub_id(snapshot: Path) -> None:

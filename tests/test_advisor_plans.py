@@ -25,7 +25,7 @@ from rlvrambench_hf import advisor
 from rlvrambench_hf.advisor import TRL_MAPPING, VERL_MAPPING, Plans, read_plans
 from rlvrambench_hf.advisor.document import document
 from rlvrambench_hf.advisor.knobs import KNOB_BY_NAME
-from rlvrambench_hf.advisor.mapping import NULL_CONTEXT_FLAG, TRL_STACK_FLAG
+from rlvrambench_hf.advisor.mapping import NO_REFERENCE_FLAG, NULL_CONTEXT_FLAG, TRL_STACK_FLAG
 from rlvrambench_hf.advisor.measured import LEVEL_PATTERN, LEVEL_SETTINGS
 from rlvrambench_hf.advisor.plans import RowLabels
 from rlvrambench_hf.data.tables.reader import load_table
@@ -276,6 +276,7 @@ def test_absent_settings_take_the_installed_verls_defaults(
     assert plans.source("actor_micro_batch", 0) == f"{script} line 6"
     assert plans.source("model_id", 0) == f"{script} line 2"
     assert plans.row_flags(0) == [
+        NO_REFERENCE_FLAG,  # VERL's defaults turn no KL term on, so it loads no reference policy
         "actor_rollout_ref.rollout.max_model_len not set: read as prompt + response = 1024 tokens, as every measured "
         "run set it; VERL 0.7 and later and TRL give vLLM the model's own context length instead (set it to compare "
         "like with like)",

@@ -51,36 +51,49 @@ def _is_lora(rank: object, adapter: object) -> bool | None:
     return rank > 0
 
 
+def _lora(values: Values) -> tuple[object, object]:
+    """(rank, adapter path) of VERL's two ways to write them: ``model.lora_rank`` / ``model.lora_adapter_path``
+    (FSDP) and ``model.lora.rank`` / ``model.lora.adapter_path`` (Megatron); VERL takes LoRA when either says so."""
+    rank, adapter, nested_rank, nested_adapter = (*values, None, None)[:4]
+    ranks: list[object] = [r for r in (rank, nested_rank) if isinstance(r, int) and not isinstance(r, bool)]
+    positive = [r for r in ranks if isinstance(r, int) and r > 0]
+    return (positive or ranks or [rank])[0], adapter if adapter is not None else nested_adapter
+
+
 def _adaptation(values: Values, settings: Mapping[str, object]) -> object:
-    lora = _is_lora(*values)
+    lora = _is_lora(*_lora(values))
     return None if lora is None else "LoRA" if lora else "none"
 
 
 def _rank_of(value: object, settings: Mapping[str, object]) -> Values:
     """A ``write`` gives None for a key it leaves as the user has it."""
-    return (64 if value == "LoRA" else 0, None)
+    return (64 if value == "LoRA" else 0, None, None, None)
 
 
 def _ref_or_rollout(values: Values, settings: Mapping[str, object]) -> object:
-    """VERL with LoRA computes the reference log-probabilities in the actor, at the rollout's micro-batch."""
-    ref, rank, adapter = values
+    """VERL computes no reference log-probabilities without a KL term (``need_reference_policy``: use_kl_loss or
+    use_kl_in_reward), and with LoRA computes them in the actor: in both cases the log-prob passes are the
+    rollout's micro-batch."""
+    ref, kl_loss, kl_reward = values[0], values[-2], values[-1]
+    if kl_loss is not True and kl_reward is not True and (kl_loss is not None or kl_reward is not None):
+        return settings.get("rollout_logprob_micro_batch")
     if ref is not None:
         return ref
-    return settings.get("rollout_logprob_micro_batch") if _is_lora(rank, adapter) else None
+    return settings.get("rollout_logprob_micro_batch") if _is_lora(*_lora(values[1:-2])) else None
 
 
 def _ref_back(value: object, settings: Mapping[str, object]) -> Values:
-    return (value, 64 if settings.get("adaptation") == "LoRA" else 0, None)
+    return (value, 64 if settings.get("adaptation") == "LoRA" else 0, None, None, None, None, None)
 
 
 def _lora_rank(values: Values, settings: Mapping[str, object]) -> object:
     """The adapter's rank; null when only an adapter path says LoRA (its rank is in the adapter's own config)."""
-    rank, adapter = values
+    rank, adapter = _lora(values)
     return None if adapter is not None and not (isinstance(rank, int) and rank > 0) else rank
 
 
 def _rank_back(value: object, settings: Mapping[str, object]) -> Values:
-    return (value, None)
+    return (value, None, None, None)
 
 
 def _colocated(values: Values, settings: Mapping[str, object]) -> object:

@@ -3,8 +3,9 @@
 Commands are split with :mod:`shlex` after joining ``\\``-continued lines. Variables expand as the shell would, from
 the script's own assignments (in order) and the environment: ``$NAME``, ``${NAME}``, ``${NAME:-default}``,
 ``${NAME:=default}``, ``${NAME:+word}`` (positional parameters unset: ``${1:-vllm}`` is ``vllm``), and ``$(( ... ))``
-over known values (:mod:`.shellmath`), never inside single quotes. What the script computes at run time (``$(...)``,
-backquotes, ``$1``, an unset variable) is a marker, an error only if an override the advisor reads uses it. A VERL
+over known values (:mod:`.shellmath`), never inside single quotes; bash arrays (``ARGS=( ... )``, ``"${ARGS[@]}"``)
+as bash has them (:mod:`.shellarrays`). What the script computes at run time (``$(...)``, backquotes, ``$1``, an
+unset variable) is a marker, an error only if an override the advisor reads uses it. A VERL
 launch runs VERL's trainer (``-m verl.trainer.main_ppo``, ``.../main_ppo.py``); its ``key=value`` words (Hydra's
 ``+`` / ``++`` / ``~`` too) are its overrides, ``--config-path`` / ``--config-name`` its base config. Text without a
 launch but with overrides (a pasted command line) is one launch.
@@ -12,6 +13,7 @@ launch but with overrides (a pasted command line) is one launch.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shlex
@@ -19,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import InputError
+from .shellarrays import array_reference, parens_open, quote_after, take_arrays
 from .shellmath import closing_brace, closing_parens, integer_expression
 
 _OPEN, _CLOSE = "\ue000", "\ue001"
@@ -31,11 +34,16 @@ MAX_NESTING = 32
 #: Longest command (its lines joined), before and after expansion: a VERL launch is a few thousand characters,
 #: and shlex takes time that grows with the square of a word's length.
 MAX_COMMAND = 64 * 1024
+#: Most characters the whole script's commands expand to: every variable copied bounds time and memory (shlex
+#: splits about a million characters a second), far above any real launch script.
+MAX_EXPANDED = 2 * 2**20
 _ASSIGNMENT = re.compile(rf"^({_NAME})=(.*)$", re.S)
 _OVERRIDE = re.compile(r"^(\+{0,2}|~)([A-Za-z_][\w.@/-]*)(=(.*))?$", re.S)
 _SEPARATORS = {";", "&&", "||", "|", "&", "\n", "(", ")"}
-_VERL_MODULE = re.compile(r"^verl\.trainer\.main_\w+$")
-_VERL_SCRIPT = re.compile(r"(^|/)verl/trainer/main_\w+\.py$|(^|/)main_ppo\.py$")
+_VERL_MODULE = re.compile(r"^verl\.trainer\.main_ppo\w*$")
+_VERL_SCRIPT = re.compile(r"(^|/)verl/trainer/main_ppo\w*\.py$|(^|/)main_ppo\w*\.py$")
+#: VERL's other programs (supervised fine-tuning, generation, evaluation), as a module or a script.
+_VERL_OTHER = re.compile(r"^verl\.trainer\.\w+$|(^|/)verl/trainer/\w+\.py$")
 
 
 class _TooDeep(Exception):
@@ -72,12 +80,21 @@ def read_launches(text: str, name: str, environ: Mapping[str, str] | None = None
     starts = _line_starts(text)
     text = re.sub(r"\\\n", " ", text)
     text = text[:-1] if text.endswith("\\") and not text.endswith("\\\\") else text  # a continuation into the end
+    other: tuple[int, str] | None = None  # the first VERL program run that is not its RL trainer
     for number, command in _commands(text, name, variables):
-        launch = _launch_of(command, starts[min(number, len(starts)) - 1], name)
+        line = starts[min(number, len(starts)) - 1]
+        launch = _launch_of(command, line, name)
         if launch is not None:
             launches.append(launch)
         else:
             loose.overrides += [o for o in map(_override, command) if o is not None and "." in o[1]]
+            program = next((w for w in command if _VERL_OTHER.search(w)), None)
+            other = other or ((line, program) if program else None)
+    if not launches and other:
+        raise InputError(
+            f"{name} line {other[0]}: runs {other[1]}, not VERL's RL trainer (verl.trainer.main_ppo): the advisor "
+            "answers GRPO/PPO training runs"
+        )
     if not launches and loose.overrides:
         launches.append(loose)
     if not launches:
@@ -100,21 +117,22 @@ def key_lines(text: str, launch: Launch, name: str) -> dict[str, str]:
     launch's that writes ``key=``)."""
     lines = text.replace("\r\n", "\n").split("\n")
     found: dict[str, str] = {}
+    after, before = range(launch.line, len(lines) + 1), range(launch.line - 1, 0, -1)  # an array's, before it
     for _, key, _ in launch.overrides:
-        pattern = re.compile(rf"(^|[\s'\"])[+~]{{0,2}}{re.escape(key)}=")
-        for number in range(launch.line, len(lines) + 1):
-            if pattern.search(lines[number - 1]):
-                found[key] = f"{name} line {number}"
-                break
+        pattern = re.compile(rf"(^|[\s'\"(])[+~]{{0,2}}{re.escape(key)}=")
+        number = next((n for n in itertools.chain(after, before) if pattern.search(lines[n - 1])), None)
+        if number is not None:
+            found[key] = f"{name} line {number}"
     return found
 
 
 def _commands(text: str, name: str, variables: dict[str, str]) -> list[tuple[int, list[str]]]:
     """(line, words) of each simple command, variables expanded and assignments applied in order. A command goes
-    on over the lines a quote stays open (found by :func:`_quote_after`, linear in the text); each is split once."""
+    on over the lines a quote or an array's parenthesis stays open (:mod:`.shellarrays`, linear in the text); each
+    is split once."""
     out = []
     pending: list[str] = []
-    size, start, quote = 0, 1, None
+    size, start, quote, parens, expanded = 0, 1, None, 0, 0
     for number, line in enumerate(text.split("\n"), 1):
         if not pending:
             start = number
@@ -122,16 +140,20 @@ def _commands(text: str, name: str, variables: dict[str, str]) -> list[tuple[int
         size += len(line) + 1
         if size > MAX_COMMAND:
             raise InputError(f"{name} line {start}: a command longer than {MAX_COMMAND:,} characters")
-        quote = _quote_after(line, quote)
-        if quote is not None:
+        quote = quote_after(line, quote)
+        parens = parens_open(line, parens) if quote is None else parens
+        if quote is not None or parens:
             continue
         words = _words("\n".join(pending), f"{name} line {start}", variables)
-        pending, size = [], 0
-        for command in _split_commands(words):
+        pending, size, expanded = [], 0, expanded + sum(map(len, words))
+        if expanded > MAX_EXPANDED:
+            raise InputError(f"{name} line {start}: the script expands to more than {MAX_EXPANDED:,} characters")
+        for command in _split_commands(take_arrays(words, variables)):
             if not _assigned(command, variables):
                 out.append((start, command[_assignments(command) :]))
     if pending:
-        raise InputError(f"{name} line {start}: a quote opened here is never closed")
+        what = "a quote" if quote is not None else "an array's parenthesis"
+        raise InputError(f"{name} line {start}: {what} opened here is never closed")
     return out
 
 
@@ -162,31 +184,6 @@ def _assigned(command: list[str], variables: dict[str, str]) -> bool:
         if m:
             variables[m.group(1)] = m.group(2)
     return True
-
-
-def _quote_after(line: str, quote: str | None) -> str | None:
-    """The quote still open at the end of ``line`` (None: none), given the one open at its start; outside quotes a
-    backslash escapes the next character and a ``#`` that starts a word starts a comment."""
-    i, n = 0, len(line)
-    while i < n:
-        char = line[i]
-        if quote == "'":
-            end = line.find("'", i)
-            if end < 0:
-                return quote
-            quote, i = None, end + 1
-            continue
-        if char == "\\":
-            i += 2
-            continue
-        if quote == '"':
-            quote = None if char == '"' else quote
-        elif char in "'\"":
-            quote = char
-        elif char == "#" and (i == 0 or line[i - 1] in " \t;&|("):
-            return None
-        i += 1
-    return quote
 
 
 def _split(text: str) -> list[str]:
@@ -273,8 +270,8 @@ def _expand(text: str, variables: Mapping[str, str], depth: int = 0) -> str:
             i = end + 1
             continue
         elif char == "$" and quote != "'":
-            value, i = _variable(text, i, variables, depth)
-            out.append(_escaped(value, quote) if _OPEN not in value else value)
+            value, i = _array_or_variable(text, i, variables, depth, quote)
+            out.append(value)
             size += len(out[-1])
             if size > MAX_COMMAND:
                 raise _TooLong
@@ -282,6 +279,21 @@ def _expand(text: str, variables: Mapping[str, str], depth: int = 0) -> str:
         out.append(char)
         i += 1
     return "".join(out)
+
+
+def _array_or_variable(
+    text: str, i: int, variables: Mapping[str, str], depth: int, quote: str | None
+) -> tuple[str, int]:
+    """The text an expansion at ``text[i] == '$'`` leaves in its quoting context, and the index after it: an array's
+    elements stay one word each (``"${A[@]}"``), a variable's value is literal text."""
+    array = array_reference(text, i, variables)
+    if array is None:
+        value, i = _variable(text, i, variables, depth)
+        return (_escaped(value, quote) if _OPEN not in value else value), i
+    words, separate, i = array
+    if not separate:
+        return _escaped(" ".join(words), quote), i
+    return ('" "' if quote == '"' else " ").join(_escaped(w, quote) for w in words), i
 
 
 def _variable(text: str, i: int, variables: Mapping[str, str], depth: int) -> tuple[str, int]:

@@ -43,6 +43,16 @@ __all__ = [
 ]
 
 
+#: Where VERL reads LoRA: rank and adapter path as FSDP's workers have them, then as Megatron's (``model.lora``).
+LORA_KEYS = (
+    "actor_rollout_ref.model.lora_rank",
+    "actor_rollout_ref.model.lora_adapter_path",
+    "actor_rollout_ref.model.lora.rank",
+    "actor_rollout_ref.model.lora.adapter_path",
+)
+#: The KL terms; VERL loads a reference policy only when one of them is on (``need_reference_policy``).
+KL_KEYS = ("actor_rollout_ref.actor.use_kl_loss", "algorithm.use_kl_in_reward")
+
 #: Ordered so that a conversion reads only settings made before it (max_model_len after the lengths).
 VERL_MAPPING: tuple[Mapped, ...] = (
     Mapped(
@@ -81,17 +91,14 @@ VERL_MAPPING: tuple[Mapped, ...] = (
     Mapped(("actor_rollout_ref.actor.fsdp_config.param_offload",), "parameter_offload", "same", _same, _as_is),
     Mapped(("actor_rollout_ref.actor.fsdp_config.optimizer_offload",), "optimizer_offload", "same", _same, _as_is),
     Mapped(
-        (
-            "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
-            "actor_rollout_ref.model.lora_rank",
-            "actor_rollout_ref.model.lora_adapter_path",
-        ),
+        ("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", *LORA_KEYS, *KL_KEYS),
         "ref_logprob_micro_batch",
-        "same; absent with LoRA: the rollout's (the actor then computes the reference log-probabilities)",
+        "same; the rollout's without a KL term (VERL then has no reference) or, when absent, with LoRA (the actor "
+        "then computes the reference log-probabilities)",
         _ref_or_rollout,
         _ref_back,
-        kinds=("int64", "int64", "string"),
-        optional=("actor_rollout_ref.model.lora_rank", "actor_rollout_ref.model.lora_adapter_path"),
+        kinds=("int64", "int64", "string", "int64", "string", "bool", "bool"),
+        optional=(*LORA_KEYS, *KL_KEYS),
         derived_from="rollout_logprob_micro_batch",
     ),  # fmt: skip
     Mapped(("data.train_batch_size",), "train_batch_size", "same (prompts per step)", _same, _as_is),
@@ -100,25 +107,25 @@ VERL_MAPPING: tuple[Mapped, ...] = (
     Mapped(("trainer.test_freq",), "test_freq", "same (-1: no validation)", _same, _as_is, False),
     Mapped(("algorithm.adv_estimator",), "algorithm", "upper case (grpo: GRPO)", _upper, _lower, False),
     Mapped(
-        ("actor_rollout_ref.model.lora_rank", "actor_rollout_ref.model.lora_adapter_path"),
+        LORA_KEYS,
         "adaptation",
-        "LoRA when the rank is above 0 or an adapter path is given, else none",
+        "LoRA when a rank is above 0 or an adapter path is given, else none",
         _adaptation,
         _rank_of,
         False,
-        ("int64", "string"),
-        optional=("actor_rollout_ref.model.lora_adapter_path",),
+        ("int64", "string", "int64", "string"),
+        optional=LORA_KEYS[1:],
     ),  # fmt: skip
     # the knobs (.knobs): what else the memory model reads
     _knob("trainer.nnodes", "nnodes"),
     Mapped(
-        ("actor_rollout_ref.model.lora_rank", "actor_rollout_ref.model.lora_adapter_path"),
+        LORA_KEYS,
         "lora_rank",
-        "same; null when only an adapter path is given",
+        "same (model.lora_rank, or Megatron's model.lora.rank); null when only an adapter path is given",
         _lora_rank,
         _rank_back,
         False,
-        ("int64", "string"),
+        ("int64", "string", "int64", "string"),
     ),  # fmt: skip
     _knob("actor_rollout_ref.actor.strategy", "strategy"),
     _knob("actor_rollout_ref.rollout.name", "rollout_engine"),
@@ -189,6 +196,11 @@ VERL_SCOPE: tuple[Scope, ...] = (
 )
 
 
+#: Flagged where no KL term is on: VERL then loads no reference policy (the release's runs had one).
+NO_REFERENCE_FLAG = (
+    "no reference policy: use_kl_loss and use_kl_in_reward are off, so VERL computes no reference log-probabilities "
+    "(the measured runs computed a fixed reference's too)"
+)
 #: Flagged where a config leaves vLLM's context length null (VERL from 0.7 and TRL then use the model's own).
 NULL_CONTEXT_FLAG = (
     "{key} not set: read as prompt + response = {value} tokens, as every measured run set it; VERL 0.7 and later "

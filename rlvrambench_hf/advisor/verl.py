@@ -22,8 +22,9 @@ from ..data.schema.spec import Column
 from ..errors import InputError
 from ..userfile import parse_structured, read_text
 from .checks import quoted
+from .conversions import _lora
 from .hydravalues import HydraSweep, hydra_value, plain
-from .mapping import NULL_CONTEXT_FLAG, VERL_MAPPING, VERL_SCOPE, Mapped, Scope
+from .mapping import KL_KEYS, LORA_KEYS, NO_REFERENCE_FLAG, NULL_CONTEXT_FLAG, VERL_MAPPING, VERL_SCOPE, Mapped, Scope
 
 _ABSENT = object()
 #: OmegaConf's value of a mandatory key not yet given.
@@ -275,9 +276,10 @@ def whole_names(items: Sequence[str], shown: int) -> str:
 def scope_flags(config: Config, scope: Sequence[Scope]) -> list[str]:
     """The flags of the keys whose value differs from the measured one (or that no config or default gives)."""
     flags = []
-    adapter = _raw(config.tree, "actor_rollout_ref.model.lora_adapter_path")
+    lora = (lookup(config.tree, key, config.origin) for key in LORA_KEYS)
+    rank, adapter = _lora([None if v is _ABSENT else v for v in lora])
     for s in scope:
-        value = lookup(config.tree, s.key, config.origin)
+        value = rank if s.key == LORA_KEYS[0] else lookup(config.tree, s.key, config.origin)
         if s.key == "actor_rollout_ref.model.lora_rank" and isinstance(adapter, str) and value in (0, None, _ABSENT):
             flags.append(f"LoRA rank not known: the adapter at lora_adapter_path {quoted(adapter)} is not here to read "
                          f"its r (the measurements use rank-64 adapters)")  # fmt: skip
@@ -294,6 +296,9 @@ def scope_flags(config: Config, scope: Sequence[Scope]) -> list[str]:
             continue
         if value not in s.measured and not _same_text(value, s.measured):
             flags.append(s.flag.format(value=quoted(value)))
+    kl = [lookup(config.tree, key, config.origin) for key in KL_KEYS]
+    if True not in kl and any(v is not _ABSENT and v is not None for v in kl):
+        flags.append(NO_REFERENCE_FLAG)
     return flags
 
 
