@@ -85,6 +85,8 @@ CASES = (
     Case("trl/grpo_save_ratio.yaml", "ddp.yaml", facts={"save_freq": 20, "total_training_steps": 400}),
     Case("trl/grpo_multinode_zero3.yaml", "zero3_four_nodes.yaml", facts={"gpu_count": 32, "nnodes": 4,
          "rollout_tp_size": 2}),
+    Case("trl/openr1_sft_distill_packing.yaml", "zero3.yaml", refused=r"an SFTConfig \(max_length, packing\), not a "
+         r"GRPOConfig: the advisor answers GRPO runs"),
     Case("trl/trl_docs_quickstart.yaml", "ddp.yaml", refused=r"missing TRL setting\(s\) max_prompt_length: not set "
          r"\(this TRL does not cap prompts"),
 )  # fmt: skip

@@ -414,6 +414,19 @@ def test_a_trl_1_16_config_reads_as_trl_grpo_runs_it(snapshot: Path, tmp_path: P
     assert "use_peft False: full fine-tuning (the measurements train LoRA adapters)" in full.row_flags(0)
 
 
+def test_an_sft_config_is_refused_by_what_it_is_and_a_grpo_config_with_a_stray_field_is_not(
+    snapshot: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "sft.yaml"
+    config.write_text(yaml.safe_dump({"model_name_or_path": "Qwen/Qwen2.5-3B-Instruct", "num_processes": 2,
+                                      "packing": True, "dataset_text_field": "text", "max_length": 4096}))  # fmt: skip
+    with pytest.raises(InputError, match=r"an SFTConfig \(dataset_text_field, max_length, packing\), not a GRPOConfig"):
+        read_plans(config, kind="trl", workload="math", source=snapshot)
+    config.write_text(yaml.safe_dump({**TRL_YAML, "packing": True}))
+    flags = read_plans(config, kind="trl", workload="math", source=snapshot).row_flags(0)
+    assert any(f.startswith("TRL settings with no counterpart") and "packing" in f for f in flags)
+
+
 def test_row_labels_are_made_when_asked() -> None:
     labels = RowLabels("plans.csv", 100_000)
     assert len(labels) == 100_000 and labels[0] == "plans.csv row 1" and labels[-1] == "plans.csv row 100000"

@@ -178,6 +178,19 @@ def trl_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     return data
 
 
+#: Fields of TRL's SFTConfig that GRPOConfig does not have, and GRPOConfig's own: a config with the first and none
+#: of the second is a supervised fine-tuning run (TRL 1.16's ``sft_config.py`` and ``grpo_config.py``; older TRL's
+#: ``max_seq_length``; open-r1's ``reward_funcs`` script argument).
+SFT_ONLY = frozenset(
+    {"packing", "packing_strategy", "padding_free", "dataset_text_field", "completion_only_loss", "assistant_only_loss",
+     "max_length", "max_seq_length", "eval_packing"}
+)  # fmt: skip
+GRPO_ONLY = frozenset(
+    {"num_generations", "max_completion_length", "reward_funcs", "reward_weights", "use_vllm", "beta",
+     "generation_batch_size", "steps_per_generation", "vllm_mode", "num_iterations"}
+)  # fmt: skip
+
+
 def trl_record(
     fields: Mapping[str, Any],
     given: set[str],
@@ -194,6 +207,12 @@ def trl_record(
     odd = sorted(k for k in given if not (k.isascii() and k.isidentifier()))
     if odd:  # no field of GRPOConfig, ModelConfig or accelerate: an invisible character or a look-alike letter
         raise InputError(f"{origin}: key {quote(odd[0])} is not a TRL field name (those are ASCII identifiers)")
+    trainer = sorted(given & SFT_ONLY)
+    if trainer and not given & GRPO_ONLY:  # TRL's parser would refuse these fields for a GRPO run
+        raise InputError(
+            f"{origin}: an SFTConfig ({', '.join(trainer[:3])}), not a GRPOConfig: the advisor answers GRPO runs "
+            "(num_generations, max_completion_length, use_vllm, ...)"
+        )
     accelerate, launcher_origin = launcher or ({}, "")
     user = {**accelerate, **{k: fields[k] for k in given if k in fields}}
     if "torch_dtype" in user and "dtype" not in user:  # older TRL's name wins over ModelConfig's default

@@ -182,7 +182,9 @@ def read_from(plans: object, row: int) -> list[str]:
 def detail(c: dict[str, Any]) -> list[str]:
     """The readable answer to one plan."""
     v = c["verdict"]
-    lines = [f"== {c['configuration_id']}: {c['model_id']} ({c['model_family'] or 'family not measured'})"]
+    unmeasured = any(str(f).startswith("model family not measured") for f in c["scope_flags"])
+    family = c["model_family"] or ("family not measured" if unmeasured else "measured, outside the estimation families")
+    lines = [f"== {c['configuration_id']}: {c['model_id']} ({family})"]
     lines.append(f"verdict: {v['state'] or 'unknown'} (basis {v['basis']}): {v['sentence']}")
     for r in c["measured"] or []:
         peak = r["max_completed_peak_mib"]
