@@ -25,6 +25,8 @@ from typing import Any
 MESSAGE_LIMIT = 300
 #: Characters of one quoted value before it is cut.
 VALUE_LIMIT = 60
+#: Characters beyond ``limit`` that a small collection shown item by item may take (brackets, commas, cut marks).
+COLLECTION_SLACK = 40
 #: Items of a collection that a message names before "and N more".
 SHOWN_ITEMS = 3
 #: What marks a cut.
@@ -313,7 +315,8 @@ def _quoted_collection(value: Any, limit: int) -> str:
         if all(type(x) in _SCALARS for pair in pairs for x in pair):
             inner = ", ".join(": ".join(quote(x, limit // 2) for x in pair) for pair in pairs)
             brackets = {"list": "[]", "tuple": "()", "dict": "{}"}[kind]
-            return f"{brackets[0]}{inner}{brackets[1]}"
+            if len(inner) + 2 <= limit + COLLECTION_SLACK:  # else too long to show item by item
+                return f"{brackets[0]}{inner}{brackets[1]}"
     return f"a {kind} of {size:,} item{'' if size == 1 else 's'}"
 
 

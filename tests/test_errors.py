@@ -55,6 +55,7 @@ def test_quote_shows_invisible_characters_and_cuts_with_the_length() -> None:
     assert (
         quote(float("nan")) == "nan" and quote(["a", 1]) == "['a', 1]" and quote(list(range(9))) == "a list of 9 items"
     )
+    assert quote(("0" * 31,) * 2) == "a tuple of 2 items"  # items cut one by one would take 102 characters
 
 
 def test_quote_never_runs_the_code_of_a_users_class() -> None:
