@@ -85,6 +85,9 @@ CASES = (
     Case("trl/grpo_save_ratio.yaml", "ddp.yaml", facts={"save_freq": 20, "total_training_steps": 400}),
     Case("trl/grpo_multinode_zero3.yaml", "zero3_four_nodes.yaml", facts={"gpu_count": 32, "nnodes": 4,
          "rollout_tp_size": 2}),
+    Case("trl/train_grpo_quickstart_lora.py", "ddp.yaml", settings={"max_prompt_length": 256}, facts={
+         "model_id": "Qwen/Qwen2.5-3B-Instruct", "lora_rank": 64, "adaptation": "LoRA", "actor_micro_batch": 4,
+         "rollout_n": 4, "max_response_length": 768, "vllm_gpu_memory_utilization": 0.4, "strategy": "ddp"}),
     Case("trl/openr1_sft_distill_packing.yaml", "zero3.yaml", refused=r"an SFTConfig \(max_length, packing\), not a "
          r"GRPOConfig: the advisor answers GRPO runs"),
     Case("trl/trl_docs_quickstart.yaml", "ddp.yaml", refused=r"missing TRL setting\(s\) max_prompt_length: not set "

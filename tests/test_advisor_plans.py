@@ -427,6 +427,34 @@ def test_an_sft_config_is_refused_by_what_it_is_and_a_grpo_config_with_a_stray_f
     assert any(f.startswith("TRL settings with no counterpart") and "packing" in f for f in flags)
 
 
+def test_a_trl_python_script_is_read_as_source_never_run(snapshot: Path, tmp_path: Path) -> None:
+    """TRL's quickstart shape: GRPOConfig(...) keywords, the trainer's model, a LoraConfig (peft's rank 8 when it
+    gives none). A field the advisor reads must be a value; one it does not read may be computed; nothing runs."""
+    script = tmp_path / "train.py"
+    marker = tmp_path / "ran"
+    head = f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\nN = 4\n"
+    script.write_text(head + (
+        "args = GRPOConfig(output_dir=f'{N}-out', per_device_train_batch_size=N, num_generations=N,\n"
+        "                  max_completion_length=256, num_processes=2, use_vllm=True)\n"
+        "trainer = GRPOTrainer(model='Qwen/Qwen2.5-3B-Instruct', args=args, peft_config=LoraConfig())\n"
+    ))  # fmt: skip
+    plans = read_plans(script, kind="trl", workload="math", settings={"max_prompt_length": 256}, source=snapshot)
+    got = plans.settings(0)
+    assert (got["model_id"], got["actor_micro_batch"], got["rollout_n"], got["gpu_count"]) == (
+        "Qwen/Qwen2.5-3B-Instruct", 4, 4, 2)  # fmt: skip
+    assert (got["adaptation"], got["lora_rank"]) == ("LoRA", 8) and not marker.exists()
+    script.write_text(head + "GRPOConfig(per_device_train_batch_size=N * 2)\nGRPOTrainer(model='m')\n")
+    with pytest.raises(InputError, match=r"train.py line 4: per_device_train_batch_size is computed when the script"):
+        read_plans(script, kind="trl", workload="math", source=snapshot)
+    for text, reason in (("x = GRPOConfig()\ny = GRPOConfig()\n", "2 GRPOConfig\\(...\\) calls"),
+                         ("print('no config')\n", "no GRPOConfig"),
+                         ("def broken(:\n", "not a Python script \\(line 1\\)"),
+                         ("x = " + "(" * 5000 + ")" * 5000 + "\n", "not a Python script")):  # fmt: skip
+        script.write_text(text)
+        with pytest.raises(InputError, match=reason):
+            read_plans(script, kind="trl", workload="math", source=snapshot)
+
+
 def test_row_labels_are_made_when_asked() -> None:
     labels = RowLabels("plans.csv", 100_000)
     assert len(labels) == 100_000 and labels[0] == "plans.csv row 1" and labels[-1] == "plans.csv row 100000"

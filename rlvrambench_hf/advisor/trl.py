@@ -171,7 +171,14 @@ def _count(value: object) -> bool:
 
 
 def trl_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The fields of a TRL config file (YAML or JSON), or of a TRL training script (``.py``, :mod:`.trlpython`)."""
     name = str(path)
+    if Path(path).suffix.lower() == ".py":
+        from ..userfile import MAX_SCRIPT_BYTES
+        from .trlpython import script_fields
+
+        text = read_text(path, "TRL script", MAX_SCRIPT_BYTES)
+        return script_fields(text, name, mapped_keys(TRL_MAPPING, TRL_SCOPE) | set(ACCELERATE_KEYS.values()))
     data = parse_structured(read_text(path, "TRL config"), name, Path(path).suffix.lower())
     if not isinstance(data, dict):
         raise InputError(f"{name}: a TRL config is a mapping of GRPOConfig fields (num_generations: 8, ...)")

@@ -41,7 +41,10 @@ def add_advise(p: argparse.ArgumentParser) -> None:
         "key=value overrides (read as text, never run); absent settings take your installed VERL's defaults",
     )
     given.add_argument(
-        "--trl", metavar="FILE", help="your TRL GRPOConfig as YAML or JSON (as trl grpo --config takes it)"
+        "--trl",
+        metavar="FILE",
+        help="your TRL GRPOConfig as YAML or JSON (as trl grpo --config takes it), or your TRL training script (.py, "
+        "read as source, never run)",
     )
     p.add_argument(
         "--accelerate-config",
