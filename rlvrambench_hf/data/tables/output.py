@@ -166,15 +166,10 @@ def object_file(spec: str | None) -> str | None:
 def atomic_output(path: PathLike, mode: str = "w", **open_kwargs: Any) -> Iterator[IO[Any]]:
     """Open a temporary file next to ``path``; it replaces ``path`` only if the block ends without error."""
     target = Path(path)
-    check_target(target)
     if "b" not in mode:
         open_kwargs.setdefault("encoding", "utf-8")
         open_kwargs.setdefault("newline", "")
-    _remove_stale_temporaries(target)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
-    except OSError as exc:
-        raise output_error(target, exc) from None
+    fd, tmp = _new_temporary(target)
     try:
         with os.fdopen(fd, mode, **open_kwargs) as handle:
             yield handle
@@ -222,14 +217,20 @@ def write_all_atomic(files: Mapping[Path, str | bytes] | Mapping[PathLike, str |
             Path(tmp).unlink(missing_ok=True)
 
 
-def _staged(target: Path, data: str | bytes) -> str:
-    """A complete, closed temporary copy of ``data`` beside ``target`` (its path), or one line and nothing left."""
+def _new_temporary(target: Path) -> tuple[int, str]:
+    """A new temporary file beside ``target`` (its descriptor and path), once ``target`` is checked writable and this
+    process's stale temporaries of it are gone; one line when the folder refuses it."""
     check_target(target)
     _remove_stale_temporaries(target)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
+        return tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
         raise output_error(target, exc) from None
+
+
+def _staged(target: Path, data: str | bytes) -> str:
+    """A complete, closed temporary copy of ``data`` beside ``target`` (its path), or one line and nothing left."""
+    fd, tmp = _new_temporary(target)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data.encode("utf-8") if isinstance(data, str) else data)
