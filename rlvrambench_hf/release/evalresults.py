@@ -16,8 +16,9 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -97,32 +98,46 @@ def eval_entries(
 ) -> Export:
     """One entry per track of ``scores`` (a transfer score file) and reported metric; a null value is left out
     (and named), never written as 0."""
-    from huggingface_hub import EvalResultEntry
-
     if isinstance(scores, Mapping) and "folds" in scores and "per_track" not in scores:
         return estimation_entries(
             scores, dataset_id=dataset_id, dataset_revision=dataset_revision, version=version, source=source
         )
     scores = check_scores(scores, source)
+    scopes = [
+        (partial(task_id, track), scope, f"rlvrambench-hf {version}; {scope.get('queries')} queries, track {track}")
+        for track, scope in scores["per_track"].items()
+    ]
+    return _export(scopes, scores.get("interval_settings"), dataset_id, dataset_revision, source)
+
+
+def _export(
+    scopes: Sequence[tuple[Callable[[str], str], Mapping[str, Any], str]],
+    about: Any,
+    dataset_id: str,
+    dataset_revision: str,
+    source: str,
+) -> Export:
+    """One entry per scope (the task id of a metric, its scores, its notes) and reported metric, its interval named
+    when ``about`` (the interval settings) and the scope have one; a null value is left out (and named)."""
+    from huggingface_hub import EvalResultEntry
+
     entries, left_out = [], []
-    about = scores.get("interval_settings")
-    for track, scope in scores["per_track"].items():
+    for task, scores, notes in scopes:
         for metric in REPORTED_METRICS:
-            value = scope.get(metric)
+            value = scores.get(metric)
             if value is None:
-                left_out.append(task_id(track, metric))
+                left_out.append(task(metric))
                 continue
-            notes = f"rlvrambench-hf {version}; {scope.get('queries')} queries, track {track}"
-            block = scope.get("intervals")
-            if block and about and metric in block["metrics"]:
-                notes += "; " + interval_note(block, metric, about)
+            block: Mapping[str, Any] = scores.get("intervals") or {}
+            shown = block and about and metric in block.get("metrics", {})
+            interval = "; " + interval_note(block, metric, about) if shown else ""
             entries.append(
                 EvalResultEntry(
                     dataset_id=dataset_id,
-                    task_id=task_id(track, metric),
+                    task_id=task(metric),
                     value=value,
                     dataset_revision=dataset_revision,
-                    notes=notes,
+                    notes=notes + interval,
                 )
             )
     if not entries:
@@ -141,41 +156,21 @@ def estimation_entries(
     """One record per fold (naming its held-out family) and reported metric of the one estimator of an
     ``estimate compare`` report; the notes name the estimator, its arguments, the families it was fitted on, the
     interval when the report has one, and that three families cannot support a claim about a fourth."""
-    from huggingface_hub import EvalResultEntry
-
     name, folds = _estimator_folds(report, source)
-    about = report.get("interval_settings")
     described = report.get("estimators", {}).get(name) or {}
     arguments = described.get("arguments")
     shown = f" with {', '.join(f'{k}={quote(v)}' for k, v in arguments.items())}" if arguments else ""
-    entries, left_out = [], []
-    for family, scores in folds.items():
-        trained = [f for f in folds if f != family]
-        for metric in REPORTED_METRICS:
-            value = scores.get(metric)
-            if value is None:
-                left_out.append(fold_task_id(family, metric))
-                continue
-            notes = (
-                f"rlvrambench-hf {version}; estimator {name}{shown}; held-out family {family} "
-                f"({scores.get('queries')} configurations), fitted on {', '.join(trained)}; three held-out families "
-                "cannot support a claim about a fourth"
-            )
-            block = scores.get("intervals")
-            if block and about and metric in block.get("metrics", {}):
-                notes += "; " + interval_note(block, metric, about)
-            entries.append(
-                EvalResultEntry(
-                    dataset_id=dataset_id,
-                    task_id=fold_task_id(family, metric),
-                    value=value,
-                    dataset_revision=dataset_revision,
-                    notes=notes,
-                )
-            )
-    if not entries:
-        raise InputError(f"{source} has no non-null value of {', '.join(REPORTED_METRICS)} to export")
-    return Export(entries, left_out)
+    scopes = [
+        (
+            partial(fold_task_id, family),
+            scores,
+            f"rlvrambench-hf {version}; estimator {name}{shown}; held-out family {family} "
+            f"({scores.get('queries')} configurations), fitted on {', '.join(f for f in folds if f != family)}; "
+            "three held-out families cannot support a claim about a fourth",
+        )
+        for family, scores in folds.items()
+    ]
+    return _export(scopes, report.get("interval_settings"), dataset_id, dataset_revision, source)
 
 
 def _estimator_folds(report: Mapping[str, Any], source: str) -> tuple[str, dict[str, Mapping[str, Any]]]:
