@@ -233,6 +233,7 @@ def test_output_that_would_clobber_an_input_is_refused_before_any_work(work, cas
 
     args, message = OUTPUT_CASES[case]
     args = [a.replace("{hub}", constants.HF_HUB_CACHE) for a in args]
+    Path(constants.HF_HUB_CACHE).mkdir(parents=True, exist_ok=True)  # as any earlier download leaves it
     before = listing(work)
     result = run(*args, cwd=work)
     lines = result.stderr.strip().splitlines()
