@@ -123,6 +123,8 @@ def _trl_batch(values: Values, settings: Mapping[str, object]) -> object:
         return None
     else:
         completions = per_device * gpus * rounds  # type: ignore[operator]
+    if not all(isinstance(v, int) and v > 0 for v in (completions, generations)):
+        return 0  # not counts: the range checks of the settings they come from say so, before this one's
     whole, rest = divmod(completions, generations)  # type: ignore[operator]
     return whole if rest == 0 else completions / generations  # type: ignore[operator]
 
