@@ -45,7 +45,7 @@ ANSWERING = """
 import resource, sys, time
 import pyarrow as pa
 from rlvrambench_hf.advisor import Plans, advise
-from rlvrambench_hf.advisor.sweep import write_sweep
+from rlvrambench_hf.advisor.output.sweep import write_sweep
 start = time.perf_counter()
 table = pa.ipc.open_file(sys.argv[2]).read_all()
 answers = advise(Plans(table, ["grid"] * table.num_rows), sys.argv[1])

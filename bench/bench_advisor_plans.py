@@ -63,7 +63,7 @@ def in_process(paths: dict[int, Path], processes: dict[int, tuple[float, float, 
     import pyarrow.csv as pacsv
 
     from rlvrambench_hf.advisor import read_plans
-    from rlvrambench_hf.advisor.checks import Where, check_ranges, typed_from_text
+    from rlvrambench_hf.advisor.read.checks import Where, check_ranges, typed_from_text
     from rlvrambench_hf.data.schema.registry import get_spec
 
     spec = get_spec("configurations")

@@ -19,14 +19,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from rlvrambench_hf.advisor import Hardware, Plans, advise
-from rlvrambench_hf.advisor.arrays import take
-from rlvrambench_hf.advisor.changes import MOVES
-from rlvrambench_hf.advisor.context import load_context
-from rlvrambench_hf.advisor.document import configuration, document
-from rlvrambench_hf.advisor.floors import FLOORS, floors
-from rlvrambench_hf.advisor.predict import SettingArrays, feature_columns, predict
-from rlvrambench_hf.advisor.records import DEFINING_SETTINGS
-from rlvrambench_hf.advisor.sweep import sweep_table, verdict_lines, write_sweep
+from rlvrambench_hf.advisor.assess.changes import MOVES
+from rlvrambench_hf.advisor.assess.context import load_context
+from rlvrambench_hf.advisor.assess.floors import FLOORS, floors
+from rlvrambench_hf.advisor.assess.predict import SettingArrays, feature_columns, predict
+from rlvrambench_hf.advisor.assess.records import DEFINING_SETTINGS
+from rlvrambench_hf.advisor.output.document import configuration, document
+from rlvrambench_hf.advisor.output.sweep import sweep_table, verdict_lines, write_sweep
+from rlvrambench_hf.advisor.plan.arrays import take
 from rlvrambench_hf.data.schema.pins import RELEASE_STACK
 from rlvrambench_hf.data.schema.registry import REGISTRY
 from rlvrambench_hf.data.tables.reader import load_table

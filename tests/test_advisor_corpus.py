@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from rlvrambench_hf.advisor import advise, read_plans
-from rlvrambench_hf.advisor.context import load_context
-from rlvrambench_hf.advisor.document import document
+from rlvrambench_hf.advisor.assess.context import load_context
+from rlvrambench_hf.advisor.output.document import document
 from rlvrambench_hf.errors import MESSAGE_LIMIT, RLVRAMBenchError
 
 CORPUS = Path(__file__).parent / "advisor_corpus"
@@ -216,7 +216,7 @@ def test_what_a_script_says_beyond_the_settings_passed_on_is_named(
 def test_values_from_bash_arrays_name_their_line_and_a_run_without_kl_says_it_has_no_reference(
     snapshot: Path, verl_defaults: Path, monkeypatch
 ) -> None:
-    from rlvrambench_hf.advisor.mapping import NO_REFERENCE_FLAG
+    from rlvrambench_hf.advisor.plan.mapping import NO_REFERENCE_FLAG
 
     monkeypatch.syspath_prepend(str(verl_defaults))
     arrays = _read(next(c for c in CASES if c.path == "verl/grpo_megatron_lora_arrays.sh"), snapshot)
@@ -235,7 +235,7 @@ def test_verl_per_size_h100_scripts_fit_on_an_h100_and_not_on_the_release_a100(
     scripts are refused, by a floor or by the model: more device memory never gives a worse verdict."""
     from huggingface_hub import constants
 
-    from rlvrambench_hf.advisor.hardware import Hardware
+    from rlvrambench_hf.advisor.plan.hardware import Hardware
 
     monkeypatch.syspath_prepend(str(verl_defaults))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # sizes from the release or the package's config facts

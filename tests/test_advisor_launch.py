@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from rlvrambench_hf.advisor import read_plans
-from rlvrambench_hf.advisor.launch import read_launches, unresolved
-from rlvrambench_hf.advisor.mapping import NULL_CONTEXT_FLAG
-from rlvrambench_hf.advisor.verl import Config, hydra_value, lookup, merged
+from rlvrambench_hf.advisor.plan.mapping import NULL_CONTEXT_FLAG
+from rlvrambench_hf.advisor.read.verl.config import Config, hydra_value, lookup, merged
+from rlvrambench_hf.advisor.read.verl.launch import read_launches, unresolved
 from rlvrambench_hf.errors import InputError
 
 
@@ -205,7 +205,7 @@ def test_a_verl_config_mapping_is_read_directly(snapshot: Path) -> None:
 
 
 def test_the_kind_is_detected_when_not_given(tmp_path: Path) -> None:
-    from rlvrambench_hf.advisor.read import detect_kind
+    from rlvrambench_hf.advisor.read.reader import detect_kind
 
     verl_yaml, trl_yaml, planned_yaml = tmp_path / "verl.yaml", tmp_path / "grpo.yaml", tmp_path / "plan.yaml"
     verl_yaml.write_text("trainer:\n  nnodes: 1\n")
@@ -220,8 +220,8 @@ def test_the_kind_is_detected_when_not_given(tmp_path: Path) -> None:
 
 def test_a_mandatory_value_left_unset_is_not_a_value() -> None:
     """VERL 0.9's packaged rollout.name is OmegaConf's ``???``: not an engine name, a setting VERL requires."""
-    from rlvrambench_hf.advisor.mapping import VERL_SCOPE
-    from rlvrambench_hf.advisor.verl import scope_flags
+    from rlvrambench_hf.advisor.plan.mapping import VERL_SCOPE
+    from rlvrambench_hf.advisor.read.verl.config import scope_flags
 
     tree = {"actor_rollout_ref": {"rollout": {"name": "???", "n": "???"}}}
     config = Config(tree, "run.sh line 1", "verl/trainer/config/_generated_ppo_trainer.yaml")
@@ -332,7 +332,7 @@ def test_without_a_kl_term_verl_has_no_reference_and_megatron_writes_lora_under_
     """VERL loads a reference policy only for a KL term (need_reference_policy): without one the reference's
     micro-batch is neither required nor used (the log-prob pass is the rollout's), and the answer says so. Megatron
     runs write LoRA as model.lora.rank, which VERL reads as LoRA as it does model.lora_rank."""
-    from rlvrambench_hf.advisor.mapping import NO_REFERENCE_FLAG
+    from rlvrambench_hf.advisor.plan.mapping import NO_REFERENCE_FLAG
 
     no_kl = _tree(actor_rollout_ref__ref__log_prob_micro_batch_size_per_gpu=None,
                   actor_rollout_ref__model__lora_rank=0, actor_rollout_ref__actor__use_kl_loss=False,
@@ -356,7 +356,7 @@ def test_without_a_kl_term_verl_has_no_reference_and_megatron_writes_lora_under_
 
 
 def test_a_local_model_path_not_on_this_machine_is_read_as_its_hub_id(snapshot: Path) -> None:
-    from rlvrambench_hf.advisor.models import model_of_path
+    from rlvrambench_hf.advisor.read.models import model_of_path
 
     measured = ("Qwen/Qwen2.5-1.5B-Instruct", "Qwen/Qwen2.5-3B-Instruct")
     assert model_of_path("/root/models/Qwen/Qwen2.5-0.5B", measured) == (

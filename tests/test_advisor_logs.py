@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from rlvrambench_hf.advisor import PhaseModel, advise, diagnose_text, explain_failure, read_log, read_plans
-from rlvrambench_hf.advisor.document import configuration
-from rlvrambench_hf.advisor.phasematch import match_phases
+from rlvrambench_hf.advisor.diagnose.phasematch import match_phases
+from rlvrambench_hf.advisor.output.document import configuration
 from rlvrambench_hf.cli import main
 from rlvrambench_hf.errors import InputError
 from rlvrambench_hf.reporting.advice import diagnosis_section

@@ -23,11 +23,11 @@ import yaml
 
 from rlvrambench_hf import advisor
 from rlvrambench_hf.advisor import TRL_MAPPING, VERL_MAPPING, Plans, read_plans
-from rlvrambench_hf.advisor.document import document
-from rlvrambench_hf.advisor.knobs import KNOB_BY_NAME
-from rlvrambench_hf.advisor.mapping import NO_REFERENCE_FLAG, NULL_CONTEXT_FLAG, TRL_STACK_FLAG
-from rlvrambench_hf.advisor.measured import LEVEL_PATTERN, LEVEL_SETTINGS
-from rlvrambench_hf.advisor.plans import RowLabels
+from rlvrambench_hf.advisor.output.document import document
+from rlvrambench_hf.advisor.plan.knobs import KNOB_BY_NAME
+from rlvrambench_hf.advisor.plan.mapping import NO_REFERENCE_FLAG, NULL_CONTEXT_FLAG, TRL_STACK_FLAG
+from rlvrambench_hf.advisor.plan.plans import RowLabels
+from rlvrambench_hf.advisor.read.measured import LEVEL_PATTERN, LEVEL_SETTINGS
 from rlvrambench_hf.data.tables.reader import load_table
 from rlvrambench_hf.errors import InputError
 
@@ -575,7 +575,7 @@ def _release_configs(snapshot: Path) -> dict[str, dict]:
 
 
 def test_sizes_from_config_json_match_the_releases_model_metadata(snapshot: Path) -> None:
-    from rlvrambench_hf.advisor.models import architecture_metadata
+    from rlvrambench_hf.advisor.read.models import architecture_metadata
 
     metadata = json.loads((snapshot / "benchmark" / "estimation" / "model_metadata.json").read_text())
     counts = ("floating_checkpoint_elements", "floating_checkpoint_bytes", "all_linear_layer_adapter_elements",
@@ -591,7 +591,7 @@ def test_sizes_from_config_json_match_the_releases_model_metadata(snapshot: Path
 
 
 def test_a_local_folder_is_read_for_its_config_and_safetensors_headers(snapshot: Path, tmp_path: Path) -> None:
-    from rlvrambench_hf.advisor.models import local_model_metadata
+    from rlvrambench_hf.advisor.read.models import local_model_metadata
 
     folder = tmp_path / "Qwen2.5-3B-local"
     folder.mkdir()
@@ -611,7 +611,7 @@ def test_a_local_folder_is_read_for_its_config_and_safetensors_headers(snapshot:
 
 
 def test_a_local_folder_with_only_config_json_gets_floors_and_a_model_answer(snapshot: Path, tmp_path: Path) -> None:
-    from rlvrambench_hf.advisor.context import load_context
+    from rlvrambench_hf.advisor.assess.context import load_context
 
     folder = tmp_path / "my-model"
     folder.mkdir()
@@ -636,8 +636,8 @@ def test_offline_a_measured_model_without_metadata_gets_its_measured_records(
     a plan with a measured configuration's settings is answered by those records."""
     from huggingface_hub import constants
 
-    from rlvrambench_hf.advisor.context import load_context
-    from rlvrambench_hf.advisor.measured import load_measured
+    from rlvrambench_hf.advisor.assess.context import load_context
+    from rlvrambench_hf.advisor.read.measured import load_measured
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     rows = [r for r in configurations if r["model_id"] == "Qwen/Qwen2.5-1.5B-Instruct"]

@@ -174,7 +174,7 @@ def protocol_base(work: Path) -> tuple[bytes, str]:
 
 
 def planned_base(work: Path) -> tuple[bytes, str]:
-    from rlvrambench_hf.advisor.read import REQUIRED
+    from rlvrambench_hf.advisor.read.reader import REQUIRED
     from rlvrambench_hf.data.tables.reader import load_table
 
     row = load_table("estimation_targets", SNAPSHOT, decode=True).to_pylist()[0]

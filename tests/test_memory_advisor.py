@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlvrambench_hf import advisor
-from rlvrambench_hf.advisor.context import load_context
-from rlvrambench_hf.advisor.document import document
-from rlvrambench_hf.advisor.hardware import Hardware
-from rlvrambench_hf.advisor.plans import Plans
+from rlvrambench_hf.advisor.assess.context import load_context
+from rlvrambench_hf.advisor.output.document import document
+from rlvrambench_hf.advisor.plan.hardware import Hardware
+from rlvrambench_hf.advisor.plan.plans import Plans
 from rlvrambench_hf.data.schema.registry import get_spec
 from rlvrambench_hf.data.tables.reader import load_table
 
@@ -91,7 +91,7 @@ def test_what_the_model_does_not_cover_gets_no_verdict_even_when_measured(contex
 def test_every_configuration_is_answered_from_its_measurement_first(context, snapshot):
     table = load_table("configurations", snapshot, decode=True)
     outcomes = {r["configuration_id"]: r for r in load_table("outcomes", snapshot, decode=True).to_pylist()}
-    from rlvrambench_hf.advisor.answer import answer_plans
+    from rlvrambench_hf.advisor.assess.verdict import answer_plans
 
     answers = answer_plans(Plans(table, ["configurations.csv"] * table.num_rows), context)  # no Hub for 1.5B
     a = answers.assessment
@@ -106,7 +106,7 @@ def test_every_configuration_is_answered_from_its_measurement_first(context, sna
 
 
 def test_the_sweep_table_names_the_device_binding_phase_and_predicted_peak(context):
-    from rlvrambench_hf.advisor.sweep import sweep_table
+    from rlvrambench_hf.advisor.output.sweep import sweep_table
 
     rows = [{**QWEN3B, "workload_id": "math"}, {**QWEN3B, "workload_id": "math", "vllm_gpu_memory_utilization": 0.85}]
     table = sweep_table(advisor.advise(plans(rows), context=context, hardware=Hardware.of(None, None, "L40S")))
@@ -117,7 +117,7 @@ def test_the_sweep_table_names_the_device_binding_phase_and_predicted_peak(conte
 
 
 def test_a_planned_csv_carries_memory_knobs(context, tmp_path, snapshot):
-    from rlvrambench_hf.advisor.read import read_plans
+    from rlvrambench_hf.advisor.read.reader import read_plans
     from rlvrambench_hf.errors import InputError
 
     names = [k for k in QWEN3B if k != "max_model_len"] + ["max_model_len"]
@@ -146,7 +146,7 @@ def test_a_planned_csv_carries_memory_knobs(context, tmp_path, snapshot):
 )
 def test_the_verdict_never_worsens_with_more_device_memory(context, model, u, gpus, offload, length):
     """Floors and model together, through the advisor's assessment: verdicts on 24, 48, 80 and 141 GB devices."""
-    from rlvrambench_hf.advisor.answer import assess
+    from rlvrambench_hf.advisor.assess.verdict import assess
     from rlvrambench_hf.memory.devices import margin_of
 
     capacities = (24564, 49140, 81559, 143771)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rlvrambench_hf.advisor.changes import MOVES, in_user_keys
+from rlvrambench_hf.advisor.assess.changes import MOVES, in_user_keys
 
 SETTINGS = {"adaptation": "LoRA", "max_prompt_length": 1024, "max_response_length": 2048, "rollout_n": 2,
             "gpu_count": 2, "actor_micro_batch": 8}  # fmt: skip

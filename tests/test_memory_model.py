@@ -167,7 +167,7 @@ def test_the_release_failures_without_free_cache_engine_are_failures_of_the_mode
 
 def test_a_log_total_names_the_devices_of_the_one_table():
     """A log's total (PyTorch prints slightly less than NVML) names devices from the same table as ``--gpu``."""
-    from rlvrambench_hf.advisor.oomfixes import device_of
+    from rlvrambench_hf.advisor.diagnose.fixes import device_of
     from rlvrambench_hf.memory.devices import devices_of_log_total
 
     assert [d.name for d in devices_of_log_total(40335.4)] == ["A100 40GB"]

@@ -17,15 +17,15 @@ launch file's plans, the advisor's answer and a per-phase model's match (:mod:`.
 """
 
 from .api import advise, advise_planned
-from .diagnosis import Diagnosis, diagnose_text
-from .document import STATEMENT
-from .hardware import BENCHMARK_HARDWARE, Hardware
-from .logs import read_log
-from .mapping import TRL_MAPPING, TRL_SCOPE, VERL_MAPPING, VERL_SCOPE
-from .oom import explain_failure
-from .phasematch import PhaseModel
-from .plans import Plans
-from .read import read_plans
+from .diagnose.diagnosis import Diagnosis, diagnose_text
+from .diagnose.explain import explain_failure
+from .diagnose.logs import read_log
+from .diagnose.phasematch import PhaseModel
+from .output.document import STATEMENT
+from .plan.hardware import BENCHMARK_HARDWARE, Hardware
+from .plan.mapping import TRL_MAPPING, TRL_SCOPE, VERL_MAPPING, VERL_SCOPE
+from .plan.plans import Plans
+from .read.reader import read_plans
 
 __all__ = [
     "BENCHMARK_HARDWARE",

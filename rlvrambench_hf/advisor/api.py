@@ -12,10 +12,10 @@ from typing import Any
 
 from ..data.sources.resolve import SourceLike
 from ..errors import RLVRAMBenchError, first_line
-from .answer import Answers, answer_plans, with_hardware
-from .context import Context, load_context
-from .hardware import BENCHMARK_HARDWARE, Hardware
-from .plans import Plans
+from .assess.context import Context, load_context
+from .assess.verdict import Answers, answer_plans, with_hardware
+from .plan.hardware import BENCHMARK_HARDWARE, Hardware
+from .plan.plans import Plans
 
 PlannedLike = str | os.PathLike[str] | Sequence[Mapping[str, Any]] | Mapping[str, Any] | Plans | object
 
@@ -53,8 +53,8 @@ def advise_planned(
     """The JSON answer (see :mod:`.document`) to planned configurations: a :class:`Plans`, or anything
     :func:`~.read.read_plans` reads (a YAML / JSON / CSV file, a list of mappings, a VERL launch script or config
     mapping, a GRPOConfig-like object)."""
-    from .document import document
-    from .read import read_plans
+    from .output.document import document
+    from .read.reader import read_plans
 
     plans = planned if isinstance(planned, Plans) else read_plans(planned, source=source, revision=revision)
     answers = advise(plans, source, revision, hardware=hardware, model_revision=model_revision, nearest=nearest)

@@ -139,20 +139,20 @@ def write_answers(answers: object, path: str | None) -> None:
     if not path:
         return
     if path.lower().endswith(".json"):
-        from ..advisor.document import document
+        from ..advisor.output.document import document
         from ..data.tables.output import write_json
 
         write_json(path, document(answers))  # type: ignore[arg-type]
         return
-    from ..advisor.sweep import write_sweep
+    from ..advisor.output.sweep import write_sweep
 
     write_sweep(answers, path)  # type: ignore[arg-type]
 
 
 def render(answers: object) -> str:
     """The verdict line of each plan, then details (or, for a sweep, the verdict counts)."""
-    from ..advisor.document import STATEMENT, configuration
-    from ..advisor.sweep import verdict_counts, verdict_lines
+    from ..advisor.output.document import STATEMENT, configuration
+    from ..advisor.output.sweep import verdict_counts, verdict_lines
 
     lines = verdict_lines(answers)  # type: ignore[arg-type]
     if len(lines) > DETAIL_LIMIT:
@@ -254,7 +254,7 @@ def run_log(args: argparse.Namespace, settings: dict[str, str]) -> int:
     """Diagnose ``args.log`` (with the plans of ``--verl`` / ``--trl`` / ``--planned`` when given; ``settings``: the
     ``--setting`` options)."""
     from ..advisor import Hardware, read_plans
-    from ..advisor.oom import explain_failure
+    from ..advisor.diagnose.explain import explain_failure
     from ._common import checked_source
 
     if args.output and not args.output.lower().endswith(".json"):
@@ -272,7 +272,7 @@ def run_log(args: argparse.Namespace, settings: dict[str, str]) -> int:
         plans = read_plans(given, kind=kind, workload=args.workload, settings=settings, source=source)  # type: ignore[arg-type]
     found = explain_failure(args.log, source, plans=plans, hardware=hardware)
     if args.output:
-        from ..advisor.document import STATEMENT
+        from ..advisor.output.document import STATEMENT
         from ..data.tables.output import write_json
 
         write_json(args.output, {"statement": STATEMENT, "diagnosis": found.as_dict()})

@@ -1,5 +1,5 @@
 """The numbers the model reads per plan, as numpy columns: the dataset's settings, the memory knobs beside them
-(:mod:`rlvrambench_hf.advisor.knobs` names them) and the device. The caller converts its table; this module only
+(:mod:`rlvrambench_hf.advisor.plan.knobs` names them) and the device. The caller converts its table; this module only
 resolves what a plan leaves unsaid and says from where each value came.
 """
 

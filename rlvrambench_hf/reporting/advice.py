@@ -53,8 +53,8 @@ FIX_COLUMNS = ("key", "change", "TRL", "basis", "why")
 
 
 def diagnosis_section(diagnosis: Mapping[str, Any], log: str) -> str:
-    """The section on a failure log (``Diagnosis.as_dict()`` of :mod:`rlvrambench_hf.advisor.diagnosis`): its one
-    line, the figures the log states, the release's failures of that kind and the fixes."""
+    """The section on a failure log (``Diagnosis.as_dict()`` of :mod:`rlvrambench_hf.advisor.diagnose.diagnosis`): its
+    one line, the figures the log states, the release's failures of that kind and the fixes."""
     body = [s.paragraph(f"{log}: {diagnosis['headline']}")]
     if diagnosis["numbers"]:
         rows = [[n["name"], n["value"], n["unit"], n["written"]] for n in diagnosis["numbers"]]

@@ -174,7 +174,7 @@ def build_report(
     ]
     if plans is not None:
         from ..advisor import advise
-        from ..advisor.document import document
+        from ..advisor.output.document import document
         from .advice import advice_section
 
         body.append(advice_section(document(advise(plans, src)), os.fspath(str(planned))))

@@ -1,0 +1,293 @@
+"""The answer to every plan: measured > floor > predicted (pure over a :class:`~.plans.Plans` and a context).
+
+:func:`assess` is vectorised over plans: the measured records each plan matches, its physical floors and the three
+references' predictions, and from them the verdict — the measurement where one exists (its repeated label, the
+most severe when records disagree, or ``unresolved``), else ``memory_failure`` when a floor cannot hold, else the
+most cautious of the methods' labels. :func:`answer_plans` adds the changes that would make a plan fit, its
+distance to the measured cloud and its scope flags; :mod:`.output` turns the result into JSON, a sweep table and
+text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import pyarrow as pa
+
+from ...data.schema.pins import OUTCOME_LABELS, RELEASE_STACK, UNRESOLVED
+from ...data.schema.registry import get_spec
+from ...errors import InputError
+from ...memory.phases import PhaseModel, phases
+from ..plan.arrays import numbers, with_validity
+from ..plan.hardware import BENCHMARK_HARDWARE, HARDWARE_SETTINGS, Hardware
+from ..plan.knobs import KNOB_BY_NAME
+from ..plan.plans import Plans
+from .changes import Assessed, ChangeSet, variants
+from .context import Context
+from .floors import Floors, floors
+from .lookup import Matches, exact_matches
+from .predict import ABOVE, FAILURE, WITHIN, Predictions, SettingArrays, memory_inputs, predict
+from .records import UNKNOWN, Codes
+from .scope import Flag, scope_flags
+
+#: Verdict states: the three labels, then unresolved (a measurement without a repeated label); -1: nothing known.
+STATES: tuple[str, ...] = (*OUTCOME_LABELS, UNRESOLVED)
+UNRESOLVED_STATE = 3
+MEASURED, FLOOR, PREDICTED = "measured", "floor", "predicted"
+BASES: tuple[str, ...] = (MEASURED, FLOOR, PREDICTED)
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """Plans assessed together: settings, codes, measured matches, floors, predictions, verdict state and basis."""
+
+    table: pa.Table
+    settings: SettingArrays
+    codes: Codes
+    matches: Matches
+    floors: Floors
+    predictions: Predictions
+    state: np.ndarray
+    basis: np.ndarray  # index into BASES
+    model: PhaseModel
+    model_state: np.ndarray  # label index of the per-phase model's peak (-1: none)
+    not_modelled: dict[str, np.ndarray]  # reason -> rows the model does not cover for that reason
+    near_limit: np.ndarray
+
+    def not_modelled_reasons(self, i: int) -> list[str]:
+        return [reason for reason, mask in self.not_modelled.items() if mask[i]]
+
+
+def with_hardware(table: pa.Table, hardware: Hardware, written: Mapping[str, str] | None = None) -> pa.Table:
+    """``table`` with the device filled in where a plan does not give it; a plan that names another device than
+    ``hardware`` is refused unless ``hardware`` is that device."""
+    for name in HARDWARE_SETTINGS:
+        wanted = getattr(hardware, name)
+        if name in table.column_names:
+            values, valid = numbers(table.column(name), np.int64)
+            differs = valid & (values != wanted)
+            if differs.any():
+                i = int(np.flatnonzero(differs)[0])
+                where = (written or {}).get(name, name).replace("{row}", str(i + 1))
+                raise InputError(
+                    f"planned configuration {i + 1}: {where}={int(values[i])} is not the benchmark's "
+                    f"{getattr(BENCHMARK_HARDWARE, name)}; give the device explicitly (--device-capacity-mib) "
+                    "to get flagged predictions for other hardware"
+                )
+            table = table.drop_columns([name])
+        column = with_validity(pa.int64(), np.full(table.num_rows, wanted, dtype=np.int64), None)
+        table = table.append_column(name, column)
+    return table
+
+
+def assess(table: pa.Table, context: Context) -> Assessment:
+    """Measured matches, floors, the per-phase model and the verdict of every plan of ``table`` (hardware filled
+    in): what the model does not cover withholds the verdict first; then measured > floor > model."""
+    settings = SettingArrays.of(table, context.metadata)
+    codes = context.records.index.codes(table)
+    matches = exact_matches(context.records, codes)
+    x, arch = memory_inputs(table, settings)
+    model = phases(x, arch, context.memory.calibration)
+    found_floors = floors(settings)
+    predictions = predict(settings, context.fitted, context.parameters)
+    uncovered = not_modelled(table, codes)
+    n = table.num_rows
+    any_reason = np.logical_or.reduce([*uncovered.values(), np.zeros(n, bool)])
+    strict = np.logical_or.reduce([m for r, m in uncovered.items() if r not in ADDITIVE] + [np.zeros(n, bool)])
+    measured = (matches.count > 0) & ~any_reason
+    failing = found_floors.failing()
+    measured_state = np.where(matches.resolved > 0, matches.worst, UNRESOLVED_STATE)
+    peak, capacity, margin = model.peak, x["device_capacity_mib"], settings["margin_limit_mib"]
+    model_state = np.where(
+        np.isnan(peak), -1, np.where(peak > capacity, FAILURE, np.where(peak > margin, ABOVE, WITHIN))
+    )
+    band = context.memory.band_mib
+    near = ~np.isnan(peak) & ((np.abs(peak - margin) <= band) | (np.abs(peak - capacity) <= band))
+    state = np.where(measured, measured_state, np.where(failing, FAILURE, model_state))
+    if any_reason.any():  # the GRPO+LoRA twin's measurement bounds a run that carries more
+        state = np.where(any_reason & ~strict, np.maximum(state, _twin_state(table, context)), state)
+    # a run that carries more than the modelled one (full fine-tuning, a critic) fails where the modelled part
+    # alone fails or exceeds the margin; anything else the model does not cover gets no verdict
+    state = np.where(strict | (any_reason & (state < ABOVE)), -1, state)
+    basis = np.where(measured, 0, np.where(failing, 1, 2))
+    return Assessment(
+        table, settings, codes, matches, found_floors, predictions, state, basis, model, model_state, uncovered, near
+    )
+
+
+#: Reasons of runs that hold at least what the model counts (so a failure of the modelled part stands).
+FULL_FINE_TUNING = "not modelled: lora_rank=0 is full fine-tuning (the model covers LoRA adapters)"
+OTHER_STACK = "not modelled: another algorithm or adaptation than GRPO with LoRA (the model covers GRPO with LoRA)"
+ADDITIVE: frozenset[str] = frozenset({FULL_FINE_TUNING, OTHER_STACK})
+
+#: Knob values the model covers (a column absent or null: the release's value).
+COVERED: dict[str, tuple[object, ...]] = {
+    "rollout_engine": ("vllm",),
+    "vllm_mode": ("colocate",),
+    "strategy": ("fsdp", "fsdp2"),
+    "advantage_estimator": ("grpo",),
+    "actor_param_dtype": ("fp32", "float32", "bf16", "bfloat16", "fp16"),
+    "use_dynamic_bsz": (False,),
+}
+
+
+def not_modelled(table: pa.Table, codes: Codes) -> dict[str, np.ndarray]:
+    """Per reason, the plans the per-phase model does not cover (another engine, algorithm, backend, full
+    fine-tuning, dynamic batch sizes, sequence parallelism); for them no verdict is given, not even a measured one."""
+    out: dict[str, np.ndarray] = {}
+    n = table.num_rows
+    for name, covered in COVERED.items():
+        if name not in table.column_names:
+            continue
+        values = table.column(name).to_pylist()
+        for value in sorted({v for v in values if v is not None and v not in covered}, key=str):
+            out[f"not modelled: {name}={value} ({KNOB_BY_NAME[name].meaning}; the model covers {covered})"] = np.array(
+                [v == value for v in values], dtype=bool
+            ).reshape(n)
+    for name, reason in (
+        ("lora_rank", FULL_FINE_TUNING),
+        ("ulysses_sp_size", "not modelled: Ulysses sequence parallelism (ulysses_sp_size above 1)"),
+    ):
+        if name in table.column_names:
+            values, valid = numbers(table.column(name))
+            mask = valid & ((values == 0) if name == "lora_rank" else (values > 1))
+            if mask.any():
+                out[reason] = mask
+    stack = other_stack(codes)
+    if stack.any():
+        out[OTHER_STACK] = stack
+    return out
+
+
+def _twin_state(table: pa.Table, context: Context) -> np.ndarray:
+    """The measured label (-1: none) of each plan's GRPO+LoRA twin: the same settings in the release's stack."""
+    twin = table
+    for name, value in RELEASE_STACK.items():
+        column = pa.array([value] * table.num_rows, pa.string())
+        if name in twin.column_names:
+            twin = twin.set_column(twin.schema.get_field_index(name), name, column.cast(twin.schema.field(name).type))
+        else:
+            twin = twin.append_column(name, column)
+    found = exact_matches(context.records, context.records.index.codes(twin))
+    return np.where(found.resolved > 0, found.worst, -1)
+
+
+def other_stack(codes: Codes) -> np.ndarray:
+    """Plans of another algorithm or adaptation than the release's (GRPO with LoRA), which it never measured."""
+    out = np.zeros(codes.rows, dtype=bool)
+    for name in RELEASE_STACK:
+        out |= codes.codes[name] == UNKNOWN
+    return out
+
+
+@dataclass
+class Answers:
+    """The answers to a set of plans."""
+
+    plans: Plans
+    context: Context
+    assessment: Assessment
+    distance: np.ndarray
+    point: np.ndarray
+    flags: list[Flag]
+    hardware: Hardware
+    nearest: int
+    unavailable: Mapping[str, str]  # model id -> why its metadata is missing
+
+    def __len__(self) -> int:
+        return len(self.plans)
+
+    @cached_property
+    def changes(self) -> ChangeSet | None:
+        """The changes that would make each plan not within margin fit (assessed on first use: a sweep table does
+        not need them)."""
+        return _changes(self.assessment, self.context)
+
+    def configuration_id(self, i: int) -> str:
+        table = self.assessment.table
+        if "configuration_id" in table.column_names:
+            value = table.column("configuration_id")[i].as_py()
+            if value:
+                return str(value)
+        return f"planned-{i + 1}"
+
+    def row_flags(self, i: int) -> list[str]:
+        return self.plans.row_flags(i) + [f.sentence(i) for f in self.flags if f.mask[i]]
+
+
+def answer_plans(
+    plans: Plans,
+    context: Context,
+    *,
+    hardware: Hardware = BENCHMARK_HARDWARE,
+    nearest: int = 3,
+    unavailable: Mapping[str, str] | None = None,
+) -> Answers:
+    """Assess every plan, then find changes for those not within margin, distances and scope flags."""
+    if not len(plans):
+        raise InputError("no planned configuration given")
+    if nearest < 0:
+        raise InputError(f"nearest must be 0 or more, got {nearest}")
+    table = with_hardware(_settings_only(plans.table), hardware, plans.written)
+    assessment = assess(table, context)
+    p = assessment.predictions
+    distance, point = context.cloud.nearest(p.features)
+    distance[~p.available] = np.nan
+    outside = p.available & (distance > context.cloud.limit)
+    limit = context.cloud.limit
+    missing = unavailable or {}
+    extra = {
+        "hardware_not_measured": (np.full(len(plans), not hardware.is_benchmark), lambda i: str(hardware.flag())),
+        "no_donor": (
+            p.available & (p.donor < 0),
+            lambda i: "no measured configuration with the same workload and level: donor copy gives no prediction",
+        ),
+        "outside_cloud": (
+            outside,
+            lambda i: (
+                f"outside the measured cloud: standardised distance {distance[i]:.2f} to the nearest measured "
+                f"configuration, beyond the largest nearest-neighbour distance among measured configurations "
+                f"({limit:.2f})"
+            ),
+        ),
+        "no_metadata": (~assessment.settings.has_metadata, lambda i: _no_metadata(assessment.settings, i, missing)),
+    }
+    flags = scope_flags(
+        assessment.settings, assessment.codes, context.records.index, context.pool_models, context.sizes, extra
+    )
+    return Answers(plans, context, assessment, distance, point, flags, hardware, nearest, missing)
+
+
+def _settings_only(table: pa.Table) -> pa.Table:
+    known = set(get_spec("configurations").column_names) | set(KNOB_BY_NAME)
+    return table.select([n for n in table.column_names if n in known])
+
+
+def _changes(assessment: Assessment, context: Context) -> ChangeSet | None:
+    rows = np.flatnonzero(assessment.state != WITHIN)
+    if not len(rows):
+        return None
+    found = variants(assessment.table, rows, context.records.index)
+    if found is None:
+        return None
+    assessed = assess(found.table, context)
+    supported = (assessed.basis == 0) & (assessed.state == WITHIN) & (assessed.matches.within_margin_record >= 0)
+    result = Assessed(
+        assessed.state,
+        supported,
+        assessed.matches.within_margin_record,
+        assessed.model.peak,
+    )
+    peak = assessment.model.peak
+    return ChangeSet.of(found, result, peak, WITHIN, context.describe_record)
+
+
+def _no_metadata(s: SettingArrays, i: int, missing: Mapping[str, str]) -> str:
+    if s.model[i] < 0:
+        return "no model_id given: predictions and the floors that need model metadata are unavailable"
+    model = s.models[s.model[i]]
+    why = missing.get(model, "not in the release's model metadata")
+    return f"no model metadata for {model} ({why}): predictions and the floors that need it are unavailable"

@@ -1,0 +1,62 @@
+"""Settings that matter for memory beyond the columns of ``benchmark/configurations.csv``: the contract between the
+readers of launch files (:mod:`.verl`, :mod:`.trl`, which write them) and the per-phase memory model
+(:mod:`rlvrambench_hf.memory`, which reads them).
+
+A :class:`~.plans.Plans` table may carry any of these as extra columns, named and typed as here, beside the
+registry's settings. A column that is absent, or null in a row, means the plan does not say; the model then takes
+``measured`` (what the release's stack ran with), or, where that is ``None``, the framework's own default, and says
+so in its arithmetic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One memory-relevant setting: its column ``name``, Arrow ``type``, one-line ``meaning`` and the value the
+    release's stack ran with (``None``: the release does not record it)."""
+
+    name: str
+    type: pa.DataType
+    meaning: str
+    measured: object = None
+
+
+KNOBS: tuple[Knob, ...] = (
+    Knob("nnodes", pa.int64(), "nodes; gpu_count stays the total of GPUs over all nodes", 1),
+    Knob("lora_rank", pa.int64(), "LoRA rank of the adapter; 0 is full fine-tuning", 64),
+    Knob("strategy", pa.string(), "actor training backend: fsdp, fsdp2, megatron, deepspeed, ddp", "fsdp"),
+    Knob("zero_stage", pa.int64(), "DeepSpeed ZeRO stage when strategy is deepspeed"),
+    Knob("rollout_engine", pa.string(), "generation engine: vllm, sglang, hf, none", "vllm"),
+    Knob("vllm_mode", pa.string(), "colocate (generation on the training GPUs) or server (other GPUs)", "colocate"),
+    Knob("advantage_estimator", pa.string(), "grpo, gae (a critic model), ...", "grpo"),
+    Knob("gradient_checkpointing", pa.bool_(), "activation recomputation in the actor update"),
+    Knob("use_remove_padding", pa.bool_(), "packed sequences without padding tokens"),
+    Knob("layered_summon", pa.bool_(), "LoRA weight sync gathers one layer at a time"),
+    Knob("actor_param_dtype", pa.string(), "dtype of the resident actor parameters: fp32, bf16", "fp32"),
+    Knob("base_quant_bits", pa.int64(), "bits of a quantised base model (4, 8); null: not quantised"),
+    Knob("enforce_eager", pa.bool_(), "vLLM without CUDA graphs"),
+    Knob("load_format", pa.string(), "vLLM load format (dummy_dtensor, safetensors, ...)"),
+    Knob("max_num_batched_tokens", pa.int64(), "vLLM's token budget per scheduler step"),
+    Knob("use_dynamic_bsz", pa.bool_(), "token-budgeted micro-batches instead of fixed ones"),
+    Knob("max_token_len_per_gpu", pa.int64(), "the actor's token budget per micro-batch with dynamic batch sizes"),
+    Knob("ulysses_sp_size", pa.int64(), "Ulysses sequence-parallel size of the actor"),
+)
+
+#: The knobs by name.
+KNOB_BY_NAME: dict[str, Knob] = {k.name: k for k in KNOBS}
+
+_KINDS = {pa.int64(): "int64", pa.string(): "string", pa.bool_(): "bool", pa.float64(): "float64"}
+
+
+def knob_columns() -> dict[str, Any]:
+    """The knobs as registry-style :class:`~rlvrambench_hf.data.schema.spec.Column` objects, by name (so that a
+    reader types and checks them as it does the settings)."""
+    from ...data.schema.spec import Column
+
+    return {k.name: Column(k.name, _KINDS[k.type], k.meaning) for k in KNOBS}

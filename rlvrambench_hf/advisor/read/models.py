@@ -1,0 +1,59 @@
+"""Models as users name them: a Hub id, a local folder (``/root/models/Qwen/Qwen2.5-0.5B``), a folder named as a
+measured model. The metadata itself (config.json and safetensors headers, from a folder here, the Hugging Face cache
+offline or the Hub online; sizes from config.json's architecture when no weights are at hand) is read by
+:mod:`rlvrambench_hf.estimation.hubmeta`; this module decides what a written model path stands for.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...estimation.hubmeta import architecture_metadata, fetch_model_metadata, local_model_folder, local_model_metadata
+
+__all__ = [
+    "architecture_metadata",
+    "fetch_model_metadata",
+    "local_folder",
+    "local_model_metadata",
+    "model_of_path",
+]
+
+
+def local_folder(model: str) -> Path | None:
+    """``model`` as a folder on this machine holding a ``config.json``, or None."""
+    return local_model_folder(model) if isinstance(model, str) else None
+
+
+def looks_local(path: str) -> bool:
+    """Whether a model path is written as a file-system path rather than a Hub id (``owner/name``)."""
+    return path.startswith(("/", "~", ".", "$")) or path.count("/") != 1
+
+
+def model_of_path(path: str, measured: tuple[str, ...]) -> tuple[str, str | None]:
+    """What a written model path stands for, and how it was read (None: as written).
+
+    A measured model's id is itself; a folder here is itself (its config.json is read); a path not on this machine
+    named as a measured model (``~/models/Qwen2.5-3B-Instruct``) is that model; a path not on this machine whose
+    last two parts make a Hub id (``/root/models/Qwen/Qwen2.5-0.5B``) is that Hub id. Anything else is kept."""
+    if path in measured or not looks_local(path) or local_folder(path) is not None:
+        return path, None
+    parts = [p for p in path.rstrip("/").split("/") if p]
+    name = parts[-1].lower() if parts else ""
+    matches = [m for m in measured if m.rsplit("/", 1)[-1].lower() == name]
+    if len(matches) == 1:
+        return matches[0], f"the folder {path} is named as the measured model {matches[0]}"
+    if len(parts) >= 2 and _hub_id(f"{parts[-2]}/{parts[-1]}"):
+        hub = f"{parts[-2]}/{parts[-1]}"
+        return hub, f"the folder {path} is not on this machine; read as the Hub model {hub}"
+    return path, None
+
+
+def _hub_id(text: str) -> bool:
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id  # type: ignore[attr-defined]  # public there, not re-exported in its typing
+
+    try:
+        validate_repo_id(text)
+    except HFValidationError:
+        return False
+    return not text.startswith((".", "$", "~"))

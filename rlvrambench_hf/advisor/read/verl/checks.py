@@ -1,0 +1,213 @@
+"""What VERL itself does to a config before a run, done to the merged tree: the deprecated global micro-batch keys
+converted to per-GPU ones, a Megatron actor's offloads and an adapter path's rank read where the mapping looks, and
+the checks VERL 0.9.1 makes before anything runs (``verl/utils/config.py`` ``validate_config``,
+``verl/workers/config/actor.py``) reported as the error VERL would raise, never as a memory outcome.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ....errors import InputError
+
+if TYPE_CHECKING:
+    from .config import Config
+
+_ARR = "actor_rollout_ref"
+#: The deprecated global micro-batch keys, the per-GPU key each stands for, and the section whose Ulysses size
+#: divides it.
+DEPRECATED = (
+    (f"{_ARR}.actor.ppo_micro_batch_size", f"{_ARR}.actor.ppo_micro_batch_size_per_gpu", "actor"),
+    (f"{_ARR}.rollout.log_prob_micro_batch_size", f"{_ARR}.rollout.log_prob_micro_batch_size_per_gpu", "actor"),
+    (f"{_ARR}.ref.log_prob_micro_batch_size", f"{_ARR}.ref.log_prob_micro_batch_size_per_gpu", "ref"),
+)
+
+
+class VerlRefuses(InputError):
+    """A config VERL refuses before anything runs (its own config validation), with the key at fault."""
+
+    def __init__(self, origin: str, key: str, what: str) -> None:
+        super().__init__(f"{origin}: VERL refuses this config before running: {what}")
+        self.key = key
+
+
+def checked(config: Config) -> Config:
+    """``config`` with VERL's own conversions applied (notes say where each value came from); VerlRefuses for
+    what VERL's validation refuses."""
+    _megatron_offloads(config)
+    _adapter_rank(config)
+    if _get(config, f"{_ARR}.actor.use_dynamic_bsz") is not True:
+        for old, new, section in DEPRECATED:
+            _convert(config, old, new, section)
+    else:
+        for key, budget in TOKEN_BUDGETS:
+            _from_budget(config, key, budget)
+    _validate(config)
+    return config
+
+
+#: With dynamic batch sizes, each per-GPU micro-batch key and the token budget that replaces it.
+TOKEN_BUDGETS = (
+    (f"{_ARR}.actor.ppo_micro_batch_size_per_gpu", f"{_ARR}.actor.ppo_max_token_len_per_gpu"),
+    (f"{_ARR}.rollout.log_prob_micro_batch_size_per_gpu", f"{_ARR}.rollout.log_prob_max_token_len_per_gpu"),
+    (f"{_ARR}.ref.log_prob_micro_batch_size_per_gpu", f"{_ARR}.ref.log_prob_max_token_len_per_gpu"),
+)
+
+
+def _from_budget(config: Config, key: str, budget: str) -> None:
+    """A token budget per GPU as the micro-batch of full-length sequences it holds (its memory at the worst case:
+    budget // (prompt + response), at least one), when the per-GPU micro-batch is not given."""
+    tokens = _count(_get(config, budget))
+    prompt, response = _count(_get(config, "data.max_prompt_length")), _count(_get(config, "data.max_response_length"))
+    if _get(config, key) is not None or not (tokens and prompt and response):
+        return
+    sequences = max(tokens // (prompt + response), 1)
+    note = f"{config.source(budget)} (use_dynamic_bsz: {budget.rsplit('.', 1)[-1]}={tokens} holds {sequences} "
+    _set(config, key, sequences, note + f"sequence(s) of {prompt} + {response} tokens)")
+
+
+def _get(config: Config, key: str) -> object:
+    from .config import _ABSENT, lookup
+
+    try:
+        value = lookup(config.tree, key, config.origin)
+    except InputError:
+        return None
+    return None if value is _ABSENT else value
+
+
+def _set(config: Config, key: str, value: object, note: str) -> None:
+    node = config.tree
+    parts = key.split(".")
+    for part in parts[:-1]:
+        child = node.get(part)
+        node = child if isinstance(child, dict) else node.setdefault(part, {})
+    node[parts[-1]] = value
+    config.notes[key] = note
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _gpus(config: Config) -> int | None:
+    per_node, nodes = _count(_get(config, "trainer.n_gpus_per_node")), _count(_get(config, "trainer.nnodes") or 1)
+    return per_node * nodes if per_node and nodes else None
+
+
+def _convert(config: Config, old: str, new: str, section: str) -> None:
+    """VERL's workers divide a global micro-batch over the data-parallel ranks: global // (GPUs // Ulysses size)."""
+    written, per_gpu = _get(config, old), _get(config, new)
+    if written is None:
+        return
+    if per_gpu is not None:
+        raise VerlRefuses(config.origin, old, f"both {old} (deprecated) and {new} are set; remove {old}")
+    gpus, sp = _gpus(config), _count(_get(config, f"{_ARR}.{section}.ulysses_sequence_parallel_size") or 1)
+    given = _count(written)
+    if not given or not gpus or not sp:
+        return
+    ranks = max(gpus // sp, 1)
+    if given * sp < gpus:
+        raise VerlRefuses(
+            config.origin, old, f"{old} = {given} × ulysses_sequence_parallel_size {sp} is below the {gpus} GPUs"
+        )
+    where = config.source(old)
+    _set(config, new, given // ranks, f"{where} ({old}={given}, deprecated: {given} / {ranks} data-parallel ranks)")
+
+
+def _megatron_offloads(config: Config) -> None:
+    if _get(config, f"{_ARR}.actor.strategy") != "megatron":
+        return
+    for name in ("param_offload", "optimizer_offload"):
+        value, target = _get(config, f"{_ARR}.actor.megatron.{name}"), f"{_ARR}.actor.fsdp_config.{name}"
+        if value is not None and _get(config, target) is None:
+            source = f"{_ARR}.actor.megatron.{name}"
+            _set(config, target, value, f"{config.source(source)} ({source})")
+
+
+def _adapter_rank(config: Config) -> None:
+    """An adapter path without a rank: VERL trains that adapter (LoRA); its rank is the adapter's own ``r``, read
+    when the folder is here."""
+    path, rank = _get(config, f"{_ARR}.model.lora_adapter_path"), _get(config, f"{_ARR}.model.lora_rank")
+    if not isinstance(path, str) or _count(rank):
+        return
+    adapter = Path(path).expanduser() / "adapter_config.json"
+    try:
+        found = json.loads(adapter.read_text(encoding="utf-8")).get("r")
+    except (OSError, ValueError, AttributeError):
+        return
+    if _count(found):
+        _set(config, f"{_ARR}.model.lora_rank", found, f"{adapter} (r of the adapter at lora_adapter_path)")
+
+
+def _validate(config: Config) -> None:
+    """VERL 0.9.1's checks of the batch sizes before a run (``validate_config``, ``ActorConfig.validate``)."""
+    batch, n, gpus = (
+        _count(_get(config, "data.train_batch_size")),
+        _count(_get(config, f"{_ARR}.rollout.n")),
+        _gpus(config),
+    )
+    mini = _count(_get(config, f"{_ARR}.actor.ppo_mini_batch_size"))
+    if batch and n and gpus and (batch * n) % gpus:
+        raise VerlRefuses(
+            config.origin,
+            "data.train_batch_size",
+            f"data.train_batch_size × rollout.n = {batch * n} is not divisible by the {gpus} GPUs",
+        )
+    dynamic = _get(config, f"{_ARR}.actor.use_dynamic_bsz") is True
+    if batch and mini and not dynamic and batch < mini:
+        raise VerlRefuses(
+            config.origin,
+            f"{_ARR}.actor.ppo_mini_batch_size",
+            f"data.train_batch_size = {batch} is below actor_rollout_ref.actor.ppo_mini_batch_size = {mini}",
+        )
+    micro = _count(_get(config, f"{_ARR}.actor.ppo_micro_batch_size"))
+    if micro and mini and not dynamic and mini % micro:
+        raise VerlRefuses(
+            config.origin,
+            f"{_ARR}.actor.ppo_micro_batch_size",
+            f"ppo_mini_batch_size = {mini} is not divisible by ppo_micro_batch_size = {micro}",
+        )
+
+
+#: Sections of a VERL config whose keys change memory beyond what the mapping reads (a critic or reward model, a
+#: Megatron layout, the reference's own offload, vLLM's scheduler).
+MEMORY_SECTIONS = (
+    "critic.",
+    "reward_model.",
+    f"{_ARR}.actor.megatron.",
+    f"{_ARR}.ref.megatron.",
+    f"{_ARR}.ref.fsdp_config.",
+    f"{_ARR}.actor.fsdp_config.",
+    f"{_ARR}.rollout.enable_chunked_prefill",
+    f"{_ARR}.rollout.mode",
+    f"{_ARR}.rollout.cpu_offload",
+    f"{_ARR}.model.use_shm",
+)
+#: How many such keys the flag names before it counts the rest.
+NAMED = 6
+
+
+def unread_flag(config: Config, read: set[str]) -> list[str]:
+    """One flag naming the keys the user wrote that matter for memory and that no mapping row reads."""
+    from .config import whole_names
+
+    given: list[str] = []
+    _flatten(config.given or {}, "", given)
+    converted = " ".join(config.notes.values())  # keys a conversion read (named in its note)
+    keys = sorted(k for k in given if k not in read and k not in converted and k.startswith(MEMORY_SECTIONS))
+    if not keys:
+        return []
+    named = whole_names(keys, NAMED)
+    parts = "critic, reward model, Megatron layout, offloads, vLLM scheduler"
+    return [f"VERL settings of parts that take memory ({parts}), read but not passed on: {named}"]
+
+
+def _flatten(tree: object, prefix: str, out: list[str]) -> None:
+    if isinstance(tree, dict):
+        for key, value in tree.items():
+            _flatten(value, f"{prefix}{key}.", out)
+    elif prefix:
+        out.append(prefix[:-1])
