@@ -130,7 +130,9 @@ def coefficients(record: ModelRecord) -> dict[str, Any]:
         "phases": {
             phase: {
                 w: {
-                    "share": _spread(v, {k: c.token_scale.get(phase, {}).get(w, float("nan")) for k, c in by_fold.items()}),
+                    "share": _spread(
+                        v, {k: c.token_scale.get(phase, {}).get(w, float("nan")) for k, c in by_fold.items()}
+                    ),
                     "measured": _spread(
                         cal.token_measured[phase][w],
                         {k: c.token_measured.get(phase, {}).get(w, float("nan")) for k, c in by_fold.items()},

@@ -13,19 +13,19 @@ record reads from a release; :func:`memory_model_report` is the retrospective's 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..data.sources.resolve import SourceLike
 from ..memory.band import ModelRecord, model_record, predict_rows
 from ..memory.fit import fit, fit_on, measured
 from ..memory.forms import CANDIDATES, DESIGN_NOTE_FORM, Form, form_named
 from ..memory.select import Grid, label_of
-from .references import MODEL
+from .references import MODEL, Examples
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-    from .api import EstimationInputs
+    from ..data.sources.base import Source
 
 METHOD = MODEL
 #: The model outside the pool whose sizes come from the config.json facts the package ships.
@@ -39,6 +39,22 @@ FORM_NOTE = (
     "peaks, fewest usable settings rejected, most correct labels; ties to the earlier candidate. The candidates "
     "themselves (and the criterion) were written after the release's labels were public."
 )
+
+
+class ReleaseInputs(Protocol):
+    """What :func:`memory_evidence` reads of the comparison's inputs (:class:`~.api.EstimationInputs`)."""
+
+    @property
+    def source(self) -> Source: ...
+
+    @property
+    def metadata(self) -> Mapping[str, Mapping[str, Any]]: ...
+
+    @property
+    def pool(self) -> Examples: ...
+
+    @property
+    def targets(self) -> Examples: ...
 
 
 class PhysicalModel:
@@ -81,7 +97,7 @@ class PhysicalModel:
 
 
 def memory_evidence(
-    inputs: EstimationInputs,
+    inputs: ReleaseInputs,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, dict[str, Any]], list[dict[str, Any]]]:
     """What the model's record reads from a release: (pool rows, stage measurements, model metadata with the
     unpooled models' shipped config.json facts, the other measured configurations: every configuration outside
@@ -97,16 +113,18 @@ def memory_evidence(
         metadata.setdefault(model, architecture_metadata(model, KNOWN_CONFIGS[model]))
     pool = [dict(r) for r in inputs.pool.rows]
     ids = {r["configuration_id"] for r in pool}
-    others = [r for r in load_table("all_configurations", source, decode=True).to_pylist() if r["configuration_id"] not in ids]
-    larger = {r["configuration_id"]: r for r in load_table("larger_model_configurations", source, decode=True).to_pylist()}
+    every = load_table("all_configurations", source, decode=True).to_pylist()
+    others = [r for r in every if r["configuration_id"] not in ids]
+    larger = load_table("larger_model_configurations", source, decode=True).to_pylist()
+    outcomes = {r["configuration_id"]: r for r in larger}
     for target in inputs.targets.rows:
-        outcome = larger.get(target["configuration_id"])
+        outcome = outcomes.get(target["configuration_id"])
         if outcome is not None:
             others.append({**target, "observed_state": outcome["observed_state"], "max_completed_run_peak_mib": None})
     return pool, stages, metadata, others
 
 
-def record_of(inputs: EstimationInputs) -> ModelRecord:
+def record_of(inputs: ReleaseInputs) -> ModelRecord:
     """The model's record on a release's inputs (:func:`~rlvrambench_hf.memory.band.model_record`)."""
     return model_record(*memory_evidence(inputs))
 

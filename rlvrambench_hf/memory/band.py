@@ -15,9 +15,9 @@ import numpy as np
 
 from .calibrate import Calibration, rows_inputs
 from .documented import DOCUMENTED
-from .extrapolation import IN_DOMAIN, BandModel, device_share_needed, quantile
 from .extrapolation import DEVICE as DEVICE_PART
 from .extrapolation import HORIZON as HORIZON_PART
+from .extrapolation import IN_DOMAIN, BandModel, device_share_needed, quantile
 from .extrapolation import MODEL as MODEL_PART
 from .extrapolation import TOKENS as TOKENS_PART
 from .fit import measured
@@ -70,7 +70,7 @@ def nested_folds(grid: Grid) -> list[FoldResult]:
         peak = grid.peak(train, form)[index]
         margin = np.array([float(grid.data.rows[i]["margin_limit_mib"]) for i in index])
         labels = label_of(np.nan_to_num(peak, nan=np.inf), grid.data.x["device_capacity_mib"][index], margin)
-        outer = {f: grid.score(train, f, test) for f in grid.forms}
+        outer = {f: grid.score(train, f, test, inner[f].band_mib) for f in grid.forms}
         out.append(
             FoldResult(
                 family,

@@ -48,8 +48,8 @@ def concurrent_sequences(x: PlanInputs) -> np.ndarray:
 class Calibration:
     """Fitted terms of one form: the runtime term per workload (MiB, or MiB per H × (L + 1) within
     ``scale_bounds``), its fallback for a plan without a measured workload (the largest), the per-sequence slope
-    (MiB per sequence vLLM may run at once), the weight-sync extra (MiB), the token shares per phase and workload (and as
-    measured, before the limits), the calibration models and the evidence counts."""
+    (MiB per sequence vLLM may run at once), the weight-sync extra (MiB), the token shares per phase and workload
+    (and as measured, before the limits), the calibration models and the evidence counts."""
 
     form: Form
     per_workload: Mapping[str, float]
@@ -74,7 +74,8 @@ class Calibration:
         per = self.token_scale.get(phase, {})
         names = [*x.workloads, None]
         scales = np.array([per.get(n, 1.0) if n else 1.0 for n in names])
-        return cast("np.ndarray", scales[np.where(x.workload >= 0, x.workload, len(names) - 1)])
+        out: np.ndarray = scales[np.where(x.workload >= 0, x.workload, len(names) - 1)]
+        return out
 
     def scale(self, arch: Architecture) -> np.ndarray:
         """The runtime term's model scale: ``H × (L + 1)`` within the calibration models' range, else 1."""
@@ -126,7 +127,7 @@ class Calibration:
         scale = float(self.tokens(phase, x)[i])
         if not per:
             return "0 MiB: every response at its cap (the token terms are not calibrated in this form)"
-        if w not in per:
+        if w is None or w not in per:
             return "0 MiB: no measured workload, every response at its cap"
         measured = self.token_measured.get(phase, {}).get(w, scale)
         held = "" if measured == scale else f", measured {measured:.2f} and held within {self._limits()}"

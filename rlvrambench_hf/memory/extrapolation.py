@@ -89,6 +89,7 @@ class PlanBand:
 
     mib: np.ndarray
     parts: Mapping[str, np.ndarray]
+    applies: Mapping[str, np.ndarray]
     phase: np.ndarray
     size_distance: np.ndarray
     token_ratio: np.ndarray
@@ -100,7 +101,7 @@ class PlanBand:
         parts = [
             {"part": p, "mib": round(float(self.parts[p][i]), 1), "why": self.why(p, i)}
             for p in PARTS
-            if p == IN_DOMAIN or self.parts[p][i] > 0
+            if self.applies[p][i]
         ]
         return {"mib": round(float(self.mib[i]), 1), "phase": PHASES[int(self.phase[i])], "parts": parts}
 
@@ -133,6 +134,7 @@ class PlanBand:
                 f"capacity not measured (the release measured {b.capacity_mib:,.0f} MiB): {100 * b.device_share:.2f} "
                 f"% of the phase's peak, the share the other parts left uncovered on "
                 f"{b.evidence.get(DEVICE, 0)} documented failures on other devices"
+                + ("" if b.device_share > 0 else " (none: the other parts reach the capacity on every one)")
             )
         return (
             f"more than one training step (or none stated): every calibration run is one step long; the release's "
@@ -143,9 +145,9 @@ class PlanBand:
 
 def per_phase(
     model: PhaseModel, x: PlanInputs, arch: Architecture, model_ids: Sequence[str | None], band: BandModel
-) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """Each part per plan and phase (MiB, plans × :data:`~.phases.PHASES`), the size distance and the token ratio
-    per plan."""
+    per plan, and per part the plans it applies to."""
     n = x.rows
     peaks = model.peaks
     known = np.array([m in band.models for m in model_ids], dtype=bool).reshape(n)
@@ -172,21 +174,30 @@ def per_phase(
         grow = np.where(over > 1, 1.0 + np.log(np.maximum(over, 1.0)), 0.0)
         parts[TOKENS][:, PHASES.index(phase)] = band.token_share * np.maximum(token_mib, 0.0) * grow
         ratio = np.maximum(ratio, np.where(over > 1, over, 0.0))
-    return parts, size, ratio
+    applies = {
+        IN_DOMAIN: np.ones(n, dtype=bool),
+        MODEL: ~known,
+        SIZE: size > 0,
+        TOKENS: ratio > 1,
+        DEVICE: device,
+        HORIZON: ~one_step,
+    }
+    return parts, size, ratio, applies
 
 
 def plan_band(
     model: PhaseModel, x: PlanInputs, arch: Architecture, model_ids: Sequence[str | None], band: BandModel
 ) -> PlanBand:
     """The band of every plan of ``model`` (its phases on ``x`` / ``arch``; ``model_ids`` per plan)."""
-    parts, size, ratio = per_phase(model, x, arch, model_ids, band)
+    parts, size, ratio, applies = per_phase(model, x, arch, model_ids, band)
     peaks = model.peaks
     reach = peaks + np.sum([parts[p] for p in PARTS], axis=0)
     phase = np.argmax(np.nan_to_num(reach, nan=-np.inf), axis=1)
     rows = np.arange(x.rows)
     mib = np.maximum(reach[rows, phase] - np.max(peaks, axis=1), band.in_domain_mib)
     chosen = {p: parts[p][rows, phase] for p in PARTS}
-    return PlanBand(np.nan_to_num(mib, nan=band.in_domain_mib), chosen, phase, size, ratio, list(model_ids), band)
+    width = np.nan_to_num(mib, nan=band.in_domain_mib)
+    return PlanBand(width, chosen, applies, phase, size, ratio, list(model_ids), band)
 
 
 def device_share_needed(
@@ -194,7 +205,7 @@ def device_share_needed(
 ) -> np.ndarray:
     """Per failed plan on another device: the smallest share of a phase's peak that, added to the other parts,
     makes some phase reach the capacity (0 where they already do)."""
-    parts, _, _ = per_phase(model, x, arch, model_ids, band)
+    parts, _, _, _ = per_phase(model, x, arch, model_ids, band)
     peaks = model.peaks
     reach = peaks + np.sum([parts[p] for p in PARTS if p != DEVICE], axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -180,9 +180,7 @@ def _token_shares(
         others = sum(v for n, v in terms.items() if n not in names)
         ratio = (peaks - others) / tokens
         workloads = np.array([x.workloads[w] for w in x.workload], dtype=object)
-        raw[phase] = {
-            str(w): statistic(ratio[workloads == w], partial.form.statistic) for w in sorted(set(workloads))
-        }
+        raw[phase] = {str(w): statistic(ratio[workloads == w], partial.form.statistic) for w in sorted(set(workloads))}
         low, high = TOKEN_SHARE_LIMITS
         shares[phase] = {w: min(high, max(low, v)) for w, v in raw[phase].items()}
     return shares, raw, counts

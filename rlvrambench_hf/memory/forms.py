@@ -3,11 +3,13 @@
 A :class:`Form` names four choices:
 
 * ``runtime`` — how the calibrated runtime term outside vLLM's budget (CUDA context, NCCL buffers, CUDA graphs,
-  allocator slack) carries from the calibration models to a plan: ``constant`` (one MiB figure per workload),
-  ``hidden_layers`` (per workload, MiB per ``H × (L + 1)`` of the model, the scale held within the calibration
-  models' range) or ``sequences`` (one MiB figure per workload plus a share that grows with the sequences vLLM may
-  run at once, ``min(max_num_seqs, 512)``: CUDA graphs captured up to that batch and per-sequence buffers,
-  calibrated on the start-up stage);
+  allocator slack) carries from the calibration models to a plan: ``constant`` (one MiB figure per workload) or
+  ``sequences`` (one MiB figure per workload plus a share that grows with the sequences vLLM may run at once,
+  ``min(max_num_seqs, 512)``: CUDA graphs captured up to that batch and per-sequence buffers, calibrated on the
+  start-up stage). Both are bounded by what they physically depend on. The scale ``H × (L + 1)`` the model once
+  used (``hidden_layers``) is no candidate: it is no quantity that memory depends on, and unbounded it gave 20.5
+  GB at 72B against the 2.1-4.0 GB measured; :class:`~.calibrate.Calibration` still prices it, within the
+  calibration models' range, for a form named explicitly;
 * ``statistic`` — how the calibration rows are summarised: ``median`` or ``upper_quartile``;
 * ``logit_bytes`` — bytes per logit element of a micro-batch: 2 (bf16 logits), 4 (fp32) or 7 (VERL's performance
   guide: fp32 + bf16 + one byte);
@@ -25,7 +27,9 @@ from dataclasses import dataclass
 
 from ..errors import InputError, quote
 
-RUNTIMES: tuple[str, ...] = ("sequences", "constant", "hidden_layers")
+RUNTIMES: tuple[str, ...] = ("sequences", "constant")
+#: Runtime forms a form may name (the candidates' and the former ``hidden_layers``).
+NAMED_RUNTIMES: tuple[str, ...] = (*RUNTIMES, "hidden_layers")
 STATISTICS: tuple[str, ...] = ("median", "upper_quartile")
 LOGIT_BYTES: tuple[float, ...] = (7.0, 4.0, 2.0)
 TOKENS: tuple[str, ...] = ("full_length", "per_workload")
@@ -46,7 +50,7 @@ class Form:
 
     def __post_init__(self) -> None:
         checks = (
-            ("runtime", self.runtime, RUNTIMES),
+            ("runtime", self.runtime, NAMED_RUNTIMES),
             ("statistic", self.statistic, STATISTICS),
             ("logit_bytes", self.logit_bytes, LOGIT_BYTES),
             ("tokens", self.tokens, TOKENS),

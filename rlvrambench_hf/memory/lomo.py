@@ -51,7 +51,7 @@ class ModelOut:
 def multi_step(grid: Grid) -> np.ndarray:
     """Rows of runs longer than one training step."""
     x = grid.data.x
-    return x.valid["total_training_steps"] & (x["total_training_steps"] > 1)  # type: ignore[no-any-return]
+    return x.valid["total_training_steps"] & (x["total_training_steps"] > 1)
 
 
 def leave_one_model_out(grid: Grid) -> list[ModelOut]:
@@ -102,7 +102,9 @@ def with_band(grid: Grid, outs: list[ModelOut], band_without: Callable[[str], Ba
     ]
 
 
-def _band_approvals(grid: Grid, train: frozenset[str], form: Form, index: np.ndarray, band: BandModel) -> dict[str, int]:
+def _band_approvals(
+    grid: Grid, train: frozenset[str], form: Form, index: np.ndarray, band: BandModel
+) -> dict[str, int]:
     """Approvals of the left-out model's resolved labels when an approval must also keep its band off the margin."""
     data = grid.data
     x, arch = data.x.take(index), data.arch.take(index)

@@ -3,10 +3,14 @@ training models the folds need (memoised in a :class:`Grid`), scored by an inner
 training families only.
 
 A candidate's inner score adds its scores over the inner folds (each training family predicted by a calibration
-on the others). The chosen form is the first by :attr:`Score.key`: fewest approved memory failures, then fewest
-approved above-margin runs, fewest usable settings rejected, most correct labels, then the smallest mean
-relative error over the held-out configuration peaks and stage peaks (every phase the release measured); ties go
-to the earlier candidate (the design note's form first). Outcomes of the held-out family never reach the choice.
+on the others); its approvals are read as the advisor gives them, a within-margin label whose in-domain band (the
+95th percentile of the candidate's own absolute inner errors) does not reach the margin. The chosen form is the
+first by :attr:`Score.key`: fewest approved memory failures, then fewest approved above-margin runs, the smallest
+mean relative error over the held-out configuration peaks and stage peaks (every phase the release measured),
+fewest usable settings not approved, most correct labels; ties go to the earlier candidate (the ``sequences``
+runtime before ``constant``: the pool's max_num_seqs moves with its workload, so the two predict every pool
+configuration alike, and the one whose term grows with what it physically depends on goes first).
+Outcomes of the held-out family never reach the choice.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from .forms import CANDIDATES, Form
 from .phases import PHASES, phases
 
 WITHIN, ABOVE, FAILURE = "within_margin", "above_margin", "memory_failure"
+#: The quantile of the absolute held-out errors the in-domain band is.
+BAND_QUANTILE = 0.95
 LABELS: tuple[str, ...] = (WITHIN, ABOVE, FAILURE)
 
 
@@ -34,19 +40,31 @@ def label_of(peak: np.ndarray, capacity: np.ndarray, margin: np.ndarray) -> np.n
 @dataclass(frozen=True)
 class Score:
     """Labels and relative peak errors of predictions against resolved outcomes (``queries`` counts the resolved
-    labels; peaks count every completed configuration, resolved or not)."""
+    labels; peaks count every completed configuration, resolved or not). The ``band_*`` counts read approvals as
+    the advisor gives them: a within-margin label whose band (``band_mib``, the in-domain band the inner folds
+    measured) does not reach the margin or the capacity."""
 
     queries: int = 0
     correct: int = 0
     approved_memory_failure: int = 0
     approved_above_margin: int = 0
     rejected_within_margin: int = 0
+    near_limit: int = 0
+    band_approved_memory_failure: int = 0
+    band_approved_above_margin: int = 0
+    band_rejected_within_margin: int = 0
+    band_mib: float = 0.0
     peak_errors: tuple[float, ...] = ()
     stage_errors: tuple[float, ...] = ()
 
     def __add__(self, other: Score) -> Score:
-        counts = [getattr(self, n) + getattr(other, n) for n in COUNTS]
-        return Score(*counts, self.peak_errors + other.peak_errors, self.stage_errors + other.stage_errors)
+        counts = {n: getattr(self, n) + getattr(other, n) for n in COUNTS}
+        return Score(
+            **counts,
+            band_mib=max(self.band_mib, other.band_mib),
+            peak_errors=self.peak_errors + other.peak_errors,
+            stage_errors=self.stage_errors + other.stage_errors,
+        )
 
     @property
     def peak_mape(self) -> float | None:
@@ -57,21 +75,32 @@ class Score:
         return 100.0 * float(np.mean(np.abs(self.stage_errors))) if self.stage_errors else None
 
     @property
-    def key(self) -> tuple[float, ...]:
+    def mean_error(self) -> float:
+        """The mean relative error over the configuration and stage peaks (inf without any)."""
         errors = self.peak_errors + self.stage_errors
-        mean = float(np.mean(np.abs(errors))) if errors else float("inf")
+        return float(np.mean(np.abs(errors))) if errors else float("inf")
+
+    @property
+    def key(self) -> tuple[float, ...]:
         return (
-            self.approved_memory_failure,
-            self.approved_above_margin,
-            round(mean, 12),
-            self.rejected_within_margin,
+            self.band_approved_memory_failure,
+            self.band_approved_above_margin,
+            round(self.mean_error, 12),
+            self.band_rejected_within_margin,
             -self.correct,
         )
 
     def as_dict(self) -> dict[str, Any]:
         peak, stage = self.peak_mape, self.stage_mape
         return {
-            **{n: getattr(self, n) for n in COUNTS},
+            **{n: getattr(self, n) for n in COUNTS[:5]},
+            "with_band": {
+                "band_mib": round(self.band_mib, 1),
+                "near_limit": self.near_limit,
+                "approved_memory_failure": self.band_approved_memory_failure,
+                "approved_above_margin": self.band_approved_above_margin,
+                "rejected_within_margin": self.band_rejected_within_margin,
+            },
             "completed_peaks": len(self.peak_errors),
             "completed_peak_mape_percent": None if peak is None else round(peak, 3),
             "completed_peak_mean_signed_error_percent": (
@@ -82,7 +111,17 @@ class Score:
         }
 
 
-COUNTS = ("queries", "correct", "approved_memory_failure", "approved_above_margin", "rejected_within_margin")
+COUNTS = (
+    "queries",
+    "correct",
+    "approved_memory_failure",
+    "approved_above_margin",
+    "rejected_within_margin",
+    "near_limit",
+    "band_approved_memory_failure",
+    "band_approved_above_margin",
+    "band_rejected_within_margin",
+)
 
 
 @dataclass
@@ -126,18 +165,28 @@ class Grid:
     def peak(self, models: frozenset[str], form: Form) -> np.ndarray:
         return np.max(self.phase_peaks(models, form), axis=1)  # type: ignore[no-any-return]
 
-    def score(self, models: frozenset[str], form: Form, test: np.ndarray) -> Score:
-        """The calibration's score on the rows ``test`` selects: resolved labels, completed peaks, stage peaks."""
-        return score_rows(self.data, self.phase_peaks(models, form), test)
+    def score(self, models: frozenset[str], form: Form, test: np.ndarray, band: float = 0.0) -> Score:
+        """The calibration's score on the rows ``test`` selects: resolved labels (approvals also with ``band``),
+        completed peaks, stage peaks."""
+        return score_rows(self.data, self.phase_peaks(models, form), test, band)
 
     def inner(self, models: frozenset[str], form: Form) -> Score:
         """``form``'s inner leave-one-family-out score on the families of ``models`` (each predicted by a
-        calibration on the others)."""
+        calibration on the others), its approvals read with the in-domain band of these inner folds: the
+        95th percentile of their absolute errors on the completed peaks."""
+        folds = [
+            (models - held, self.pool & np.isin(self.data.model, sorted(held)))
+            for held in self.family_models(models).values()
+        ]
+        errors: list[float] = []
+        for train, test in folds:
+            peak, truth = self.peak(train, form)[test], self.data.peak[test]
+            done = np.isfinite(peak) & np.isfinite(truth) & self.data.completed[test]
+            errors += list(np.abs(peak[done] - truth[done]))
+        band = float(np.quantile(errors, BAND_QUANTILE)) if errors else 0.0
         total = Score()
-        by_family = self.family_models(models)
-        for family, held in by_family.items():
-            test = self.pool & np.isin(self.data.model, sorted(held))
-            total = total + self.score(models - held, form, test)
+        for train, test in folds:
+            total = total + self.score(train, form, test, band)
         return total
 
     def select(self, models: frozenset[str]) -> tuple[Form, dict[Form, Score]]:
@@ -149,8 +198,8 @@ class Grid:
         return self.forms[order[0]], scores
 
 
-def score_rows(data: Measured, phase_peaks: np.ndarray, test: np.ndarray) -> Score:
-    """Scores of per-row phase peaks on the rows ``test`` selects."""
+def score_rows(data: Measured, phase_peaks: np.ndarray, test: np.ndarray, band: float = 0.0) -> Score:
+    """Scores of per-row phase peaks on the rows ``test`` selects (approvals also with ``band``)."""
     index = np.flatnonzero(test)
     peak = np.max(phase_peaks[index], axis=1)
     observed = [str(data.rows[i].get("observed_state")) for i in index]
@@ -158,12 +207,18 @@ def score_rows(data: Measured, phase_peaks: np.ndarray, test: np.ndarray) -> Sco
     margin = np.array([float(data.rows[i].get("margin_limit_mib") or 0.95 * c) for i, c in zip(index, capacity)])
     labels = label_of(np.nan_to_num(peak, nan=np.inf), capacity, margin)
     resolved = [k for k, o in enumerate(observed) if o in LABELS]
-    counts = {
+    near = np.isfinite(peak) & ((np.abs(peak - margin) <= band) | (np.abs(peak - capacity) <= band))
+    approved = (labels == WITHIN) & ~near
+    counts: dict[str, int] = {
         "queries": len(resolved),
         "correct": sum(labels[k] == observed[k] for k in resolved),
         "approved_memory_failure": sum(labels[k] == WITHIN and observed[k] == FAILURE for k in resolved),
         "approved_above_margin": sum(labels[k] == WITHIN and observed[k] == ABOVE for k in resolved),
         "rejected_within_margin": sum(labels[k] != WITHIN and observed[k] == WITHIN for k in resolved),
+        "near_limit": sum(bool(near[k]) for k in resolved),
+        "band_approved_memory_failure": sum(approved[k] and observed[k] == FAILURE for k in resolved),
+        "band_approved_above_margin": sum(approved[k] and observed[k] == ABOVE for k in resolved),
+        "band_rejected_within_margin": sum(not approved[k] and observed[k] == WITHIN for k in resolved),
     }
     truth = data.peak[index]
     done = np.isfinite(truth) & np.isfinite(peak)
@@ -174,7 +229,8 @@ def score_rows(data: Measured, phase_peaks: np.ndarray, test: np.ndarray) -> Sco
         ok = np.isfinite(predicted)
         stage_errors += list((predicted[ok] - observed_peaks[keep][ok]) / observed_peaks[keep][ok])
     return Score(
-        **counts,
+        **{k: int(v) for k, v in counts.items()},
+        band_mib=band,
         peak_errors=tuple(float(e) for e in (peak[done] - truth[done]) / truth[done]),
         stage_errors=tuple(stage_errors),
     )

@@ -21,6 +21,7 @@ from ..assess.floors import arithmetic
 from ..assess.lookup import matched_records, near_matches
 from ..assess.records import DEFINING_SETTINGS
 from ..assess.verdict import BASES, STATES, UNRESOLVED_STATE, Answers
+from .memoryblock import MISSING_TERMS, memory_block, memory_model_summary, predicted_sentence
 
 STATEMENT = (
     "Measurement first: where the release measured a plan's settings, its verdict is that measurement (basis "
@@ -51,11 +52,7 @@ def document(answers: Answers) -> dict[str, Any]:
         "defining_settings": list(DEFINING_SETTINGS),
         "fitted_on_configurations": len(context.fitted.training.rows),
         "measured_cloud": context.cloud.summary(),
-        "memory_model": {
-            "band_mib": context.memory.band_mib,
-            "held_out_record": context.memory.fold_summary(context.inputs.pool.rows),
-            "form": context.memory.calibration.form,
-        },
+        "memory_model": memory_model_summary(answers),
         "configurations": [configuration(answers, i) for i in range(len(answers))],
     }
 
@@ -96,47 +93,6 @@ def configuration(answers: Answers, i: int) -> dict[str, Any]:
     return entry
 
 
-def memory_block(answers: Answers, i: int) -> dict[str, Any]:
-    """The per-phase model's part of an answer: phases with their terms, the binding phase, peak and band."""
-    a = answers.assessment
-    band = answers.context.memory.band_mib
-    if not a.model.known[i]:
-        return {"phases": [], "binding_phase": None, "predicted_peak_mib": None, "band_mib": band}
-    return {
-        "phases": a.model.explain(i),
-        "binding_phase": PHASE_NAMES[int(a.model.binding[i])],
-        "predicted_peak_mib": round(float(a.model.peak[i]), 1),
-        "band_mib": round(band, 1),
-        "fits": _fits(answers, i),
-    }
-
-
-def _fits(answers: Answers, i: int) -> dict[str, Any]:
-    """Headroom per phase and the largest utilization and actor micro-batch that keep every phase within the
-    margin, with the keys to paste."""
-    from ...memory.headroom import headroom
-    from ..assess.changes import in_user_keys
-
-    s = answers.assessment.settings
-    settings = answers.assessment.table.slice(i, 1).to_pylist()[0]
-    per_gpu = s["train_batch_size"][i] * s["rollout_n"][i] / max(s["gpu_count"][i], 1.0)
-    out = headroom(
-        answers.assessment.model,
-        i,
-        float(s["margin_limit_mib"][i]),
-        float(s["vllm_gpu_memory_utilization"][i]),
-        float(s["actor_micro_batch"][i]),
-        float(per_gpu),
-    )
-    for key, setting in (
-        ("largest_vllm_gpu_memory_utilization", "vllm_gpu_memory_utilization"),
-        ("largest_actor_micro_batch", "actor_micro_batch"),
-    ):
-        if out[key] is not None:
-            out[key.replace("largest_", "keys_for_largest_")] = in_user_keys(setting, out[key], settings)
-    return out
-
-
 def verdict(
     answers: Answers,
     i: int,
@@ -162,25 +118,15 @@ def verdict(
     if reasons:
         peak = a.model.peak[i]
         part = f"{peak:,.0f} MiB" if not np.isnan(peak) else "a floor that cannot hold"
+        missing = "; ".join(MISSING_TERMS[r] for r in reasons if r in MISSING_TERMS)
         sentence = (
-            f"at least {name}: {'; '.join(reasons)}; the GRPO+LoRA part alone (modelled: {part}; or its measured "
-            "twin) reaches that, and this run carries more"
+            f"at least {name}: {'; '.join(reasons)}; the GRPO+LoRA part alone (modelled: {part}, a lower bound "
+            f"without {missing}; or its measured twin) reaches that, and this run carries more"
         )
         return {"state": name, "basis": basis, "near_limit": False, "sentence": head + sentence}
     near = bool(a.near_limit[i]) and basis == "predicted"
     if basis == "predicted" and a.model_state[i] >= 0:
-        peak = float(a.model.peak[i])
-        band = answers.context.memory.band_mib
-        phase = PHASE_NAMES[int(a.model.binding[i])]
-        sentence = (
-            f"predicted {name}: peak {peak:,.0f} MiB in {phase} (held-out band +/- {band:,.0f} MiB) against the margin "
-            f"{device.margin_limit_mib:,} MiB and the capacity {device.device_capacity_mib:,} MiB"
-        )
-        if near:
-            sentence += "; near the limit: within the band of the margin or the capacity"
-        if not device.measured:
-            sentence += "; extrapolating: physical terms at this capacity, runtime term calibrated on 40 GB A100s"
-        return {"state": name, "basis": basis, "near_limit": near, "sentence": head + sentence}
+        return {"state": name, "basis": basis, "near_limit": near, "sentence": head + predicted_sentence(answers, i)}
     out = _verdict_text(answers, i, measured, floors, name, basis)
     return {**out, "near_limit": False, "sentence": head + out["sentence"]}
 
