@@ -102,7 +102,10 @@ def test_the_nested_record_approves_no_memory_failure_in_any_fold(inputs, stages
     assert all(s["approved_memory_failure"] == 0 for s in scores.values())
     assert [s["approved_above_margin"] for s in scores.values()] == [0, 1, 0]  # phi4's at 39,570 MiB measured
     assert [s["rejected_within_margin"] for s in scores.values()] == [0, 0, 1]
-    assert {s["form"] for s in scores.values()} <= {"sequences/median/7B/per_workload", "sequences/median/4B/per_workload"}
+    assert {s["form"] for s in scores.values()} <= {
+        "sequences/median/7B/per_workload",
+        "sequences/median/4B/per_workload",
+    }
 
 
 def test_the_form_and_the_calibration_never_see_the_held_out_family(inputs, stages):

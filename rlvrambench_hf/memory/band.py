@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .calibrate import Calibration, rows_inputs
-from .documented import DOCUMENTED
+from .documented import DOCUMENTED, Documented
 from .extrapolation import DEVICE as DEVICE_PART
 from .extrapolation import HORIZON as HORIZON_PART
 from .extrapolation import IN_DOMAIN, BandModel, device_share_needed, quantile
@@ -142,16 +142,19 @@ def with_device_share(
     band: BandModel,
     calibration: Calibration,
     metadata: Mapping[str, Mapping[str, Any]],
-    documented: Sequence[tuple[Mapping[str, Any], bool, str]],
+    documented: Sequence[Documented],
 ) -> BandModel:
-    """``band`` with its device share: the largest share any documented failure on another device needs."""
-    failed = [plan for plan, ran, _ in documented if not ran and plan["device_capacity_mib"] != band.capacity_mib]
+    """``band`` with its device share: the largest share any documented failure on another device needs, under
+    any filling of what its source leaves unsaid."""
+    failed = [p for d in documented if not d.ran for p in d.plans() if p["device_capacity_mib"] != band.capacity_mib]
+    count = sum(1 for d in documented if not d.ran)
     if not failed:
         return replace(band, evidence={**band.evidence, DEVICE_PART: 0})
     x, arch = rows_inputs(failed, metadata)
     model = phases(x, arch, calibration)
     needed = device_share_needed(model, x, arch, [str(p["model_id"]) for p in failed], band)
-    return replace(band, device_share=float(np.max(needed)), evidence={**band.evidence, DEVICE_PART: len(failed)})
+    share = float(np.max(np.where(model.known, needed, 0.0)))
+    return replace(band, device_share=share, evidence={**band.evidence, DEVICE_PART: count})
 
 
 @dataclass(frozen=True)
@@ -192,7 +195,7 @@ def model_record(
     stages: Sequence[Mapping[str, Any]],
     metadata: Mapping[str, Mapping[str, Any]],
     others: Sequence[Mapping[str, Any]] = (),
-    documented: Sequence[tuple[Mapping[str, Any], bool, str]] = DOCUMENTED,
+    documented: Sequence[Documented] = DOCUMENTED,
 ) -> ModelRecord:
     """Choose and calibrate on the ``pool`` (rows with ``completed`` and ``model_family_coarse``), with the nested
     folds, the leave-one-model-out check over the pool's models and the ``others`` measured (configurations with

@@ -101,7 +101,7 @@ class PlanBand:
         parts = [
             {"part": p, "mib": round(float(self.parts[p][i]), 1), "why": self.why(p, i)}
             for p in PARTS
-            if self.applies[p][i]
+            if self.applies[p][i] and (self.parts[p][i] > 0 or p in (IN_DOMAIN, DEVICE))
         ]
         return {"mib": round(float(self.mib[i]), 1), "phase": PHASES[int(self.phase[i])], "parts": parts}
 
