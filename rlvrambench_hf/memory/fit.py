@@ -30,7 +30,8 @@ STAGES: tuple[str, ...] = ("initializing", "rollout", "reference_logprob", "acto
 class Measured:
     """Configurations and their completed stage measurements as arrays: ``peak`` (the largest completed run's, NaN
     without one), ``completed`` (every eligible run completed), ``offload`` (parameters offloaded), the model id and
-    coarse family per row, and per stage the row index and observed peak of each stage measurement."""
+    coarse family per row, per stage the row index and observed peak of each stage measurement, and per row the
+    observed label and the margin."""
 
     rows: tuple[Mapping[str, Any], ...]
     x: PlanInputs
@@ -41,6 +42,8 @@ class Measured:
     model: np.ndarray
     family: np.ndarray
     stages: Mapping[str, tuple[np.ndarray, np.ndarray]]
+    observed: np.ndarray
+    margin: np.ndarray
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -84,6 +87,8 @@ def measured(
         np.array([str(r.get("model_id")) for r in rows], dtype=object),
         np.array([str(r.get("model_family_coarse")) for r in rows], dtype=object),
         {s: (np.array(i, dtype=np.int64), np.array(p, dtype=np.float64)) for s, (i, p) in found.items()},
+        np.array([str(r.get("observed_state")) for r in rows], dtype=object),
+        np.array([float(r.get("margin_limit_mib") or 0.95 * c) for r, c in zip(rows, x["device_capacity_mib"])]),
     )
 
 

@@ -15,7 +15,6 @@ Outcomes of the held-out family never reach the choice.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,31 +53,31 @@ class Score:
     band_approved_above_margin: int = 0
     band_rejected_within_margin: int = 0
     band_mib: float = 0.0
-    peak_errors: tuple[float, ...] = ()
-    stage_errors: tuple[float, ...] = ()
+    peak_errors: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    stage_errors: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def __add__(self, other: Score) -> Score:
         counts = {n: getattr(self, n) + getattr(other, n) for n in COUNTS}
         return Score(
             **counts,
             band_mib=max(self.band_mib, other.band_mib),
-            peak_errors=self.peak_errors + other.peak_errors,
-            stage_errors=self.stage_errors + other.stage_errors,
+            peak_errors=np.concatenate([self.peak_errors, other.peak_errors]),
+            stage_errors=np.concatenate([self.stage_errors, other.stage_errors]),
         )
 
     @property
     def peak_mape(self) -> float | None:
-        return 100.0 * float(np.mean(np.abs(self.peak_errors))) if self.peak_errors else None
+        return 100.0 * float(np.mean(np.abs(self.peak_errors))) if len(self.peak_errors) else None
 
     @property
     def stage_mape(self) -> float | None:
-        return 100.0 * float(np.mean(np.abs(self.stage_errors))) if self.stage_errors else None
+        return 100.0 * float(np.mean(np.abs(self.stage_errors))) if len(self.stage_errors) else None
 
     @property
     def mean_error(self) -> float:
         """The mean relative error over the configuration and stage peaks (inf without any)."""
-        errors = self.peak_errors + self.stage_errors
-        return float(np.mean(np.abs(errors))) if errors else float("inf")
+        errors = np.concatenate([self.peak_errors, self.stage_errors])
+        return float(np.mean(np.abs(errors))) if len(errors) else float("inf")
 
     @property
     def key(self) -> tuple[float, ...]:
@@ -104,7 +103,7 @@ class Score:
             "completed_peaks": len(self.peak_errors),
             "completed_peak_mape_percent": None if peak is None else round(peak, 3),
             "completed_peak_mean_signed_error_percent": (
-                round(100.0 * float(np.mean(self.peak_errors)), 3) if self.peak_errors else None
+                round(100.0 * float(np.mean(self.peak_errors)), 3) if len(self.peak_errors) else None
             ),
             "stage_peaks": len(self.stage_errors),
             "stage_peak_mape_percent": None if stage is None else round(stage, 3),
@@ -134,6 +133,7 @@ class Grid:
     forms: tuple[Form, ...] = CANDIDATES
     _calibrations: dict[tuple[frozenset[str], Form], Calibration] = field(default_factory=dict)
     _peaks: dict[tuple[frozenset[str], Form], np.ndarray] = field(default_factory=dict)
+    _selected: dict[frozenset[str], tuple[Form, dict[Form, Score]]] = field(default_factory=dict)
 
     def models(self, rows: np.ndarray | None = None) -> frozenset[str]:
         mask = self.pool if rows is None else self.pool & rows
@@ -191,57 +191,45 @@ class Grid:
 
     def select(self, models: frozenset[str]) -> tuple[Form, dict[Form, Score]]:
         """The form chosen by the inner folds on ``models``' families, with every candidate's inner score."""
-        if len(self.family_models(models)) < 2:
-            raise ValueError("an inner leave-one-family-out needs at least two training families")
-        scores = {form: self.inner(models, form) for form in self.forms}
-        order = sorted(range(len(self.forms)), key=lambda k: (scores[self.forms[k]].key, k))
-        return self.forms[order[0]], scores
+        if models not in self._selected:
+            if len(self.family_models(models)) < 2:
+                raise ValueError("an inner leave-one-family-out needs at least two training families")
+            scores = {form: self.inner(models, form) for form in self.forms}
+            order = sorted(range(len(self.forms)), key=lambda k: (scores[self.forms[k]].key, k))
+            self._selected[models] = (self.forms[order[0]], scores)
+        return self._selected[models]
 
 
 def score_rows(data: Measured, phase_peaks: np.ndarray, test: np.ndarray, band: float = 0.0) -> Score:
     """Scores of per-row phase peaks on the rows ``test`` selects (approvals also with ``band``)."""
-    index = np.flatnonzero(test)
-    peak = np.max(phase_peaks[index], axis=1)
-    observed = [str(data.rows[i].get("observed_state")) for i in index]
-    capacity = data.x["device_capacity_mib"][index]
-    margin = np.array([float(data.rows[i].get("margin_limit_mib") or 0.95 * c) for i, c in zip(index, capacity)])
+    peak = np.max(phase_peaks[test], axis=1)
+    observed, capacity, margin = data.observed[test], data.x["device_capacity_mib"][test], data.margin[test]
     labels = label_of(np.nan_to_num(peak, nan=np.inf), capacity, margin)
-    resolved = [k for k, o in enumerate(observed) if o in LABELS]
+    resolved = np.isin(observed, LABELS)
     near = np.isfinite(peak) & ((np.abs(peak - margin) <= band) | (np.abs(peak - capacity) <= band))
-    approved = (labels == WITHIN) & ~near
-    counts: dict[str, int] = {
-        "queries": len(resolved),
-        "correct": sum(labels[k] == observed[k] for k in resolved),
-        "approved_memory_failure": sum(labels[k] == WITHIN and observed[k] == FAILURE for k in resolved),
-        "approved_above_margin": sum(labels[k] == WITHIN and observed[k] == ABOVE for k in resolved),
-        "rejected_within_margin": sum(labels[k] != WITHIN and observed[k] == WITHIN for k in resolved),
-        "near_limit": sum(bool(near[k]) for k in resolved),
-        "band_approved_memory_failure": sum(approved[k] and observed[k] == FAILURE for k in resolved),
-        "band_approved_above_margin": sum(approved[k] and observed[k] == ABOVE for k in resolved),
-        "band_rejected_within_margin": sum(not approved[k] and observed[k] == WITHIN for k in resolved),
+    approved, within = (labels == WITHIN) & ~near, labels == WITHIN
+    counts = {
+        "queries": resolved,
+        "correct": resolved & (labels == observed),
+        "approved_memory_failure": within & (observed == FAILURE),
+        "approved_above_margin": within & (observed == ABOVE),
+        "rejected_within_margin": ~within & (observed == WITHIN),
+        "near_limit": resolved & near,
+        "band_approved_memory_failure": approved & (observed == FAILURE),
+        "band_approved_above_margin": approved & (observed == ABOVE),
+        "band_rejected_within_margin": ~approved & (observed == WITHIN),
     }
-    truth = data.peak[index]
+    truth = data.peak[test]
     done = np.isfinite(truth) & np.isfinite(peak)
-    stage_errors: list[float] = []
+    stage_errors = []
     for stage, (rows, observed_peaks) in data.stages.items():
         keep = test[rows] if len(rows) else np.zeros(0, dtype=bool)
-        predicted = phase_peaks[rows[keep], PHASES.index(stage)]
+        predicted, measured_peaks = phase_peaks[rows[keep], PHASES.index(stage)], observed_peaks[keep]
         ok = np.isfinite(predicted)
-        stage_errors += list((predicted[ok] - observed_peaks[keep][ok]) / observed_peaks[keep][ok])
+        stage_errors.append((predicted[ok] - measured_peaks[ok]) / measured_peaks[ok])
     return Score(
-        **{k: int(v) for k, v in counts.items()},
+        **{k: int(np.count_nonzero(v)) for k, v in counts.items()},
         band_mib=band,
-        peak_errors=tuple(float(e) for e in (peak[done] - truth[done]) / truth[done]),
-        stage_errors=tuple(stage_errors),
+        peak_errors=(peak[done] - truth[done]) / truth[done],
+        stage_errors=np.concatenate(stage_errors) if stage_errors else np.zeros(0),
     )
-
-
-def subsets(families: Iterable[str]) -> list[frozenset[str]]:
-    """Every set of ``families`` with at least two members (the training sets an inner fold can choose on)."""
-    names: Sequence[str] = sorted(families)
-    out = []
-    for mask in range(1, 2 ** len(names)):
-        chosen = frozenset(n for k, n in enumerate(names) if mask >> k & 1)
-        if len(chosen) >= 2:
-            out.append(chosen)
-    return out

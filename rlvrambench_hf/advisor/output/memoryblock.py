@@ -115,9 +115,11 @@ def predicted_sentence(answers: Answers, i: int) -> str:
         f"margin {margin:,} MiB and the capacity {capacity:,} MiB"
     )
     if a.near_limit[i]:
+        low, high = peak - band["mib"], peak + band["mib"]
+        spanned = [f"the {n} {v:,} MiB" for n, v in (("margin", margin), ("capacity", capacity)) if low <= v <= high]
         sentence += (
-            f"; near the limit: {peak:,.0f} + {band['mib']:,.0f} = {peak + band['mib']:,.0f} MiB reaches the margin "
-            f"{margin:,} MiB (capacity {capacity:,} MiB); {buy_back(answers, i, band['mib'])}"
+            f"; near the limit: {peak:,.0f} +/- {band['mib']:,.0f} = {low:,.0f}-{high:,.0f} MiB spans "
+            f"{' and '.join(spanned)}; {buy_back(answers, i, band['mib'])}"
         )
     if not device.measured:
         sentence += "; extrapolating: physical terms at this capacity, runtime term calibrated on 40 GB A100s"
