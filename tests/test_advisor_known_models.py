@@ -59,7 +59,8 @@ def test_qwen2_5_1_5b_offline_gets_its_measurements_and_a_model_prediction(offli
     assert not [f for f in answer["scope_flags"] if "family not measured" in f]
     from rlvrambench_hf.cli.advise.plans import detail
 
-    heading = detail(advise(read_plans([plan], source=snapshot), snapshot).answer(0))[0]  # the readable answer says so too
+    typed = advise(read_plans([plan], source=snapshot), snapshot).answer(0)
+    heading = detail(typed)[0]  # the readable answer says so too
     assert heading.endswith("Qwen/Qwen2.5-1.5B-Instruct (measured, outside the estimation families)"), heading
     twin = {**plan, "max_response_length": plan["max_response_length"] // 2}
     (other,) = advise_planned([twin], snapshot)["configurations"]

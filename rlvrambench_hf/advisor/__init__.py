@@ -14,16 +14,59 @@ measurement, else a floor that cannot hold, else the per-phase model's label (:c
 model's own class). :func:`explain_failure` diagnoses a failure log, with the launch file's plans when given.
 """
 
-from ..memory.phases import PhaseModel
-from .answer import Answer, PhasePeaks
-from .api import advise, advise_planned, explain_failure
-from .diagnose.diagnosis import Diagnosis, diagnose_text
-from .diagnose.logs import read_log
-from .output.document import STATEMENT, read_phase_peaks
-from .plan.hardware import BENCHMARK_HARDWARE, Hardware
-from .plan.mapping import TRL_MAPPING, TRL_SCOPE, VERL_MAPPING, VERL_SCOPE
-from .plan.plans import Plans
-from .read.reader import read_plans
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported on first use: answering a plan does not import the log diagnosis, and the reverse
+    from ..memory.phases import PhaseModel
+    from .answer import Answer, PhasePeaks
+    from .api import advise, advise_planned, explain_failure
+    from .diagnose.diagnosis import Diagnosis, diagnose_text
+    from .diagnose.logs import read_log
+    from .output.document import STATEMENT, read_phase_peaks
+    from .plan.hardware import BENCHMARK_HARDWARE, Hardware
+    from .plan.mapping import TRL_MAPPING, TRL_SCOPE, VERL_MAPPING, VERL_SCOPE
+    from .plan.plans import Plans
+    from .read.reader import read_plans
+
+#: Where each public name lives (imported when first asked for, PEP 562).
+_LAZY = {
+    "PhaseModel": "..memory.phases",
+    "Answer": ".answer",
+    "PhasePeaks": ".answer",
+    "advise": ".api",
+    "advise_planned": ".api",
+    "explain_failure": ".api",
+    "Diagnosis": ".diagnose.diagnosis",
+    "diagnose_text": ".diagnose.diagnosis",
+    "read_log": ".diagnose.logs",
+    "STATEMENT": ".output.document",
+    "read_phase_peaks": ".output.document",
+    "BENCHMARK_HARDWARE": ".plan.hardware",
+    "Hardware": ".plan.hardware",
+    "TRL_MAPPING": ".plan.mapping",
+    "TRL_SCOPE": ".plan.mapping",
+    "VERL_MAPPING": ".plan.mapping",
+    "VERL_SCOPE": ".plan.mapping",
+    "Plans": ".plan.plans",
+    "read_plans": ".read.reader",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The public names of :data:`_LAZY`, imported when first asked for."""
+    if name not in _LAZY:
+        raise AttributeError(f"module '{__name__}' has no attribute '{name}'")
+    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "BENCHMARK_HARDWARE",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..data.sources.resolve import SourceLike
 from ..errors import InputError, RLVRAMBenchError, first_line
@@ -20,13 +20,14 @@ from .answer import PhasePeaks
 from .assess.answers import Answers, answer_plans
 from .assess.context import Context, load_context
 from .assess.verdict import with_hardware
-from .diagnose.diagnosis import Diagnosis, diagnose_text
-from .diagnose.explain import LOG_DEVICE, explain, log_hardware
-from .diagnose.logs import LogText, read_log
 from .output.document import document, read_phase_peaks
 from .output.wording import sentence
 from .plan.hardware import BENCHMARK_HARDWARE, Hardware
 from .plan.plans import Plans
+
+if TYPE_CHECKING:  # the log diagnosis is imported when a log is explained: answering plans does not need it
+    from .diagnose.diagnosis import Diagnosis
+    from .diagnose.logs import LogText
 
 PlannedLike = str | os.PathLike[str] | Sequence[Mapping[str, Any]] | Mapping[str, Any] | Plans | object
 #: Where the plan's device came from when it was given (else: the log's device).
@@ -96,6 +97,10 @@ def explain_failure(
     replaces the plan's own per-phase model: a :class:`~.answer.PhasePeaks`, or a saved answer's entry (read by
     :func:`~.output.document.read_phase_peaks`). A plan the advisor refuses on that device leaves the log's
     diagnosis, saying why (:func:`plan_unread`)."""
+    from .diagnose.diagnosis import diagnose_text
+    from .diagnose.explain import LOG_DEVICE, explain, log_hardware
+    from .diagnose.logs import LogText, read_log
+
     text = log if isinstance(log, LogText) else read_log(log)
     found = diagnose_text(text)
     if plans is None or found.failure_class is None:

@@ -6,7 +6,7 @@ model's match (``model``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .part import Part
@@ -28,7 +28,8 @@ class Remedy(Part):
     counterpart), the ``change`` in words or as a value, ``why``, its ``basis`` and the dataset ``setting`` it
     changes (None when it names none). ``to`` is the value to paste when known; a fix the release measured starts
     from ``before`` and went to ``release_to``; ``supported`` says whether a measurement supports a launch-file
-    change."""
+    change. A fix read from its JSON (:meth:`of`) keeps the keys it has beyond these (``extra``) and their order
+    (``order``); a fix made here has the keys of its basis (:data:`JSON_KEYS`)."""
 
     key: str
     trl: str | None
@@ -40,6 +41,8 @@ class Remedy(Part):
     before: object = None
     release_to: object = None
     supported: bool | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    order: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, fix: Mapping[str, Any]) -> Remedy:
@@ -55,6 +58,8 @@ class Remedy(Part):
             fix.get("from"),
             fix.get("release_to"),
             fix.get("supported"),
+            {k: v for k, v in fix.items() if k not in ALL_KEYS},
+            tuple(fix),
         )
 
     def with_key(self, key: str) -> Remedy:
@@ -80,5 +85,6 @@ class Remedy(Part):
             "basis": self.basis,
             "setting": self.setting,
             "supported": self.supported,
+            **self.extra,
         }
-        return {k: values[k] for k in JSON_KEYS.get(self.basis, ALL_KEYS)}
+        return {k: values[k] for k in self.order or JSON_KEYS.get(self.basis, ALL_KEYS)}

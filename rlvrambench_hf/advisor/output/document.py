@@ -18,14 +18,16 @@ a failure log against it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import InputError, quote
 from ..answer import PhasePeak, PhasePeaks, PhaseTerm
 from ..assess.answers import Answers
 from ..assess.records import DEFINING_SETTINGS
-from ..diagnose.diagnosis import Diagnosis
 from ..plan.hardware import Hardware
+
+if TYPE_CHECKING:
+    from ..diagnose.diagnosis import Diagnosis
 
 STATEMENT = (
     "Measurement first: where the release measured a plan's settings, its verdict is that measurement (basis "
@@ -88,6 +90,8 @@ def read_phase_peaks(entry: Mapping[str, Any]) -> PhasePeaks:
             )
             for p in entry["phases"]
         )
+        if not phases:
+            raise ValueError("no phases")
         hardware = Hardware(int(device["capacity_mib"]), int(device["margin_mib"]), str(device["name"]))
         peak = entry.get("predicted_peak_mib")
         binding = entry.get("binding_phase")

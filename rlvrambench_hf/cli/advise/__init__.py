@@ -20,9 +20,12 @@ def add_advise(p: argparse.ArgumentParser) -> None:
     p.description = (
         "For each planned configuration: the release's measured records with the same settings (every "
         "measured table: the 212 configurations, the larger-model and expanded-host follow-ups, the admission "
-        "candidates), its physical floors with their arithmetic, the three reference methods' labels and peaks "
-        "with their leave-one-family-out track record, the single-setting changes that would make it fit, its "
-        "distance to the measured cloud and scope flags. The verdict is measured > floor > predicted."
+        "candidates), its physical floors with their arithmetic, the per-phase memory model's peak of every phase "
+        "on your device, the three reference methods' labels and peaks beside it with their leave-one-family-out "
+        "track record, the single-setting changes that would make it fit (and those that make a failing floor "
+        "hold), its distance to the measured cloud and scope flags. The verdict is the measurement, else a floor "
+        "that cannot hold, else the per-phase model's label; what the model does not cover gets none. With --log, "
+        "why a run failed."
     )
     given = p.add_mutually_exclusive_group(required=False)  # one of them, or --log (advise_log)
     given.add_argument(
@@ -123,6 +126,8 @@ def add_log_option(parser: argparse.ArgumentParser) -> None:
         "--log",
         metavar="FILE",
         help="the log of a run that failed (- reads standard input; read as text, never run): its failure in the "
-        "release's taxonomy, phase and figures, the release's failures of that kind and the fixes; with --verl or "
-        "--trl as well, specific to that launch file on the device the log reports",
+        "release's taxonomy, phase and figures, the release's failures of that kind and the fixes; with --verl, "
+        "--trl (and --accelerate-config) or --planned as well, specific to that launch file, on the device the log "
+        "reports or the one --gpu / --device-capacity-mib names (a launch file that cannot be read leaves the log's "
+        "diagnosis, which says why)",
     )
