@@ -46,7 +46,7 @@ class Answers:
     nearest: int
     unavailable: Mapping[str, str]  # model id -> why its metadata is missing
     wording: Wording
-    _built: dict[int, Answer] = field(default_factory=dict, init=False, repr=False)
+    _built: dict[int, Answer] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.plans)
