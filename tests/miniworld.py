@@ -160,6 +160,45 @@ def pool_peaks() -> dict[str, float | None]:
     }
 
 
+#: The stage each seed's one stage record of a pool configuration measures (seed 1 the rollout; seeds 2 and 3 the
+#: token phases, so that every configuration has one measurement of each and the per-phase model has its evidence).
+SEED_STAGES = {1: "rollout", 2: "actor_update", 3: "reference_logprob"}
+#: Share of the full-length token terms (logits, activations) a token phase really held: GSM8K answers stop well
+#: before their cap, MATH answers run to it (plausible figures of the mini world, not the release's).
+TOKEN_SHARE = {"gsm8k": 0.6, "math": 1.1}
+MIB = 2.0**20
+
+
+def stage_record(configuration: dict, seed: int) -> dict:
+    """The stage, peak and coverage of a pool configuration's stage record of ``seed``: the rollout's peak is the
+    configuration's; a token phase holds the actor's fp32 shards, Adam's states, the configuration's own runtime
+    residual (peak - u x C - shards) and its share of the full-length logits and activations (gradient
+    checkpointing on). A failed configuration's records are partial, with no peak."""
+    stage = SEED_STAGES[seed]
+    peak = pool_peaks()[configuration["configuration_id"]]
+    if peak is None:
+        return {"stage": stage, "observed_peak_mib": None, "coverage": "terminal_stage_partial"}
+    _, _, _, p, r, layers, hidden, vocab = MODELS[configuration["model_id"]][:8]
+    g, u = configuration["gpu_count"], configuration["vllm_gpu_memory_utilization"]
+    shards = 4.0 * (p + r) / g / MIB
+    runtime = peak - u * DEVICE_CAPACITY_MIB - shards
+    c = configuration
+    length = min(c["max_model_len"], c["max_prompt_length"] + c["max_response_length"])
+    per_gpu = configuration["train_batch_size"] * configuration["rollout_n"] / g
+    share = TOKEN_SHARE[configuration["workload_id"]]
+    if stage == "rollout":
+        value = float(peak)
+    elif stage == "actor_update":
+        tokens = min(configuration["actor_micro_batch"], per_gpu) * length
+        activations = (2.0 * tokens * hidden * (layers + 1) + 34.0 * tokens * hidden) / MIB
+        value = shards + 12.0 * r / g / MIB + runtime + share * (activations + 2.0 * tokens * vocab / MIB)
+    else:
+        micro = max(configuration["rollout_logprob_micro_batch"], configuration["ref_logprob_micro_batch"])
+        tokens = min(micro, per_gpu) * length
+        value = shards + runtime + share * 2.0 * tokens * vocab / MIB
+    return {"stage": stage, "observed_peak_mib": round(value), "coverage": "completed_run"}
+
+
 def target_settings() -> list[dict]:
     study = "prospective_estimation"
     return [settings(target_id(w, level, g), TARGET_MODEL, w, level, g, study) for w, level, g in TARGETS]
