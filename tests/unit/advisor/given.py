@@ -72,14 +72,21 @@ def unchecked(rows: Iterable[Mapping[str, Any]]) -> Plans:
     return Plans(table, [f"plan {i + 1}" for i in range(table.num_rows)])
 
 
-def answers(
+def document_of(
     planned: Plans | Iterable[Mapping[str, Any]], context: Context, hardware: Hardware = BENCHMARK_HARDWARE
-) -> list[dict[str, Any]]:
-    """The JSON answer of every plan (``configurations`` of the document ``advise --output`` writes)."""
+) -> dict[str, Any]:
+    """The JSON document ``advise --output`` writes for plans (read against the mini release when mappings)."""
     from rlvrambench_hf.advisor.output.document import document
 
     plans = planned if isinstance(planned, Plans) else plans_of(planned, context)
-    return list(document(advise(plans, context=context, hardware=hardware))["configurations"])
+    return document(advise(plans, context=context, hardware=hardware))
+
+
+def answers(
+    planned: Plans | Iterable[Mapping[str, Any]], context: Context, hardware: Hardware = BENCHMARK_HARDWARE
+) -> list[dict[str, Any]]:
+    """The JSON answer of every plan (``configurations`` of the document)."""
+    return list(document_of(planned, context, hardware)["configurations"])
 
 
 def answer(row: Mapping[str, Any], context: Context, hardware: Hardware = BENCHMARK_HARDWARE) -> dict[str, Any]:
