@@ -139,3 +139,69 @@ def column(model: PhaseModel, phase: str, name: str) -> np.ndarray:
     """One term of ``phase`` for every plan."""
     (found,) = [t.mib for t in model.terms[phase] if t.name == name]
     return found
+
+
+#: :data:`PLAN` as a VERL config tree (what a user's YAML gives; VERL's packaged defaults give the rest).
+VERL_TREE: dict[str, Any] = {
+    "data": {"max_prompt_length": 512, "max_response_length": 768, "train_batch_size": 16},
+    "actor_rollout_ref": {
+        "model": {"path": QWEN3B, "lora_rank": 64},
+        "actor": {"ppo_mini_batch_size": 16, "ppo_micro_batch_size_per_gpu": 4},
+        "rollout": {
+            "name": "vllm",
+            "n": 4,
+            "tensor_model_parallel_size": 1,
+            "gpu_memory_utilization": 0.55,
+            "log_prob_micro_batch_size_per_gpu": 8,
+            "max_num_seqs": 64,
+        },
+        "ref": {"log_prob_micro_batch_size_per_gpu": 8},
+    },
+    "algorithm": {"adv_estimator": "grpo"},
+    "trainer": {"n_gpus_per_node": 2, "nnodes": 1},
+}
+
+
+def verl_tree(**changes: object) -> dict[str, Any]:
+    """:data:`VERL_TREE` with ``changes`` at dotted keys written with ``__`` (None deletes the key)."""
+    import copy
+
+    tree = copy.deepcopy(VERL_TREE)
+    for dotted, value in changes.items():
+        *parents, leaf = dotted.split("__")
+        node = tree
+        for part in parents:
+            node = node.setdefault(part, {})
+        if value is None:
+            node.pop(leaf, None)
+        else:
+            node[leaf] = value
+    return tree
+
+
+def verl_yaml(tree: Mapping[str, Any]) -> str:
+    import yaml
+
+    return yaml.safe_dump(dict(tree), sort_keys=False)
+
+
+#: :data:`PLAN` as the overrides of a launch script (the keys a user writes on the command line).
+VERL_OVERRIDES = (
+    "algorithm.adv_estimator=grpo",
+    "data.train_batch_size=16",
+    "data.max_prompt_length=512",
+    "data.max_response_length=768",
+    f"actor_rollout_ref.model.path={QWEN3B}",
+    "actor_rollout_ref.model.lora_rank=64",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=16",
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
+    "actor_rollout_ref.rollout.name=vllm",
+    "actor_rollout_ref.rollout.n=4",
+    "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
+    "actor_rollout_ref.rollout.gpu_memory_utilization=0.55",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8",
+    "actor_rollout_ref.rollout.max_num_seqs=64",
+    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=8",
+    "trainer.n_gpus_per_node=2",
+    "trainer.nnodes=1",
+)
