@@ -14,8 +14,11 @@ from unit.advisor.given import GRANITE, MIB, PHI4, QWEN3B, QWEN7B, metadata, mod
 
 pytestmark = pytest.mark.unit
 
-#: The terms of the model that are calibrated (everything else has its physical coefficient).
-CALIBRATED = {"runtime_outside_vllm", "weight_sync_extra", "calibrated_update_tokens", "calibrated_logprob_tokens"}
+#: The model's physical terms: each with its coefficient fixed at its physical value, none calibrated.
+PHYSICAL = {
+    "vllm_reservation", "resident_actor", "actor_shards", "vllm_between_generations", "logprob_logits",
+    "adapter_gradients_and_adam", "activations", "update_logits", "gathered_parameters", "vllm_woken_weights",
+}  # fmt: skip
 
 
 def sizes(context, model_id: str = QWEN3B) -> tuple[float, float]:
@@ -113,26 +116,13 @@ def test_kv_cache_bytes_per_token_are_keys_and_values_of_every_layer_in_bf16(min
     assert arch.kv_bytes_per_token()[0] == {GRANITE: 40960, QWEN3B: 36864, PHI4: 32768, QWEN7B: 28672}[model_id]
 
 
-def test_exactly_the_runtime_sync_and_token_corrections_are_calibrated(mini_context):
+def test_every_uncalibrated_term_is_physics_and_the_runtime_outside_vllm_is_calibrated(mini_context):
     model = model_of([plan()], mini_context)
     for phase in PHASES:
         for term in model.terms[phase]:
-            assert term.calibrated == (term.name in CALIBRATED), (phase, term.name)
-
-
-def test_the_token_phases_carry_their_calibration_as_a_share_of_their_token_terms(mini_context):
-    """What the release measured of the token terms is their own term: (scale - 1) x the physical token terms, so
-    that the phase holds scale x them; the mini release's stage records put GSM8K below the full-length physics
-    and MATH above it."""
-    model = model_of([plan(), plan(workload_id="math")], mini_context)
-    update = [terms(model, "actor_update", i) for i in (0, 1)]
-    physical = [u["activations"] + u["update_logits"] for u in update]
-    scales = [1 + u["calibrated_update_tokens"] / p for u, p in zip(update, physical)]
-    assert scales[0] < 1 < scales[1]
-    score = [terms(model, "reference_logprob", i) for i in (0, 1)]
-    assert [s["calibrated_logprob_tokens"] / s["logprob_logits"] for s in score] == pytest.approx(
-        [scales[0] - 1, scales[1] - 1], abs=0.05
-    )
+            assert term.calibrated or term.name in PHYSICAL, (phase, term.name)
+            assert not (term.calibrated and term.name in PHYSICAL), (phase, term.name)
+    assert all(t.calibrated for phase in PHASES for t in model.terms[phase] if t.name == "runtime_outside_vllm")
 
 
 def test_the_peak_is_the_largest_phase_and_the_binding_phase_sets_it(mini_context):
