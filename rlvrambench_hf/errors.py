@@ -186,6 +186,16 @@ def quote(value: object, limit: int = VALUE_LIMIT) -> str:
     return f"an object of type {type_name(value)}"
 
 
+def printable(text: str) -> str:
+    """``text`` as a terminal may be given it: every character that is not printable (the ESC of an escape
+    sequence, BEL and the other C0 and C1 controls, bidirectional overrides, ...) escaped as Python writes it
+    (``\\x1b``, ``\\u202e``); line breaks kept. For whole lines of a command's text, whose names and values came
+    from the user (a file's name, a planned value, a log's excerpt)."""
+    if text.isprintable():
+        return text
+    return "\n".join(line if line.isprintable() else "".join(_visible(c) for c in line) for line in text.split("\n"))
+
+
 def type_name(value: object) -> str:
     """The name of ``value``'s class, escaped and cut (read without running the class's own code)."""
     name = type.__dict__["__name__"].__get__(type(value), type)

@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from rlvrambench_hf.advisor import PhaseModel, advise, diagnose_text, explain_failure, read_log, read_plans
+from rlvrambench_hf.advisor import (
+    PhasePeaks,
+    advise,
+    diagnose_text,
+    explain_failure,
+    read_log,
+    read_phase_peaks,
+    read_plans,
+)
 from rlvrambench_hf.advisor.diagnose.phasematch import match_phases
 from rlvrambench_hf.advisor.output.document import configuration
 from rlvrambench_hf.cli import main
@@ -157,7 +165,7 @@ def test_release_evidence_of_the_same_kind(snapshot: Path) -> None:
     assert all(c["within_margin_neighbours"] == [] for c in host["configurations"])  # no GPU change fixes host memory
     free = explain_failure(LOGS / "vllm_free_memory.log", snapshot)  # the log's own figures outrank the release's
     assert [(f["change"], f["basis"]) for f in free.fixes if "gpu_memory_utilization" in f["key"]] == [("0.3", "log")]
-    html = diagnosis_section(free.as_dict(), "vllm_free_memory.log")
+    html = diagnosis_section(free, "vllm_free_memory.log")
     assert html.count("<table") == 3 and "cfg-966f5804dc918967" in html and "gpu_memory_utilization=0.3" in html
     kv = explain_failure(LOGS / "vllm_kv_cache_v0.log", snapshot)  # the cache was short: never a smaller reservation
     assert [f["basis"] for f in kv.fixes] == ["log", "docs", "docs"]
@@ -233,7 +241,9 @@ def test_a_utilization_too_small_for_the_weights_is_not_first(snapshot: Path, tm
     found = explain_failure(LOGS / "vllm_free_memory.log", snapshot, plans=plans)
     assert found.fixes[0]["basis"] != "log"
     utilization = [f for f in found.fixes if f.get("setting") == "vllm_gpu_memory_utilization"]
-    assert [f["basis"] for f in utilization] == ["model"]  # the model's value, not the log's 0.3 (too small)
+    # not the log's 0.3 (too small): the remedy of the plan's failing actor_shards_at_startup floor, which leads
+    assert [f["basis"] for f in utilization] == ["launch"] and found.fixes[0] is utilization[0]
+    assert "the floor actor_shards_at_startup holds after it" in utilization[0]["why"]
     assert float(utilization[0]["change"]) * 40960 > 14526
     alone = explain_failure(LOGS / "vllm_free_memory.log", snapshot)  # without the launch file: the log's figure
     assert [f["change"] for f in alone.fixes if f["basis"] == "log"] == ["0.3"]
@@ -242,7 +252,7 @@ def test_a_utilization_too_small_for_the_weights_is_not_first(snapshot: Path, tm
     assert small.fixes[0]["basis"] == "log"  # Qwen2.5-3B's weights fit in 0.3 of the device
 
 
-def _model(**peaks: float) -> PhaseModel:
+def _model(**peaks: float) -> PhasePeaks:
     terms = {
         "initializing": [("vLLM reservation 0.65 x 40,960", 26624.0), ("resident actor shards", 7000.0)],
         "weight_sync": [
@@ -251,7 +261,7 @@ def _model(**peaks: float) -> PhaseModel:
         ],
         "actor_update": [("resident actor shards", 7000.0), ("activations at micro-batch 16", 9000.0)],
     }  # fmt: skip
-    return PhaseModel.of(
+    return read_phase_peaks(
         {
             "device": {"name": "A100 40GB", "capacity_mib": 40960, "margin_mib": 38912, "measured": True},
             "phases": [
@@ -290,7 +300,7 @@ def test_a_per_phase_model_is_matched() -> None:
     other = match_phases(_model(actor_update=50000.0), found.phase, numbers, settings)
     assert other["binding_phase"] == "actor_update" and not other["agree"]
     with pytest.raises(InputError, match="not a per-phase memory model"):
-        PhaseModel.of({"phases": []})
+        read_phase_peaks({"phases": []})
 
 
 def test_the_model_is_used_with_a_launch_file(snapshot: Path, tmp_path: Path) -> None:

@@ -12,13 +12,15 @@ cause, and a host-memory kill is never called a device OOM, nor the reverse.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..answer import Remedy
 from .figures import Number, startup_numbers
 from .fixes import DESCRIPTION, FIXES, HOST_KIND, KV_SHORT, UTILIZATION_KEY, device_of
 from .logs import DEVICE_FAMILIES, HOST_FAMILIES, Lines, LogText, Signal, log_text, recognise
+from .parts import LogDevice, PlanMatch, ReleaseFailures
 from .phase import phase_near
 
 #: Families by how telling they are (first: the root cause when present), memory families first.
@@ -52,7 +54,9 @@ MEMORY_CLASSES = (*DEVICE_KIND_BY_PHASE.values(), "cuda_oom", HOST_KIND)
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """The answer to a failure log (see the module docstring); :meth:`as_dict` is its JSON."""
+    """The answer to a failure log (see the module docstring): its class, phase and figures, the device the log
+    names, the release's failures of that kind (``release``), the diagnosis made specific to a launch file's plan
+    (``specific``) and the fixes, most specific first; :meth:`as_dict` is its JSON."""
 
     failure_class: str | None
     memory: str | None
@@ -63,10 +67,10 @@ class Diagnosis:
     others: tuple[Signal, ...]
     numbers: tuple[Number, ...]
     log_note: str
-    device: dict[str, Any] | None = None
-    release: dict[str, Any] | None = None
-    specific: dict[str, Any] | None = None
-    fixes: tuple[dict[str, Any], ...] = field(default=())
+    device: LogDevice | None = None
+    release: ReleaseFailures | None = None
+    specific: PlanMatch | None = None
+    fixes: tuple[Remedy, ...] = field(default=())
     note: str | None = None
 
     @property
@@ -84,8 +88,7 @@ class Diagnosis:
             what = f"host-memory failure{where} ({self.failure_class}), not a device OOM"
         else:
             what = f"not a memory failure: {self.failure_class}{where}"
-        first = self.fixes[0] if self.fixes else None
-        tail = f"; try `{_pasted(first)}`" if first else ""
+        tail = f"; try `{self.fixes[0].pasted()}`" if self.fixes else ""
         return f"{what}: {self.reason}{tail}"
 
     def as_dict(self) -> dict[str, Any]:
@@ -98,11 +101,11 @@ class Diagnosis:
             "reason": self.reason,
             "message": _signal_dict(self.signal) if self.signal else None,
             "numbers": [n.as_dict() for n in self.numbers],
-            "device": self.device,
+            "device": None if self.device is None else self.device.to_json(),
             "also_in_log": [_signal_dict(s) for s in self.others],
-            "release": self.release,
-            "fixes": list(self.fixes),
-            "specific": self.specific,
+            "release": None if self.release is None else self.release.to_json(),
+            "fixes": [f.to_json() for f in self.fixes],
+            "specific": None if self.specific is None else self.specific.to_json(),
             "log": self.log_note,
             "note": self.note,
         }
@@ -110,16 +113,6 @@ class Diagnosis:
 
 def _signal_dict(signal: Signal) -> dict[str, Any]:
     return {"family": signal.family, "source": signal.source, "line": signal.line, "excerpt": signal.excerpt}
-
-
-def _pasted(fix: Mapping[str, Any]) -> str:
-    """A fix as the user pastes it: ``key=value`` when the value is known, else ``key: what to do``."""
-    change = fix["change"]
-    if fix.get("to") is not None:
-        return f"{fix['key']}={fix['to']}"
-    if fix.get("basis") in ("launch", "model", "log") or change in ("True", "False"):
-        return f"{fix['key']}={change}"
-    return f"{fix['key']}: {change}"
 
 
 # ---- the core -------------------------------------------------------------------------------------------------
@@ -165,7 +158,8 @@ def diagnose_text(log: LogText | str) -> Diagnosis:
     numbers = (*signal.numbers, *_new(startup_numbers(log.text), signal.numbers))
     others = tuple(s for s in signals if s is not signal and s.family != "exception")[:10]
     documented = FIXES[KV_SHORT if signal.family in KV_FAMILIES else failure_class]
-    fixes = tuple(_log_fixes(signal, failure_class)) + tuple(f.as_dict() for f in documented)
+    fixes = tuple(Remedy.of(f) for f in _log_fixes(signal, failure_class))
+    fixes += tuple(Remedy(f.key, f.trl, f.change, f.why) for f in documented)
     return Diagnosis(
         failure_class,
         memory,
@@ -176,7 +170,7 @@ def diagnose_text(log: LogText | str) -> Diagnosis:
         others,
         numbers,
         log.note,
-        device=device_of(_value(numbers, "total_capacity")),
+        device=LogDevice.of(device_of(_value(numbers, "total_capacity"))),
         fixes=fixes,
     )
 
