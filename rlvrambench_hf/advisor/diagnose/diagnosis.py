@@ -132,7 +132,7 @@ class Diagnosis:
             what = f"host-memory failure{where} ({self.failure_class}), not a device OOM"
         else:
             what = f"not a memory failure: {self.what}{where} ({self.failure_class})"
-        first = next((f for f in self.fixes if f["basis"] != "release" or f.get("to") is not None), None)
+        first = next((f for f in self.fixes if _pasteable(f)), None)
         return f"{what}: {self.reason}{_tried(first) if first else ''}"
 
     def as_dict(self) -> dict[str, Any]:
@@ -165,11 +165,17 @@ def _signal_dict(signal: Signal) -> dict[str, Any]:
     return {"family": signal.family, "source": signal.source, "line": signal.line, "excerpt": signal.excerpt}
 
 
+def _pasteable(fix: Mapping[str, Any]) -> bool:
+    """Whether a fix can lead the answer: not a change from a value that may not be the user's (the release's
+    ``0.8 -> 0.7``), but a switch the release measured (``False -> True``) can, as ``key=True``."""
+    return fix["basis"] != "release" or fix.get("to") is not None or fix.get("release_to") in ("True", "False")
+
+
 def _pasted(key: str, fix: Mapping[str, Any]) -> str:
     """A fix as the user pastes it: ``key=value`` when the value is known, else ``key: what to do``."""
     change = fix["change"]
-    if fix.get("to") is not None:
-        return f"{key}={fix['to']}"
+    if fix.get("to") is not None or fix["basis"] == "release":
+        return f"{key}={fix['to'] if fix.get('to') is not None else fix['release_to']}"
     if fix.get("basis") in ("launch", "model", "log") or change in ("True", "False"):
         return f"{key}={change}"
     return f"{key}: {change}"

@@ -253,7 +253,6 @@ OPERATION_FIXES: dict[str, tuple[Fix, ...]] = {
         Fix("trainer.n_gpus_per_node", "num_processes", "raise", "the optimizer states are sharded over more devices"),
     ),
     "log-probabilities over the vocabulary": (
-        _LOGPROB,
         Fix(
             "actor_rollout_ref.model.use_fused_kernels",
             None,
@@ -264,13 +263,18 @@ OPERATION_FIXES: dict[str, tuple[Fix, ...]] = {
 }
 #: The fixes of a generation without vLLM (transformers' generate(), as trlX and TRL without vLLM use it).
 GENERATE_FIXES = (
+    Fix(
+        None,
+        "ds3_gather_for_generation",
+        "False",
+        "TRL gathers the whole ZeRO-3 policy on each device to generate; False generates from the shards (slower)",
+        needs="deepspeed",
+    ),
     _RESPONSE,
     Fix(None, "generation_batch_size", "lower", "generate() holds the KV cache of the whole generation batch"),
-    Fix(None, "ds3_gather_for_generation", "False", "TRL gathers the whole ZeRO-3 policy on each device to generate; "
-        "False generates from the shards (slower)", needs="deepspeed"),
-)  # fmt: skip
-#: The stacks that run vLLM's settings.
-_ENGINES = ("vllm", "sglang")
+)
+#: The stacks that run vLLM's settings (VERL generates with vLLM or SGLang).
+_ENGINES = ("vllm", "sglang", "verl")
 
 
 def fixes_for(failure_class: str, operation: str | None, stack: Collection[str]) -> tuple[Fix, ...]:
@@ -293,7 +297,7 @@ def fixes_for(failure_class: str, operation: str | None, stack: Collection[str])
 DESCRIPTION = {
     "rollout_init_memory": "vLLM could not start beside the resident actor",
     "weight_sync_oom": "the weights handed to vLLM did not fit beside its reservation",
-    "rollout_oom": "generation ran out beside vLLM's reservation",
+    "rollout_oom": "generation ran out of device memory",
     "actor_update_oom": "the actor update ran out (activations, logits, gradients)",
     "cuda_oom": "a device allocation failed",
     HOST_KIND: "host memory ran out (the release files it as vllm_executor_failure)",

@@ -49,8 +49,14 @@ BINARY_SHARE = 0.05
 #: Lines holding a word of a wrapped memory message read joined to their neighbours (the first and the last ones),
 #: and how many neighbours on each side.
 WRAP_ANCHORS, WRAP_REACH = (100, 400), 4
+#: The shortest line a terminal's wrap is taken to have cut (narrower terminals are not in use).
+WRAP_WIDTH = 60
 #: Characters at each end of a log where the stack it runs is looked for (start-up lines, the final traceback).
 STACK_CHARS = 1 << 20
+_STAMP = re.compile(r" ?\d{2,4}[-/:.]\d{2}")
+#: A traceback's frame line (complete by itself), and an exception's line (a record of its own).
+_WHOLE = re.compile(r'\s*File "[^"]*", line \d+, in \S+$')
+_RAISED = re.compile(r"[a-z_][\w.]*\.[A-Z]\w*(?:Error|Exception|Interrupt)\b")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]*\x07")
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 #: A line of source code that a traceback quotes (``assert …``, ``raise …``, a string literal).
@@ -243,7 +249,7 @@ def _match(family: Family, text: str, low: str, lines: Lines, number: int) -> re
 def _signal(family: Family, lines: Lines, number: int, match: re.Match[str]) -> Signal:
     line = lines.line(number)
     following = lines.span(number + 1, number + family.follow) if family.follow else ""
-    numbers = tuple(numbers_of(family.name, line, following))
+    numbers = tuple(numbers_of(family.name, logical(lines, number) if family.name in MEMORY_FAMILIES else line, following))
     return Signal(
         family.name, family.source, lines.start(number) + match.start(), number, excerpt(line, match.start()), numbers
     )
@@ -277,6 +283,45 @@ def _wrapped(low: str, lines: Lines, anchors: list[int], found: dict[tuple[int, 
                     numbers = tuple(numbers_of(name, written, ""))
                     family = FAMILY[name]
                     yield Signal(name, family.source, lines.start(number) + at, number, excerpt(written, at), numbers)
+
+
+def logical(lines: Lines, number: int) -> str:
+    """Line ``number`` with the lines a terminal's wrap continued it on (at most :data:`WRAP_REACH`): a long line
+    cut inside a word, or at a space, is followed by lower-case text that is neither indented code nor a new
+    record."""
+    text = lines.line(number)
+    width = len(text)
+    for after in range(number + 1, min(number + WRAP_REACH, lines.count) + 1):
+        last, following = lines.line(after - 1), lines.line(after)
+        if width < WRAP_WIDTH or abs(len(last) - width) > 1 or not _continues(last, following):
+            break
+        text += following
+    return text
+
+
+def unwrapped(span: str) -> str:
+    """``span`` (lines of a log) with the lines a terminal's wrap cut joined again (see :func:`logical`)."""
+    out: list[str] = []
+    width = 0
+    for line in span.split("\n"):
+        if out and width >= WRAP_WIDTH and abs(len(last) - width) <= 1 and _continues(last, line):
+            out[-1] += line
+        else:
+            out.append(line)
+            width = len(line)
+        last = line
+    return "\n".join(out)
+
+
+def _continues(last: str, following: str) -> bool:
+    """Whether ``following`` continues ``last`` where a terminal cut it: lower-case text or digits (inside a word,
+    after punctuation, or after one space) that are neither indented code nor a time stamp starting a record."""
+    if not last or not following or following.startswith("  ") or _STAMP.match(following) or _WHOLE.match(last):
+        return False
+    if _RAISED.match(following):
+        return False
+    head = following[1:2] if following[0] == " " else following[0]
+    return head.islower() or head.isdigit()
 
 
 def excerpt(line: str, at: int = 0) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .logs import Lines, Signal
+from .logs import Lines, Signal, unwrapped
 
 
 def _markers(pairs: Sequence[tuple[str, str]]) -> tuple[tuple[str, re.Pattern[str]], ...]:
@@ -80,6 +80,7 @@ OPERATIONS = _markers(
             r"|all_gather_coalesced$|_all_gather_params$|_allgather_params\w*$|pre_sub_module_forward_function$",
         ),
         ("vLLM wake-up", r"wake_up$|resume_kv_cache$|create_and_map$|[:.]resume$"),
+        ("vLLM sampler warm-up", r"_dummy_sampler_run$|_dummy_pooler_run$"),
         (
             "vLLM start-up",
             r"profile_run$|determine_available_memory$|determine_num_available_blocks$|_dummy_run$"
@@ -128,7 +129,7 @@ def frames_after(lines: Lines, signal: Signal) -> list[str]:
 
 def _frames(text: str) -> list[str]:
     items = []
-    for match in _FRAME.finditer(text):
+    for match in _FRAME.finditer(unwrapped(text)):
         path, function, task, name = match.groups()
         items.append(f"{path}:{function}" if function else f"ray::{task}" if task else f"name={name}")
     return items
