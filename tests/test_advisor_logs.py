@@ -213,7 +213,8 @@ def test_no_over_diagnosis() -> None:
         ("RuntimeError: CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:56\n", "vllm_cumem_oom"),
         ("RuntimeError: cuda runtime error (2) : out of memory at /pytorch/aten/src/THC/THCCachingAllocator.cpp:510\n",
          "cuda_error_oom"),
-        ("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`\n", "cuda_error_oom"),
+        ("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`\n",
+         "cuda_error_oom"),
         ("node3:1:9 [0] NCCL WARN Failed to CUDA calloc 10485760 bytes\n", "cuda_error_oom"),
         ("torch.OutOfMemoryError: MPS backend out of memory (MPS allocated: 17.90 GB, other allocations: 1.02 GB, max "
          "allowed: 18.13 GB). Tried to allocate 256.00 MB on private pool.\n", "torch_oom"),
@@ -312,13 +313,15 @@ def test_the_phase_of_newer_verl_workers(frames: str, phase: str) -> None:
 
 #: Stacks of the frameworks (outermost first, "path:function") → the phase and operation they show.
 STACKS = [
-    (["verl/workers/fsdp_workers.py:update_actor", "verl/workers/actor/dp_actor.py:update_policy"], "actor_update", None),
+    (["verl/workers/fsdp_workers.py:update_actor", "verl/workers/actor/dp_actor.py:update_policy"], "actor_update",
+     None),
     (["verl/workers/fsdp_workers.py:compute_log_prob", "verl/utils/torch_functional.py:logprobs_from_logits"],
      "reference_logprob", "log-probabilities over the vocabulary"),
     (["verl/workers/fsdp_workers.py:compute_ref_log_prob", "transformers/models/qwen2/modeling_qwen2.py:forward"],
      "reference_logprob", None),
     (["verl/workers/fsdp_workers.py:generate_sequences", "vllm/entrypoints/llm.py:generate",
-      "vllm/entrypoints/llm.py:_run_engine", "vllm/worker/model_runner.py:execute_model"], "rollout", "vLLM generation"),
+      "vllm/entrypoints/llm.py:_run_engine", "vllm/worker/model_runner.py:execute_model"], "rollout",
+     "vLLM generation"),
     (["verl/workers/fsdp_workers.py:generate_sequences", "verl/workers/sharding_manager/fsdp_vllm.py:__enter__",
       "vllm/model_executor/models/qwen2.py:load_weights"], "weight_sync", None),
     (["verl/workers/megatron_workers.py:sync_rollout_weights", "torch/distributed/distributed_c10d.py:broadcast"],
@@ -343,10 +346,12 @@ STACKS = [
      "actor_update", "backward pass"),
     (["transformers/trainer.py:training_step", "deepspeed/runtime/zero/parameter_offload.py:_pre_forward_module_hook",
       "deepspeed/runtime/zero/partitioned_param_coordinator.py:fetch_sub_module",
-      "deepspeed/runtime/zero/partition_parameters.py:all_gather_coalesced"], "actor_update", "ZeRO-3 parameter gather"),
+      "deepspeed/runtime/zero/partition_parameters.py:all_gather_coalesced"], "actor_update",
+     "ZeRO-3 parameter gather"),
     (["transformers/trainer.py:_inner_training_loop", "accelerate/optimizer.py:step", "torch/optim/adamw.py:adamw"],
      None, "optimizer step"),
-    (["verl/trainer/ppo/ray_trainer.py:_validate", "verl/workers/fsdp_workers.py:generate_sequences"], "validation", None),
+    (["verl/trainer/ppo/ray_trainer.py:_validate", "verl/workers/fsdp_workers.py:generate_sequences"], "validation",
+     None),
     (["verl/workers/fsdp_workers.py:init_model", "vllm/worker/worker.py:determine_num_available_blocks",
       "vllm/worker/model_runner.py:profile_run", "vllm/worker/model_runner.py:execute_model"], "initializing",
      "vLLM start-up"),
@@ -711,7 +716,9 @@ def test_a_100_mb_log_from_a_file_and_from_a_pipe(snapshot: Path, tmp_path: Path
         out = tmp_path / f"out-{arg == '-'}.txt"
         with out.open("wb") as handle:
             stdin = subprocess.PIPE if feed else subprocess.DEVNULL
-            child = subprocess.Popen([*command, arg], stdin=stdin, stdout=handle, stderr=subprocess.STDOUT, env=cli_env())
+            child = subprocess.Popen(
+                [*command, arg], stdin=stdin, stdout=handle, stderr=subprocess.STDOUT, env=cli_env()
+            )
             if feed is not None:
 
                 def write() -> None:

@@ -249,7 +249,8 @@ def _match(family: Family, text: str, low: str, lines: Lines, number: int) -> re
 def _signal(family: Family, lines: Lines, number: int, match: re.Match[str]) -> Signal:
     line = lines.line(number)
     following = lines.span(number + 1, number + family.follow) if family.follow else ""
-    numbers = tuple(numbers_of(family.name, logical(lines, number) if family.name in MEMORY_FAMILIES else line, following))
+    read = logical(lines, number) if family.name in MEMORY_FAMILIES else line
+    numbers = tuple(numbers_of(family.name, read, following))
     return Signal(
         family.name, family.source, lines.start(number) + match.start(), number, excerpt(line, match.start()), numbers
     )
@@ -302,7 +303,7 @@ def logical(lines: Lines, number: int) -> str:
 def unwrapped(span: str) -> str:
     """``span`` (lines of a log) with the lines a terminal's wrap cut joined again (see :func:`logical`)."""
     out: list[str] = []
-    width = 0
+    width, last = 0, ""
     for line in span.split("\n"):
         if out and width >= WRAP_WIDTH and abs(len(last) - width) <= 1 and _continues(last, line):
             out[-1] += line
