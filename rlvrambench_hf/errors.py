@@ -259,8 +259,8 @@ def one_line(text: str, limit: int = MESSAGE_LIMIT) -> str:
     non-printable characters escaped, and the middle of a longer text replaced by `` … `` (head and tail kept)."""
     window = 4 * limit
     if len(text) > 2 * window:  # never escape megabytes: the cut below keeps far less than these two slices
-        head, tail = text[:window], text[-window:]  # cut at spaces, so that no credential is cut below its shape
-        text = f"{head[: head.rfind(' ') + 1 or window]} {CUT} {tail[tail.find(' ') + 1 :]}"
+        first, last = text[:window], text[-window:]  # cut at spaces, so that no credential is cut below its shape
+        text = f"{first[: first.rfind(' ') + 1 or window]} {CUT} {last[last.find(' ') + 1 :]}"
     pieces = [_visible(c) for c in redact(text).strip()]
     if sum(map(len, pieces)) > limit:  # a long path gives way first: the names and the remedy after it stay whole
         pieces = [_visible(c) for c in _LONG_PATH.sub(_path_tail, redact(text).strip())]

@@ -451,6 +451,23 @@ def test_release_evidence_of_the_same_kind(snapshot: Path) -> None:
     assert all(f["basis"] == "docs" for f in port.fixes)
 
 
+def test_the_answer_leads_with_a_fix_the_log_allows(snapshot: Path) -> None:
+    """With the release's evidence added, the answer still leads with a fix the log's stack and operation allow:
+    not vLLM's sleep mode for a TRL run on DeepSpeed, nor for a failure of waking from it; a change the release
+    measured from a value that may not be the user's is stated by its direction."""
+    gather = explain_failure(LOGS / "deepspeed_zero3_gather.log", snapshot)
+    assert gather.fixes[0]["basis"] == "release"  # the release's VERL evidence is listed...
+    assert "try `stage3_prefetch_bucket_size: lower" in gather.headline()  # ...but not what a TRL run is told first
+    wake = explain_failure(LOGS / "cumem_wake_up.log", snapshot)
+    assert wake.headline().endswith(
+        "try `actor_rollout_ref.rollout.gpu_memory_utilization: lower` (TRL: `vllm_gpu_memory_utilization: lower`)"
+    )
+    sync = explain_failure(LOGS / "torch25_weight_sync.log", snapshot)
+    assert sync.headline().endswith(
+        "try `actor_rollout_ref.rollout.free_cache_engine=True` (TRL: `vllm_enable_sleep_mode=True`)"
+    )
+
+
 def _script(folder: Path, **changes: str) -> Path:
     settings = {
         "data.train_batch_size": "128", "data.max_prompt_length": "256", "data.max_response_length": "1024",

@@ -25,9 +25,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..plan.mapping import TRL_MAPPING
 from .families import FAMILY, MEMORY_FAMILIES
 from .figures import Number, startup_numbers
-from .fixes import HOST_KIND, KV_SHORT, device_of, fixes_for
+from .fixes import HOST_KIND, KV_SHORT, applies, device_of, fixes_for
 from .logs import Lines, LogText, Signal, log_text, lowered, recognise, stack_of
 from .phase import MESSAGE_PLACES, placed
 from .reasons import LOOK_AT, WHAT, log_fixes, reason_of
@@ -132,8 +133,24 @@ class Diagnosis:
             what = f"host-memory failure{where} ({self.failure_class}), not a device OOM"
         else:
             what = f"not a memory failure: {self.what}{where} ({self.failure_class})"
-        first = next((f for f in self.fixes if _pasteable(f)), None)
+        first = self.leading_fix()
         return f"{what}: {self.reason}{_tried(first) if first else ''}"
+
+    def leading_fix(self) -> dict[str, Any] | None:
+        """The fix the answer leads with: the log's own figures', else the launch file's, else the first in the
+        documented order (the operation's first) whatever its basis, never one the log's stack or operation rules
+        out; a change the release measured from a value that may not be the user's is stated by its direction."""
+        usable = [f for f in self.fixes if applies(f.get("setting"), self.stack, self.operation)]
+        for bases in (("log",), ("launch", "model")):
+            found = next((f for f in usable if f["basis"] in bases), None)
+            if found is not None:
+                return found
+        kind = KV_SHORT if self.signal is not None and self.signal.family in KV_FAMILIES else self.failure_class
+        for wanted in fixes_for(kind or "", self.operation, self.stack):  # the documented order, whatever the basis
+            found = next((f for f in usable if f["key"] == wanted.key), None)
+            if found is not None:
+                return found
+        return usable[0] if usable else None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -165,29 +182,40 @@ def _signal_dict(signal: Signal) -> dict[str, Any]:
     return {"family": signal.family, "source": signal.source, "line": signal.line, "excerpt": signal.excerpt}
 
 
-def _pasteable(fix: Mapping[str, Any]) -> bool:
-    """Whether a fix can lead the answer: not a change from a value that may not be the user's (the release's
-    ``0.8 -> 0.7``), but a switch the release measured (``False -> True``) can, as ``key=True``."""
-    return fix["basis"] != "release" or fix.get("to") is not None or fix.get("release_to") in ("True", "False")
-
-
 def _pasted(key: str, fix: Mapping[str, Any]) -> str:
-    """A fix as the user pastes it: ``key=value`` when the value is known, else ``key: what to do``."""
+    """A fix as the user pastes it: ``key=value`` when the value is known, else ``key: what to do``; a change the
+    release measured from a value that may not be the user's (``0.8 -> 0.7``) by its direction only (``lower``)."""
     change = fix["change"]
-    if fix.get("to") is not None or fix["basis"] == "release":
-        return f"{key}={fix['to'] if fix.get('to') is not None else fix['release_to']}"
+    if fix.get("to") is not None:
+        return f"{key}={fix['to']}"
+    if fix["basis"] == "release":
+        to, was = fix["release_to"], fix["from"]
+        if to in ("True", "False"):
+            return f"{key}={to}"
+        return f"{key}: {'raise' if _number(to) > _number(was) else 'lower'}"
     if fix.get("basis") in ("launch", "model", "log") or change in ("True", "False"):
         return f"{key}={change}"
     return f"{key}: {change}"
 
 
+def _number(value: object) -> float:
+    try:
+        return float(str(value))
+    except ValueError:
+        return 0.0
+
+
 def _tried(fix: Mapping[str, Any]) -> str:
     """``; try `key=value``` and, where TRL spells it otherwise, ``(TRL: `argument=value`)``."""
-    trl = fix.get("trl")
+    trl = fix.get("trl") or _TRL.get(fix.get("setting") or "")
     if not trl or trl == fix["key"]:
         return f"; try `{_pasted(fix['key'], fix)}`"
     spelled = _pasted(trl, fix) if re.fullmatch(r"[a-z_]+", trl) else trl
     return f"; try `{_pasted(fix['key'], fix)}` (TRL: `{spelled}`)"
+
+
+#: TRL's argument for each setting of the dataset's vocabulary that TRL spells (the first of its keys).
+_TRL = {m.setting: m.keys[0] for m in reversed(TRL_MAPPING)}
 
 
 # ---- the core -------------------------------------------------------------------------------------------------

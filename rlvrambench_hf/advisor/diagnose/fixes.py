@@ -294,6 +294,28 @@ def fixes_for(failure_class: str, operation: str | None, stack: Collection[str])
     return tuple(out)
 
 
+#: Settings of the dataset's vocabulary that only the generation engine (vLLM, SGLang) reads.
+ENGINE_SETTINGS = (
+    "vllm_gpu_memory_utilization",
+    "free_cache_engine",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "rollout_tp_size",
+    "max_model_len",
+    "enforce_eager",
+    "layered_summon",
+)
+
+
+def applies(setting: str | None, stack: Collection[str], operation: str | None) -> bool:
+    """Whether a change of ``setting`` (the dataset's name; None: a documented fix, chosen already) can relieve a
+    failure whose log shows ``stack`` and ``operation``: the engine's settings only where the log shows vLLM, SGLang
+    or VERL (or no stack at all), and sleep mode not for a failure of waking from it (it is on already)."""
+    if setting in ENGINE_SETTINGS and stack and not any(s in stack for s in _ENGINES):
+        return False
+    return not (setting == "free_cache_engine" and operation == "vLLM wake-up")
+
+
 DESCRIPTION = {
     "rollout_init_memory": "vLLM could not start beside the resident actor",
     "weight_sync_oom": "the weights handed to vLLM did not fit beside its reservation",
