@@ -79,8 +79,6 @@ OTHER_KIND = {
 }
 #: The classes a device or host memory failure can have.
 MEMORY_CLASSES = (*DEVICE_KIND_BY_PHASE.values(), "cuda_oom", HOST_KIND)
-#: The outcomes of a diagnosis.
-OUTCOMES = ("memory_failure", "not_memory", "not_established", "no_failure")
 #: A Ray task that runs a model on a device (an OutOfMemoryError it raised is PyTorch's), not a driver.
 _WORKER_TASK = re.compile(r"ray::(?!\w*TaskRunner)[\w.]*(?:Worker|Actor|LLM|Rollout|Engine)")
 

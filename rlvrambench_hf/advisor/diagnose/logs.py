@@ -5,7 +5,7 @@ each with its figures (:mod:`.figures`).
 The log is read as text, never executed, and in bounded memory whatever its size: a log larger than
 :data:`HEAD_BYTES` + :data:`TAIL_BYTES` (a file, a pipe or standard input) keeps its first :data:`HEAD_BYTES` (the
 start-up figures) and its last :data:`TAIL_BYTES` (where a failure is), and says how much between them was skipped.
-An empty log, binary data (a NUL byte) and text that is not UTF-8 are one line of
+An empty log, binary data (a NUL byte) and text that is mostly not UTF-8 are one line of
 :class:`~rlvrambench_hf.errors.InputError`. Terminal colour codes and Ray's ``(WorkerDict pid=…)`` prefixes do not
 matter; nor does the log's name: the answer is the same for the same text under any name or on standard input.
 """
@@ -24,10 +24,8 @@ from typing import IO
 from ...errors import InputError, one_line, redact
 from ...userfile import binary_head, file_mode, read_ends, reason, stdin_handle
 from .families import (
-    DEVICE_FAMILIES,
     FAMILIES,
     FAMILY,
-    HOST_FAMILIES,
     MEMORY_FAMILIES,
     SHADOWED,
     STACKS,
@@ -335,8 +333,6 @@ def excerpt(line: str, at: int = 0) -> str:
 
 
 __all__ = [
-    "DEVICE_FAMILIES",
-    "HOST_FAMILIES",
     "HEAD_BYTES",
     "TAIL_BYTES",
     "Lines",

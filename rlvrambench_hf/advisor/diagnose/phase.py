@@ -160,8 +160,3 @@ def placed(lines: Lines, signal: Signal, after: int = 0) -> tuple[str | None, st
         later = place(frames_after(lines, signal))
         return later[0], operation or later[1]
     return phase, operation
-
-
-def phase_near(lines: Lines, signal: Signal, after: int = 0) -> str | None:
-    """The phase of the colocated loop the frames around ``signal`` name (its traceback, Ray's task name), or None."""
-    return placed(lines, signal, after)[0]
