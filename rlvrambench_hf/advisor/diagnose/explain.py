@@ -17,9 +17,10 @@ from dataclasses import replace
 from ...data.sources.resolve import SourceLike
 from ..answer import Answer, Change, PhasePeaks, Remedy
 from ..plan.hardware import BENCHMARK_HARDWARE, Hardware
-from ..plan.mapping import VERL_MAPPING
+from ..plan.mapping import TRL_MAPPING, VERL_MAPPING
 from .diagnosis import KV_FAMILIES, MEMORY_CLASSES, Diagnosis, diagnose_text
 from .failures import TABLES_NEEDED, release_failures
+from .fixes import applies
 from .logs import LogText, read_log
 from .parts import DeviceAgainstPlan, PlanMatch, ReleaseFailures
 from .phasematch import ModelFix, match_phases
@@ -83,8 +84,8 @@ def explain(
 ) -> Diagnosis:
     """``found`` (a log's diagnosis) completed with the release's failures of its kind and, with ``answer``, made
     specific to that plan (see :func:`explain_failure`)."""
-    if found.failure_class is None:
-        return found
+    if found.failure_class is None or found.outcome == "not_established":
+        return found  # nothing of the release's failures to set beside a cause the log does not state
     from ...data.tables.reader import load_table
 
     tables = {name: load_table(name, source, revision, decode=True) for name in TABLES_NEEDED}
@@ -92,8 +93,17 @@ def explain(
     logged, documented = _split(found.fixes)
     kv_short = _kv_short(found)
     # the release's start-up failures are its free-memory check, not a KV cache too small: no evidence for that
-    measured = [] if kv_short else [f for f in _release_fixes(release) if physical(f.setting, f.before, f.release_to)]
-    fixes = (*logged, *measured, *documented) if found.is_memory else found.fixes
+    measured = [
+        f
+        for f in ([] if kv_short else _release_fixes(release))
+        if physical(f.setting, f.before, f.release_to) and applies(f.setting, found.stack, found.operation)
+    ]
+    if not found.is_memory:
+        fixes: tuple[Remedy, ...] | list[Remedy] = found.fixes
+    elif answer is None:  # no value of the user's to start from: the release's changes as evidence of the fixes
+        fixes = (*logged, *_as_evidence(measured, documented))
+    else:
+        fixes = (*logged, *measured, *documented)
     found = replace(found, release=release, fixes=_unique(fixes))
     if answer is None:
         return replace(found, note=NO_LAUNCH_FILE if found.is_memory else None)
@@ -113,7 +123,12 @@ def with_answer(
     written = {s: answer.written[s].split(" (")[0] for s in answer.written}
     kv_short = _kv_short(found)
     floors_fail = bool(answer.failed_floors)
-    usable = [c for c in answer.changes if c.basis == "floor" or physical(c.setting, c.before, c.to, kv_short)]
+    usable = [
+        c
+        for c in answer.changes
+        if c.basis == "floor"
+        or (physical(c.setting, c.before, c.to, kv_short) and applies(c.setting, found.stack, found.operation))
+    ]
     changes = _launch_fixes(usable, found.phase, written, floors_fail)
     model = phase_model if phase_model is not None else (answer.memory if answer.memory.known else None)
     phases = None
@@ -261,6 +276,40 @@ def _release_fixes(release: ReleaseFailures) -> list[Remedy]:
                 release_to=_value(n.within_margin),
             )
     return list(seen.values())
+
+
+def _as_evidence(measured: list[Remedy], documented: list[Remedy]) -> list[Remedy]:
+    """Without a launch file, the release's changes first (a measurement supports them), each stated by its
+    direction ("lower", "raise", a switch's new value) since the release's from-value need not be the user's, with
+    the documented fix of the same key's TRL spelling; then the documented fixes the release does not name."""
+    documented_by_key = {f.key: f for f in documented}
+    out = []
+    for f in measured:
+        twin = documented_by_key.get(f.key)
+        out.append(
+            replace(
+                f,
+                change=_direction(f.before, f.release_to),
+                why=f"{f.why} ({f.change})",
+                trl=f.trl or (twin.trl if twin else _trl_key(f.setting)),
+            )
+        )
+    named = {f.key for f in measured}
+    return [*out, *(f for f in documented if f.key not in named)]
+
+
+def _direction(before: object, after: object) -> str:
+    """A change stated by its direction: a switch as its new value, a number as "lower" or "raise"."""
+    if str(after) in ("True", "False"):
+        return str(after)
+    try:
+        return "raise" if float(str(after)) > float(str(before)) else "lower"
+    except ValueError:
+        return str(after)
+
+
+def _trl_key(setting: str | None) -> str | None:
+    return next((m.keys[0] for m in TRL_MAPPING if m.setting == setting), None)
 
 
 def _verl_key(setting: str) -> str:

@@ -66,6 +66,12 @@ def render_diagnosis(found: Diagnosis) -> str:
         lines.append(f"message ({message.source}, line {message.line}): {message.excerpt}")
     if found.failure_class is not None:
         lines.append(f"phase: {found.phase or 'not stated in the log'} ({found.phase_basis})")
+    if found.operation:
+        lines.append(f"operation: {found.operation}")
+    if found.look_at:
+        lines.append(f"look at: {found.look_at}")
+    if found.stack:
+        lines.append(f"stack: {', '.join(found.stack)}")
     for n in found.numbers:
         value = round(n.value, 1 if n.unit == "MiB" else 4)
         lines.append(f"figure {n.name}: {value:,} {n.unit} (written {n.written})")
