@@ -64,14 +64,7 @@ def render_diagnosis(found: Diagnosis) -> str:
     message = found.signal
     if message is not None:
         lines.append(f"message ({message.source}, line {message.line}): {message.excerpt}")
-    if found.failure_class is not None:
-        lines.append(f"phase: {found.phase or 'not stated in the log'} ({found.phase_basis})")
-    if found.operation:
-        lines.append(f"operation: {found.operation}")
-    if found.look_at:
-        lines.append(f"look at: {found.look_at}")
-    if found.stack:
-        lines.append(f"stack: {', '.join(found.stack)}")
+    lines += _where_lines(found)
     for n in found.numbers:
         value = round(n.value, 1 if n.unit == "MiB" else 4)
         lines.append(f"figure {n.name}: {value:,} {n.unit} (written {n.written})")
@@ -91,6 +84,20 @@ def render_diagnosis(found: Diagnosis) -> str:
         lines.append(f"note: {found.note}")
     lines.append(f"log: {found.log_note}")
     return "\n".join(lines)
+
+
+def _where_lines(found: Diagnosis) -> list[str]:
+    """The phase, the operation inside it, where to look when the cause is not established, and the stack."""
+    lines = []
+    if found.failure_class is not None:
+        lines.append(f"phase: {found.phase or 'not stated in the log'} ({found.phase_basis})")
+    if found.operation:
+        lines.append(f"operation: {found.operation}")
+    if found.look_at:
+        lines.append(f"look at: {found.look_at}")
+    if found.stack:
+        lines.append(f"stack: {', '.join(found.stack)}")
+    return lines
 
 
 def _release_lines(release: ReleaseFailures | None) -> list[str]:
