@@ -94,7 +94,7 @@ def read_plans(
 
 
 def _with_knobs(table: pa.Table, records: Sequence[Mapping[str, object]], where: Where) -> pa.Table:
-    """``table`` with the knobs (:mod:`.knobs`) the records give as extra columns, typed as there."""
+    """``table`` with the knobs (:mod:`..plan.knobs`) the records give as extra columns, typed as there."""
     from ..plan.knobs import knob_columns
 
     columns = [c for name, c in knob_columns().items() if any(r.get(name) is not None for r in records)]
