@@ -5,7 +5,7 @@ mapping of that JSON (:mod:`.part`)."""
 
 from .entry import FLOOR, MEASURED, PREDICTED, Answer, Change, FloorResult, Verdict, Wording
 from .evidence import Distance, Donor, MeasuredMatch, MeasuredRef, NearestMeasured, NearMatch, Prediction, StartupCheck
-from .memory import Fits, PhasePeak, PhasePeaks, PhaseTerm
+from .memory import Band, BandPart, Fits, NotModelled, PhasePeak, PhasePeaks, PhaseTerm
 from .part import Part, UserKeys, as_json
 from .remedy import Remedy
 
@@ -14,6 +14,8 @@ __all__ = [
     "MEASURED",
     "PREDICTED",
     "Answer",
+    "Band",
+    "BandPart",
     "Change",
     "Distance",
     "Donor",
@@ -23,6 +25,7 @@ __all__ = [
     "MeasuredRef",
     "NearMatch",
     "NearestMeasured",
+    "NotModelled",
     "Part",
     "PhasePeak",
     "PhasePeaks",

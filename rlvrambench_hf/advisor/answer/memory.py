@@ -1,6 +1,8 @@
 """One plan's view of the per-phase memory model (:class:`rlvrambench_hf.memory.phases.PhaseModel` at one plan):
 its device, the peak of every phase with its terms and their arithmetic, the binding phase, the model's error band
-and what still fits (the headroom of every phase and the largest utilization and actor micro-batch)."""
+with its parts (and, near the limit, the change that buys it back), what still fits (the headroom of every phase and
+the largest utilization and actor micro-batch), and for a plan the model does not cover, why, with the modelled
+part's lower bound and the terms it leaves out."""
 
 from __future__ import annotations
 
@@ -62,6 +64,52 @@ class Fits(Part):
 
 
 @dataclass(frozen=True, eq=False)
+class BandPart(Part):
+    """One part of a plan's error band: its name, MiB at the phase the band is measured at, and why it applies."""
+
+    part: str
+    mib: float
+    why: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"part": self.part, "mib": self.mib, "why": self.why}
+
+
+@dataclass(frozen=True, eq=False)
+class Band(Part):
+    """A plan's error band: its total (MiB), the phase it reaches furthest at, its parts, and near the limit the
+    overrides that keep the peak and its band within the margin (``buy_back``; empty: no single change does)."""
+
+    mib: float
+    phase: str
+    parts: tuple[BandPart, ...]
+    buy_back: tuple[str, ...] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"mib": self.mib, "phase": self.phase, "parts": [p.to_json() for p in self.parts]}
+        if self.buy_back is not None:
+            out["buy_back"] = list(self.buy_back)
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class NotModelled(Part):
+    """Why the model does not cover a plan; for a run that carries at least the modelled GRPO+LoRA part, that
+    part's peak as a lower bound and the terms it leaves out (no per-phase peaks, no fits reading)."""
+
+    reasons: tuple[str, ...]
+    lower_bound_mib: float | None = None
+    missing_terms: tuple[str, ...] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "reasons": list(self.reasons),
+            "modelled_part_lower_bound_mib": self.lower_bound_mib,
+            "missing_terms": None if self.missing_terms is None else list(self.missing_terms),
+        }
+
+
+@dataclass(frozen=True, eq=False)
 class PhasePeaks(Part):
     """The per-phase model at one plan on ``device``: its phases (none when the model has no peak for the plan), the
     phase that sets the peak, the peak, the held-out error band and what still fits. Its JSON is the memory block
@@ -73,6 +121,8 @@ class PhasePeaks(Part):
     peak_mib: float | None
     band_mib: float
     fits: Fits | None = None
+    band: Band | None = None
+    not_modelled: NotModelled | None = None
 
     @property
     def known(self) -> bool:
@@ -91,13 +141,19 @@ class PhasePeaks(Part):
 
     def to_json(self) -> dict[str, Any]:
         if not self.known:
-            return {"phases": [], "binding_phase": None, "predicted_peak_mib": None, "band_mib": self.band_mib}
-        out: dict[str, Any] = {
+            band = None if self.not_modelled is not None else self.band_mib
+            out: dict[str, Any] = {"phases": [], "binding_phase": None, "predicted_peak_mib": None, "band_mib": band}
+            if self.not_modelled is not None:
+                out["not_modelled"] = self.not_modelled.to_json()
+            return out
+        out = {
             "phases": [p.to_json() for p in self.phases],
             "binding_phase": self.binding_phase,
             "predicted_peak_mib": None if self.peak_mib is None else round(self.peak_mib, 1),
             "band_mib": round(self.band_mib, 1),
         }
+        if self.band is not None:
+            out["band"] = self.band.to_json()
         if self.fits is not None:
             out["fits"] = self.fits.to_json()
         return out

@@ -12,8 +12,9 @@ import pyarrow as pa
 
 from ...data.sources.resolve import SourceLike
 from ...estimation.api import EstimationInputs, load_inputs
+from ...estimation.physical import record_of
 from ...estimation.references import FittedReferences
-from ...memory.band import ModelRecord, model_record
+from ...memory.band import ModelRecord
 from .lookup import RecordIndex
 from .predict import SettingArrays, feature_columns
 from .records import build_index, tables_needed
@@ -82,8 +83,7 @@ def load_context(source: SourceLike = None, revision: str | None = None) -> Cont
     fitted, track = fitted_with_record(inputs)
     metadata = dict(inputs.metadata)
     cloud = measured_cloud(records, metadata, fitted)
-    stages = load_table("stage_measurements", inputs.source, decode=True).to_pylist()
-    memory = model_record(inputs.pool.rows, stages, metadata)
+    memory = record_of(inputs)
     return Context(inputs, fitted, track, records, cloud, metadata, memory)
 
 

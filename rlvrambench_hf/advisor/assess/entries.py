@@ -31,6 +31,7 @@ from ..answer import (
     Verdict,
 )
 from ..plan.hardware import Hardware
+from . import bands
 from .changes import in_user_keys
 from .context import Context
 from .floors import arithmetic
@@ -91,8 +92,12 @@ def near_of(a: Assessment, context: Context, i: int) -> tuple[NearMatch, ...]:
 
 
 def memory_of(a: Assessment, context: Context, i: int, hardware: Hardware, settings: Mapping[str, Any]) -> PhasePeaks:
-    """The per-phase model at plan ``i``: every phase with its terms, the binding phase, the peak and what fits."""
-    band = context.memory.band_mib
+    """The per-phase model at plan ``i``: every phase with its terms, the binding phase, the peak with its band and
+    what fits; for a plan the model does not cover, no peaks (the modelled part's lower bound, where it is one)."""
+    band = float(a.band.mib[i])
+    reasons = tuple(a.not_modelled_reasons(i))
+    if reasons:
+        return PhasePeaks(hardware, (), None, None, band, not_modelled=bands.not_modelled_of(a, i, reasons))
     if not a.model.known[i]:
         return PhasePeaks(hardware, (), None, None, band)
     phases = tuple(
@@ -100,7 +105,8 @@ def memory_of(a: Assessment, context: Context, i: int, hardware: Hardware, setti
         for p in a.model.explain(i)
     )
     binding = PHASES[int(a.model.binding[i])]
-    return PhasePeaks(hardware, phases, binding, float(a.model.peak[i]), band, _fits(a, i, settings))
+    fits = _fits(a, i, settings)
+    return PhasePeaks(hardware, phases, binding, float(a.model.peak[i]), band, fits, bands.band_of(a, i, settings))
 
 
 def _fits(a: Assessment, i: int, settings: Mapping[str, Any]) -> Fits:

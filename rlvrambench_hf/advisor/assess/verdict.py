@@ -20,6 +20,9 @@ import pyarrow as pa
 
 from ...data.schema.pins import OUTCOME_LABELS, RELEASE_STACK, UNRESOLVED
 from ...errors import InputError
+from ...memory.architecture import Architecture
+from ...memory.extrapolation import PlanBand, near_limit, plan_band
+from ...memory.inputs import PlanInputs
 from ...memory.phases import PhaseModel, phases
 from ..answer import FLOOR, MEASURED, PREDICTED
 from ..plan.arrays import numbers, with_validity
@@ -53,9 +56,16 @@ class Assessment:
     model_state: np.ndarray  # label index of the per-phase model's peak (-1: none)
     not_modelled: dict[str, np.ndarray]  # reason -> rows the model does not cover for that reason
     near_limit: np.ndarray
+    band: PlanBand  # each plan's error band and its parts
 
     def not_modelled_reasons(self, i: int) -> list[str]:
         return [reason for reason, mask in self.not_modelled.items() if mask[i]]
+
+    @property
+    def covered(self) -> np.ndarray:
+        """Plans the per-phase model covers (no reason withholds its peaks)."""
+        uncovered: np.ndarray = np.logical_or.reduce([*self.not_modelled.values(), np.zeros(self.state.shape, bool)])
+        return ~uncovered
 
 
 def with_hardware(table: pa.Table, hardware: Hardware, written: Mapping[str, str] | None = None) -> pa.Table:
@@ -101,8 +111,8 @@ def assess(table: pa.Table, context: Context) -> Assessment:
     model_state = np.where(
         np.isnan(peak), -1, np.where(peak > capacity, FAILURE, np.where(peak > margin, ABOVE, WITHIN))
     )
-    band = context.memory.band_mib
-    near = ~np.isnan(peak) & ((np.abs(peak - margin) <= band) | (np.abs(peak - capacity) <= band))
+    band = plan_band_of(model, x, arch, settings, context)
+    near = near_limit(peak, band.mib, margin, capacity)
     state = np.where(measured, measured_state, np.where(failing, FAILURE, model_state))
     if any_reason.any():  # the GRPO+LoRA twin's measurement bounds a run that carries more
         state = np.where(any_reason & ~strict, np.maximum(state, _twin_state(table, context)), state)
@@ -111,8 +121,18 @@ def assess(table: pa.Table, context: Context) -> Assessment:
     state = np.where(strict | (any_reason & (state < ABOVE)), -1, state)
     basis = np.where(measured, 0, np.where(failing, 1, 2))
     return Assessment(
-        table, settings, codes, matches, found_floors, predictions, state, basis, model, model_state, uncovered, near
-    )
+        table, settings, codes, matches, found_floors, predictions, state, basis, model, model_state, uncovered, near,
+        band,
+    )  # fmt: skip
+
+
+def plan_band_of(
+    model: PhaseModel, x: PlanInputs, arch: Architecture, settings: SettingArrays, context: Context
+) -> PlanBand:
+    """Each plan's error band: the held-out in-domain band, grown where the plan extrapolates from what the
+    release measured (another model, size, token count, device, or a run longer than one step)."""
+    ids = [settings.models[m] if m >= 0 else None for m in settings.model]
+    return plan_band(model, x, arch, ids, context.memory.band)
 
 
 #: Reasons of runs that hold at least what the model counts (so a failure of the modelled part stands).

@@ -57,12 +57,20 @@ def document(answers: Answers) -> dict[str, Any]:
         "defining_settings": list(DEFINING_SETTINGS),
         "fitted_on_configurations": len(context.fitted.training.rows),
         "measured_cloud": context.cloud.summary(),
-        "memory_model": {
-            "band_mib": context.memory.band_mib,
-            "held_out_record": context.memory.fold_summary(context.inputs.pool.rows),
-            "form": context.memory.calibration.form,
-        },
+        "memory_model": memory_model_summary(answers),
         "configurations": [configuration(answers, i) for i in range(len(answers))],
+    }
+
+
+def memory_model_summary(answers: Answers) -> dict[str, Any]:
+    """What the per-phase model rests on: its in-domain band, nested held-out record, chosen form and the figures
+    every plan's band is grown from."""
+    memory = answers.context.memory
+    return {
+        "band_mib": memory.band_mib,
+        "held_out_record": memory.fold_summary(answers.context.inputs.pool.rows),
+        "form": memory.calibration.form.name,
+        "band_figures": memory.band.describe(),
     }
 
 

@@ -26,31 +26,61 @@ def sentence(answer: Answer) -> str:
 
 
 def _body(answer: Answer) -> str:
-    v, device, memory = answer.verdict, answer.device, answer.memory
+    v, memory = answer.verdict, answer.memory
     if v.not_modelled and v.state is None:
         return f"no verdict: {'; '.join(v.not_modelled)}"
     if v.not_modelled:
-        part = f"{memory.peak_mib:,.0f} MiB" if memory.peak_mib is not None else "a floor that cannot hold"
-        return (
-            f"at least {v.state}: {'; '.join(v.not_modelled)}; the GRPO+LoRA part alone (modelled: {part}; or its "
-            "measured twin) reaches that, and this run carries more"
-        )
+        return _at_least(answer)
     if v.by_model and memory.peak_mib is not None:
-        text = (
-            f"predicted {v.state}: peak {memory.peak_mib:,.0f} MiB in {memory.binding_phase} (held-out band +/- "
-            f"{memory.band_mib:,.0f} MiB) against the margin {device.margin_limit_mib:,} MiB and the capacity "
-            f"{device.device_capacity_mib:,} MiB"
-        )
-        if v.near_limit:
-            text += "; near the limit: within the band of the margin or the capacity"
-        if not device.measured:
-            text += "; extrapolating: physical terms at this capacity, runtime term calibrated on 40 GB A100s"
-        return text
+        return _predicted(answer)
     if v.basis == "measured":
         return _measured(answer)
     if v.basis == "floor":
         return "cannot run: " + "; ".join(f"{f.check}: {f.arithmetic}" for f in answer.failed_floors)
     return f"nothing known: no measured record matches and the per-phase model has no peak ({v.why_unknown})"
+
+
+def _at_least(answer: Answer) -> str:
+    """A run that carries more than the modelled one: the label its modelled part reaches, with that part's lower
+    bound and the terms it leaves out."""
+    v, left = answer.verdict, answer.memory.not_modelled
+    if left is not None and left.lower_bound_mib is not None:
+        part = f"{left.lower_bound_mib:,.0f} MiB, a lower bound without {'; '.join(left.missing_terms or ())}"
+    else:
+        part = "a floor that cannot hold"
+    return (
+        f"at least {v.state}: {'; '.join(v.not_modelled)}; the GRPO+LoRA part alone (modelled: {part}; or its "
+        "measured twin) reaches that, and this run carries more"
+    )
+
+
+def _predicted(answer: Answer) -> str:
+    """The model's label: the peak with its band (the parts beyond the in-domain band named) against the margin and
+    capacity; near the limit, the span both figures fall in and the change that buys the band back."""
+    v, device, memory = answer.verdict, answer.device, answer.memory
+    peak, band = memory.peak_mib or 0.0, memory.band_mib
+    grown = [f"{p.part} {p.mib:,.0f}" for p in (memory.band.parts if memory.band else ()) if p.part != "in_domain"]
+    parts = f"; {', '.join(grown)} MiB beyond the in-domain band" if grown else ""
+    margin, capacity = device.margin_limit_mib, device.device_capacity_mib
+    text = (
+        f"predicted {v.state}: peak {peak:,.0f} MiB in {memory.binding_phase} (band +/- {band:,.0f} MiB{parts}) "
+        f"against the margin {margin:,} MiB and the capacity {capacity:,} MiB"
+    )
+    if v.near_limit:
+        low, high = peak - band, peak + band
+        spanned = [f"the {n} {x:,} MiB" for n, x in (("margin", margin), ("capacity", capacity)) if low <= x <= high]
+        buy = memory.band.buy_back if memory.band else None
+        back = (
+            f"to buy the band back: {' '.join(buy)}"
+            if buy
+            else "no single change of vllm_gpu_memory_utilization or a micro-batch buys the band back (more GPUs, "
+            "offload or a shorter response may)"
+        )
+        span = f"{peak:,.0f} +/- {band:,.0f} = {low:,.0f}-{high:,.0f} MiB"
+        text += f"; near the limit: {span} spans {' and '.join(spanned)}; {back}"
+    if not device.measured:
+        text += "; extrapolating: physical terms at this capacity, runtime term calibrated on 40 GB A100s"
+    return text
 
 
 def _measured(answer: Answer) -> str:

@@ -73,7 +73,8 @@ def test_the_document_says_what_it_rests_on(mini_context):
     assert document["fitted_on_configurations"] == 30
     assert [c["configuration_id"] for c in document["configurations"]] == ["planned-1", "planned-2"]
     for entry in document["configurations"]:
-        assert entry["band_mib"] == pytest.approx(model["band_mib"], abs=0.1)
+        # each plan's band starts from the in-domain band and grows where it extrapolates (issue 34, item 3)
+        assert entry["band_mib"] >= model["band_mib"] - 0.1 and entry["band"]["mib"] == entry["band_mib"]
         assert "extrapolating" in entry["verdict"]["sentence"]
         assert any(flag.startswith("hardware not measured: 81559 MiB devices") for flag in entry["scope_flags"])
 

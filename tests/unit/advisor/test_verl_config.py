@@ -143,7 +143,8 @@ def test_the_memory_knobs_verl_writes_reach_the_memory_models_terms(verl_default
         p["phase"]: {t["term"]: t["arithmetic"] for t in p["terms"]} for p in answers(plans, mini_context)[0]["phases"]
     }
     assert phases["actor_update"]["activations"].startswith("gradient checkpointing off:")
-    assert phases["weight_sync"]["gathered_parameters"].startswith("layered summon: 4 B x 311,000,000")
+    # the gather is in the actor's dtype (bf16 here: 2 bytes per element; issue 34, item 4)
+    assert phases["weight_sync"]["gathered_parameters"].startswith("layered summon: 2 B x 311,000,000")
     assert phases["rollout"]["resident_actor"].startswith("0 MiB: parameters offloaded")
 
 
