@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rlvrambench_hf.advisor import read_plans
-from rlvrambench_hf.advisor.plan.mapping import NULL_CONTEXT_FLAG
+from rlvrambench_hf.advisor.plan.mapping import NO_REFERENCE_FLAG, NULL_CONTEXT_FLAG
 from rlvrambench_hf.advisor.read.verl.config import Config, hydra_value, lookup, merged
 from rlvrambench_hf.advisor.read.verl.launch import read_launches, unresolved
 from rlvrambench_hf.errors import InputError
@@ -62,18 +62,13 @@ def test_parameter_expansions_as_the_shell_has_them_for_a_script_run_without_arg
 
 def test_defaults_nested_too_deeply_are_one_line() -> None:
     deep = "GPUS=" + "${GPUS:-" * 5000 + "2" + "}" * 5000 + "\npython3 -m verl.trainer.main_ppo a.n=$GPUS\n"
-    with pytest.raises(InputError, match=r"^run.sh line 1: variables nested more than 32 deep$"):
+    with pytest.raises(InputError, match=r"^run.sh line 1: quotes and expansions nested more than 32 deep$"):
         read_launches(deep, "run.sh", {})
 
 
 def test_what_the_script_computes_is_marked_not_run() -> None:
     got = overrides("python3 -m verl.trainer.main_ppo a.b=$(nproc) a.c=`date` a.d=$1 a.e=${NOPE}\n")
-    assert [unresolved(v or "") for v in got.values()] == [
-        "$(...) (a command substitution)",
-        "`...` (a command substitution)",
-        "$1",
-        "${NOPE}",
-    ]
+    assert [unresolved(v or "") for v in got.values()] == ["$(nproc)", "`...`", "$1", "$NOPE"]
 
 
 def test_hydra_prefixes_config_options_and_launchers() -> None:
@@ -177,7 +172,7 @@ VERL_TREE = {
     "actor_rollout_ref": {
         "hybrid_engine": True,
         "model": {"path": "microsoft/Phi-4-mini-instruct", "lora_rank": 64, "target_modules": "all-linear"},
-        "actor": {"strategy": "fsdp2", "ppo_micro_batch_size_per_gpu": 16,
+        "actor": {"strategy": "fsdp2", "ppo_micro_batch_size_per_gpu": 16, "ppo_mini_batch_size": 32,
                   "fsdp_config": {"param_offload": False, "optimizer_offload": False}},
         "rollout": {"name": "vllm", "tensor_model_parallel_size": 1, "gpu_memory_utilization": 0.7, "n": 2,
                     "max_model_len": None, "max_num_seqs": 128, "free_cache_engine": True,
@@ -189,12 +184,19 @@ VERL_TREE = {
 
 
 def test_a_verl_config_mapping_is_read_directly(snapshot: Path) -> None:
+    # VERL's version not known here: read as the newest release, which gives vLLM the model's own context length
     plans = read_plans(DictConfigLike(VERL_TREE), workload="math", source=snapshot)
     got = plans.settings(0)
-    assert (got["model_id"], got["gpu_count"], got["configuration_level"], got["max_model_len"]) == (
-        "microsoft/Phi-4-mini-instruct", 4, "c3", 1024)  # fmt: skip
-    null_context = NULL_CONTEXT_FLAG.format(key="actor_rollout_ref.rollout.max_model_len", value=1024)
-    assert plans.row_flags(0) == [null_context] and plans.origins == ["VERL config"]
+    assert (got["model_id"], got["gpu_count"], got["max_model_len"]) == ("microsoft/Phi-4-mini-instruct", 4, 131072)
+    assert "the model's own context length, max_position_embeddings 131,072" in plans.source("max_model_len", 0)
+    assert plans.origins == ["VERL config"] and "configuration_level" not in got
+    # VERL before 0.7 gives vLLM prompt + response: the measured level c3
+    older = read_plans(DictConfigLike(VERL_TREE), workload="math", source=snapshot, verl_version="0.6.1")
+    assert (older.settings(0)["max_model_len"], older.settings(0)["configuration_level"]) == (1024, "c3")
+    assert older.source("max_model_len", 0) == (
+        "not set: VERL 0.6.1 gives vLLM prompt + response = 1024 tokens (its vLLM rollout)"
+    )
+    assert older.row_flags(0) == [NO_REFERENCE_FLAG] and older.row_notes(0)[0] == "read as VERL 0.6.1 (--verl-version)"
     lora = {**VERL_TREE, "actor_rollout_ref": {**VERL_TREE["actor_rollout_ref"], "model": {
         "path": "microsoft/Phi-4-mini-instruct", "lora_rank": 8, "target_modules": ["q_proj", "v_proj"]}}}  # fmt: skip
     flags = read_plans(lora, workload="math", source=snapshot).row_flags(0)
@@ -221,7 +223,7 @@ def test_the_kind_is_detected_when_not_given(tmp_path: Path) -> None:
 def test_a_mandatory_value_left_unset_is_not_a_value() -> None:
     """VERL 0.9's packaged rollout.name is OmegaConf's ``???``: not an engine name, a setting VERL requires."""
     from rlvrambench_hf.advisor.plan.mapping import VERL_SCOPE
-    from rlvrambench_hf.advisor.read.verl.config import scope_flags
+    from rlvrambench_hf.advisor.read.verl.record import scope_flags
 
     tree = {"actor_rollout_ref": {"rollout": {"name": "???", "n": "???"}}}
     config = Config(tree, "run.sh line 1", "verl/trainer/config/_generated_ppo_trainer.yaml")
@@ -239,9 +241,10 @@ def test_dynamic_batch_sizes_are_flagged_and_their_micro_batches_read_from_the_t
     assert "use_dynamic_bsz True: micro-batches sized by tokens (the measurements use fixed per-GPU micro-batches)" in (
         flags
     )
-    del actor["ppo_micro_batch_size_per_gpu"]
-    with pytest.raises(InputError, match=r"ppo_micro_batch_size_per_gpu: not set, .*; with use_dynamic_bsz its token"):
-        read_plans(tree, workload="math", source=snapshot)
+    del actor["ppo_micro_batch_size_per_gpu"]  # VERL's default token budget (16384) gives it
+    default = read_plans(tree, workload="math", source=snapshot)
+    assert default.settings(0)["actor_micro_batch"] == 16384 // (512 + 512)
+    assert "VERL 0.9.1's default" in default.source("actor_micro_batch", 0)
     # with its token budget, the micro-batch is the number of full-length sequences the budget holds
     actor["ppo_max_token_len_per_gpu"] = 4 * (512 + 512) + 100
     plans = read_plans(tree, workload="math", source=snapshot)
@@ -311,7 +314,12 @@ def test_config_problems_are_the_errors_verl_raises_before_running(snapshot: Pat
     small = _tree(data__train_batch_size=16, actor_rollout_ref__actor__ppo_mini_batch_size=32)
     with pytest.raises(InputError, match=r"VERL refuses this config before running: data.train_batch_size = 16 is "
                        r"below actor_rollout_ref.actor.ppo_mini_batch_size = 32"):  # fmt: skip
-        read_plans(small, workload="math", source=snapshot)
+        read_plans(small, workload="math", source=snapshot, verl_version="0.9.1")
+    # VERL 0.2 ran it (the check came in 0.3): no refusal; VERL's version not known: a flag, not a refusal
+    assert read_plans(small, workload="math", source=snapshot, verl_version="0.2.0").settings(0)["train_batch_size"] == 16
+    flags = read_plans(small, workload="math", source=snapshot).row_flags(0)
+    assert any(f.startswith("data.train_batch_size = 16 is below") and "VERL 0.3.0.post1 and later refuse" in f
+               for f in flags)  # fmt: skip
     uneven = _tree(data__train_batch_size=3, actor_rollout_ref__rollout__n=1)
     with pytest.raises(InputError, match=r"train_batch_size × rollout.n = 3 is not divisible by the 4 GPUs"):
         read_plans(uneven, workload="math", source=snapshot)
@@ -374,8 +382,12 @@ def test_a_local_model_path_not_on_this_machine_is_read_as_its_hub_id(snapshot: 
 def test_a_long_list_of_missing_keys_is_bounded_by_whole_names(snapshot: Path) -> None:
     from rlvrambench_hf.errors import MESSAGE_LIMIT
 
+    nulls = {"data": dict.fromkeys(("train_batch_size", "max_prompt_length", "max_response_length")),
+             "trainer": {"n_gpus_per_node": None}, "actor_rollout_ref": {
+                 "model": {"path": "Qwen/Qwen2.5-3B-Instruct"},
+                 "rollout": dict.fromkeys(("n", "gpu_memory_utilization", "tensor_model_parallel_size"))}}  # fmt: skip
     with pytest.raises(InputError) as caught:
-        read_plans({"actor_rollout_ref": {"model": {"path": "Qwen/Qwen2.5-3B-Instruct"}}}, source=snapshot)
+        read_plans(nulls, source=snapshot)
     message = str(caught.value)
     assert len(message) <= MESSAGE_LIMIT and "…" not in message
     named = message.split("missing VERL setting(s) ", 1)[1].split(": not set")[0]

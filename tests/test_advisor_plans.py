@@ -58,6 +58,8 @@ def verl_overrides(row: dict) -> list[str]:
             if written is not None:  # None: the write leaves that key as it is
                 words.append(f"{key}={_hydra(written)}")
     return words + [
+        "actor_rollout_ref.actor.use_kl_loss=true",  # the release's runs computed a fixed reference's log-probs
+        f"actor_rollout_ref.actor.ppo_mini_batch_size={row['train_batch_size']}",
         "actor_rollout_ref.rollout.name=vllm",
         "actor_rollout_ref.actor.strategy=fsdp",
         "actor_rollout_ref.model.target_modules=all-linear",
@@ -102,10 +104,12 @@ def launch_script(overrides: list[str], *, model_variable: bool = True) -> str:
     return "\n".join(lines) + "\n"
 
 
-def same_plans(a: Plans, b: Plans) -> None:
-    """The same settings (and the same knobs where both readers give them: a planned CSV gives none)."""
-    shared = [n for n in a.table.column_names if n in b.table.column_names]
-    assert shared == b.table.column_names or shared == a.table.column_names
+def same_plans(a: Plans, b: Plans, ignore: tuple[str, ...] = ()) -> None:
+    """The same settings (and the same knobs where both readers give them: a planned CSV gives none), but those in
+    ``ignore``."""
+    shared = [n for n in a.table.column_names if n in b.table.column_names and n not in ignore]
+    kept = [[n for n in t.table.column_names if n not in ignore] for t in (a, b)]
+    assert shared in kept
     left, right = a.table.select(shared), b.table.select(shared)
     assert left.equals(right), [n for n in shared if not left[n].equals(right[n])]
     assert [a.row_flags(i) for i in range(len(a))] == [b.row_flags(i) for i in range(len(b))]
@@ -135,7 +139,10 @@ def test_a_verl_launch_script_the_equivalent_yaml_and_the_planned_csv_give_the_s
     from_yaml = read_plans(config, kind="verl", workload="gsm8k", source=snapshot)
     from_csv = read_plans(planned, source=snapshot)
     same_plans(from_script, from_yaml)
-    same_plans(from_script, from_csv)
+    # what the measured row leaves blank, a VERL run takes from VERL's defaults (this package ships them)
+    unset = tuple(c for c in columns if row[c] is None)
+    assert unset and all(from_script.source(c, 0).startswith("VERL 0.9.1's default") for c in unset)
+    same_plans(from_script, from_csv, ignore=unset)
     # the local folder named as a measured model is that model; the level is inferred from the settings
     settings = from_script.settings(0)
     assert settings["model_id"] == "Qwen/Qwen2.5-3B-Instruct" and settings["configuration_level"] == "c2"
@@ -147,14 +154,28 @@ def test_a_verl_launch_script_the_equivalent_yaml_and_the_planned_csv_give_the_s
     advice = [advisor.advise_planned(p, snapshot)["configurations"][0] for p in (from_script, from_yaml, from_csv)]
     for entry in advice:
         entry.pop("origin")  # where each plan came from: the script, the YAML, the CSV
+        for name in unset:
+            entry["settings"].pop(name, None)
     # the script and the YAML also say the knobs a planned CSV leaves out, each as the release's stack ran it
     knobs = [{k: entry["settings"].pop(k, None) for k in KNOB_BY_NAME} for entry in advice]
     assert knobs[0] == knobs[1] and set(knobs[2].values()) == {None}
-    assert all(knobs[0][k] in (None, knob.measured) for k, knob in KNOB_BY_NAME.items()), knobs[0]
-    assert advice[0] == advice[1] == advice[2]
+    assert all(knobs[0][k] in (None, knob.measured) or from_script.source(k, 0).startswith("VERL 0.9.1's default")
+               for k, knob in KNOB_BY_NAME.items()), knobs[0]  # fmt: skip
+    assert advice[0] == advice[1]
+    # the same answer from the CSV; the model's arithmetic says where the knobs came from (VERL's defaults or not)
+    assert _figures(advice[0]) == _figures(advice[2])
     assert advice[0]["donor"]["configuration_id"] == MEASURED
     assert advice[0]["verdict"]["basis"] == "measured"
     assert MEASURED in [r["configuration_id"] for r in advice[0]["measured"]]
+
+
+def _figures(entry: object) -> object:
+    """An answer without the words of its arithmetic (the numbers stay)."""
+    if isinstance(entry, dict):
+        return {k: _figures(v) for k, v in entry.items() if k not in ("arithmetic", "source")}
+    if isinstance(entry, list):
+        return [_figures(v) for v in entry]
+    return entry
 
 
 def _through_a_fifo(path: Path, folder: Path, **options: object) -> Plans:
@@ -219,7 +240,10 @@ def test_every_configuration_of_the_release_round_trips_through_the_verl_reader(
         line = "python3 -m verl.trainer.main_ppo " + " ".join(verl_overrides(row))
         plans = read_plans(line, kind="verl", workload=row["legacy_dataset_id"], source=snapshot)
         back = plans.table.to_pylist()[0]
-        assert {k: back[k] for k in mapped} == {k: row[k] for k in mapped}, row["configuration_id"]
+        unset = [k for k in mapped if row[k] is None]  # what the row leaves blank, VERL's defaults give
+        assert all(plans.source(k, 0).startswith("VERL 0.9.1's default") for k in unset), row["configuration_id"]
+        assert {k: back[k] for k in mapped if k not in unset} == {k: row[k] for k in mapped if k not in unset}, row[
+            "configuration_id"]  # fmt: skip
         assert back["workload_id"] == row["workload_id"]
         if re.match(LEVEL_PATTERN, row["configuration_level"]):
             assert back["configuration_level"] == row["configuration_level"], row["configuration_id"]
@@ -266,22 +290,24 @@ def test_absent_settings_take_the_installed_verls_defaults(
     rollout, data = generated["actor_rollout_ref"]["rollout"], generated["data"]
     assert got["vllm_gpu_memory_utilization"] == rollout["gpu_memory_utilization"] == 0.5
     assert (got["max_prompt_length"], got["max_response_length"]) == (data["max_prompt_length"], 512)
-    assert got["max_model_len"] == data["max_prompt_length"] + data["max_response_length"]  # null: the sum
+    assert got["max_model_len"] == 32768  # null: VERL 0.7 and later give vLLM the model's own context length
+    assert plans.source("max_model_len", 0) == (
+        "not set: VERL 0.7.1 and later give vLLM the model's own context length, max_position_embeddings 32,768 "
+        "(its config.json, as the release's model metadata has it)"
+    )
     assert got["rollout_n"] == rollout["n"] == 1 and got["max_num_seqs"] == rollout["max_num_seqs"]
     assert got["parameter_offload"] is False and got["free_cache_engine"] is True
     assert got["gpu_count"] == 2 * generated["trainer"]["nnodes"]
     assert "configuration_level" not in got
     # each value says where it came from: the script's line, or VERL's defaults
-    assert plans.source("rollout_n", 0) == "VERL's default (verl/trainer/config/_generated_ppo_trainer.yaml)"
+    assert plans.source("rollout_n", 0) == "VERL 0.9.1's default (verl/trainer/config/_generated_ppo_trainer.yaml)"
     assert plans.source("actor_micro_batch", 0) == f"{script} line 6"
     assert plans.source("model_id", 0) == f"{script} line 2"
     assert plans.row_flags(0) == [
         NO_REFERENCE_FLAG,  # VERL's defaults turn no KL term on, so it loads no reference policy
-        "actor_rollout_ref.rollout.max_model_len not set: read as prompt + response = 1024 tokens, as every measured "
-        "run set it; VERL 0.7 and later and TRL give vLLM the model's own context length instead (set it to compare "
-        "like with like)",
         "configuration level: none (no measured level of gsm8k has these settings): no donor",
     ]
+    assert plans.row_notes(0)[0] == "read as VERL 0.9.1 (installed here)"
     # with LoRA, VERL computes the reference log-probabilities in the actor at the rollout's micro-batch
     script.write_text(script.read_text().replace("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4", ""))
     no_ref = read_plans(script, kind="verl", workload="gsm8k", source=snapshot).settings(0)
@@ -292,7 +318,7 @@ def test_absent_settings_take_the_installed_verls_defaults(
                      env={**_env(), "PYTHONPATH": str(packaged_verl)})  # fmt: skip
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert "missing VERL setting(s) actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: not set, and " \
-           "null in VERL's defaults" in result.stderr  # fmt: skip
+           "null in VERL 0.9.1's defaults" in result.stderr  # fmt: skip
 
 
 def _env() -> dict[str, str]:
@@ -351,19 +377,22 @@ def test_a_trl_config_maps_where_the_meaning_holds_with_a_flag_on_the_stack(snap
     got = plans.settings(0)
     assert got["train_batch_size"] == 8 * 2 * 8 // 2  # completions per generation round / generations
     assert (got["actor_micro_batch"], got["rollout_logprob_micro_batch"], got["ref_logprob_micro_batch"]) == (8, 8, 8)
-    assert (got["gpu_count"], got["rollout_n"], got["max_model_len"]) == (2, 2, 1024)
+    assert (got["gpu_count"], got["rollout_n"], got["max_model_len"]) == (2, 2, 32768)  # TRL: the model's own
     assert (got["total_training_steps"], got["save_freq"], got["adaptation"]) == (100, 50, "LoRA")
-    assert got["configuration_level"] == "c2" and got["parameter_offload"] is False
+    assert "configuration_level" not in got and got["parameter_offload"] is False
     assert plans.row_flags(0) == [
         TRL_STACK_FLAG,
-        NULL_CONTEXT_FLAG.format(key="vllm_max_model_length", value=1024),  # not set: TRL gives vLLM the model's
+        "configuration level: none (no measured level of math has these settings): no donor",
     ]
+    with_length = read_plans(config, kind="trl", workload="math", source=snapshot,
+                             settings={"max_model_len": 1024}).settings(0)  # fmt: skip
+    assert with_length["configuration_level"] == "c2"
     # the knobs the memory model reads, with accelerate's meaning (no accelerate config: plain data parallelism)
     knobs = {k: got[k] for k in ("strategy", "gradient_checkpointing", "lora_rank", "rollout_engine", "vllm_mode")}
     assert knobs == {"strategy": "ddp", "gradient_checkpointing": True, "lora_rank": 64, "rollout_engine": "vllm",
                      "vllm_mode": "colocate"}  # fmt: skip
     assert plans.source("gpu_count", 0) == str(config) and plans.source("rollout_tp_size", 0) == str(config)
-    assert plans.source("max_model_len", 0) == "not given (same; null: prompt + completion)"
+    assert plans.source("max_model_len", 0).startswith("not set: TRL give vLLM the model's own context length")
     batch = next(m for m in TRL_MAPPING if m.setting == "train_batch_size")
     assert plans.written["train_batch_size"] == batch.written == ", ".join(batch.keys)
     # JSON, as trl grpo --config also takes it, gives the same plans
@@ -514,7 +543,8 @@ def test_a_packaged_config_name_is_found_beside_verls_trainer_module(
     assert got["strategy"] == "megatron" and got["parameter_offload"] is False
     assert plans.source("vllm_gpu_memory_utilization", 0) == f"{script} line 23"
     assert (
-        plans.source("max_num_seqs", 0) == "VERL's default (verl/trainer/config/_generated_ppo_megatron_trainer.yaml)"
+        plans.source("max_num_seqs", 0)
+        == "VERL 0.9.1's default (verl/trainer/config/_generated_ppo_megatron_trainer.yaml)"
     )
     assert "actor strategy 'megatron' (the measurements train with FSDP)" in plans.row_flags(0)
 

@@ -178,8 +178,8 @@ def read_from(plans: object, row: int) -> list[str]:
         if setting not in values or where == origin or re.fullmatch(r".* line \d+", where):
             continue
         named = f"{written} -> {setting} {values[setting]}" if written != setting else f"{setting} {values[setting]}"
-        lines.append(f"read: {named}" + (f": {where}" if where.startswith("not given") else f" from {where}"))
-    return lines
+        lines.append(f"read: {named}" + (f": {where}" if where.startswith(("not given", "not set")) else f" from {where}"))
+    return lines + [f"read: {note}" for note in getattr(plans, "row_notes", lambda _: [])(row)]
 
 
 def detail(c: dict[str, Any]) -> list[str]:
