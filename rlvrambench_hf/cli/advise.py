@@ -53,6 +53,18 @@ def add_advise(p: argparse.ArgumentParser) -> None:
         "processes over all machines, machines, DeepSpeed / FSDP / DDP and their offloads",
     )
     p.add_argument(
+        "--verl-version",
+        metavar="X.Y.Z",
+        help="with --verl: the VERL release the run uses (default: the installed VERL's, else the newest this package "
+        "knows): its defaults and its own pre-run checks",
+    )
+    p.add_argument(
+        "arguments",
+        nargs="*",
+        metavar="-- ARGS",
+        help="after --: the launch script's own arguments, as you run it (none: the values it sets by default)",
+    )
+    p.add_argument(
         "--workload",
         metavar="NAME",
         help="the measured workload your run resembles (gsm8k, math, code_standard, longer_prompt_code); VERL and "
@@ -113,11 +125,21 @@ def run_advise(args: argparse.Namespace) -> int:
         settings=settings,
         source=source,
         accelerate_config=args.accelerate_config,
+        **launch_options(args),
     )
     answers = advise(plans, source, hardware=hardware, model_revision=args.model_revision, nearest=args.nearest)
     write_answers(answers, args.output)
     print(render(answers))
     return 0
+
+
+def launch_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``-- ARGS`` and ``--verl-version``, for the reader of a VERL or TRL launch file."""
+    if args.verl_version is not None and not args.verl:
+        raise InputError("--verl-version goes with a VERL launch file (--verl)")
+    if args.arguments and not (args.verl or args.trl):
+        raise InputError(f"{quote(args.arguments[0])}: a script's arguments (after --) go with --verl or --trl")
+    return {"arguments": args.arguments or None, "verl_version": args.verl_version}
 
 
 def given_settings(pairs: list[str]) -> dict[str, str]:
@@ -269,7 +291,8 @@ def run_log(args: argparse.Namespace, settings: dict[str, str]) -> int:
     plans = None
     if named:
         kind, given = named[0]
-        plans = read_plans(given, kind=kind, workload=args.workload, settings=settings, source=source)  # type: ignore[arg-type]
+        plans = read_plans(given, kind=kind, workload=args.workload, settings=settings, source=source,  # type: ignore[arg-type]
+                           **launch_options(args))  # fmt: skip
     found = explain_failure(args.log, source, plans=plans, hardware=hardware)
     if args.output:
         from ..advisor.output.document import STATEMENT

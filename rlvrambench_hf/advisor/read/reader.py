@@ -2,8 +2,10 @@
 
 The kinds: ``planned`` (the dataset's vocabulary: CSV, YAML, JSON, mappings), ``verl`` (a VERL YAML, a launch
 script or command line of overrides, a VERL config mapping; EasyR1's launches too) and ``trl`` (a GRPOConfig as
-YAML / JSON, a training script, an ``accelerate launch`` shell launcher, or an object with its fields). Every setting is checked (:mod:`.checks`) before a plan is returned; the release gives the
-workloads, models and levels a plan is read against (:mod:`.measured`).
+YAML / JSON, a training script, an ``accelerate launch`` shell launcher, or an object with its fields). Every setting
+is checked (:mod:`.checks`) before a plan is returned; the release gives the workloads, models and levels a plan is
+read against (:mod:`.measured`). Values a launch file takes from the environment are named, never printed, in any
+refusal (:mod:`.environment`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypedDict, Unpack
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,6 +39,16 @@ _SCRIPTS = (".sh", ".bash", ".sbatch", ".slurm")
 _TRL_FIELDS = {"num_generations", "per_device_train_batch_size", "max_completion_length", "use_vllm"}
 
 
+class Launching(TypedDict, total=False):
+    """How a launch file is run: the accelerate config a TRL run is launched with (``accelerate launch
+    --config_file``), a launch script's own arguments as the user runs it (absent: run without, the values it sets by
+    default are read) and the VERL release the run uses (absent: the installed one's, else not known)."""
+
+    accelerate_config: str | os.PathLike[str] | None
+    arguments: Sequence[str] | None
+    verl_version: str | None
+
+
 def read_plans(
     plans: object,
     *,
@@ -45,9 +57,7 @@ def read_plans(
     settings: Mapping[str, object] | None = None,
     source: SourceLike = None,
     revision: str | None = None,
-    accelerate_config: str | os.PathLike[str] | None = None,
-    arguments: Sequence[str] | None = None,
-    verl_version: str | None = None,
+    **launching: Unpack[Launching],
 ) -> Plans:
     """Validated plans from ``plans``: a path (CSV / YAML / JSON / launch script), a command line, a list of
     mappings, a VERL config mapping or a GRPOConfig-like object.
@@ -55,18 +65,16 @@ def read_plans(
     ``kind`` says which (None: ``.sh`` files and command lines are VERL, a mapping with VERL's sections is VERL, an
     object with GRPOConfig's fields is TRL, anything else is planned). ``workload`` names the workload of plans
     that do not give one (VERL and TRL configs never do); ``settings`` adds dataset settings to every plan where it
-    gives none (e.g. ``{"gpu_count": 2}``). ``source`` / ``revision`` name the release read against.
-    ``accelerate_config`` is the accelerate config a TRL run is launched with (``accelerate launch --config_file``).
-    ``arguments`` are a launch script's own arguments, as the user runs it (None: run without, its defaults read);
-    ``verl_version`` the VERL release the run uses (None: the installed one's, else not known).
+    gives none (e.g. ``{"gpu_count": 2}``). ``source`` / ``revision`` name the release read against. ``launching``
+    (:class:`Launching`): ``accelerate_config``, ``arguments``, ``verl_version``.
     """
     kind = kind or detect_kind(plans)
     if kind not in KINDS:
         raise InputError(f"unknown kind of plans {quote(kind)}; choose planned, verl or trl")
-    if kind == "planned" and (arguments or verl_version):
+    if kind == "planned" and (launching.get("arguments") or launching.get("verl_version")):
         raise InputError("a script's arguments and --verl-version go with a VERL or TRL launch file, not --planned")
     with named_environment():
-        return _read(plans, kind, workload, settings, source, revision, accelerate_config, arguments, verl_version)
+        return _read(plans, kind, workload, settings, (source, revision), launching)
 
 
 def _read(
@@ -74,15 +82,12 @@ def _read(
     kind: str,
     workload: str | None,
     settings: Mapping[str, object] | None,
-    source: SourceLike,
-    revision: str | None,
-    accelerate_config: object,
-    arguments: Sequence[str] | None,
-    verl_version: str | None,
+    release: tuple[SourceLike, str | None],
+    launching: Launching,
 ) -> Plans:
     spec = get_spec(SETTINGS_CONFIG)
     settings = typed_settings(settings)
-    measured = load_measured(source, revision)
+    measured = load_measured(*release)
     flags: list[list[str]] = []
     sources: list[dict[str, str]] = []
     notes: list[list[str]] = []
@@ -92,11 +97,12 @@ def _read(
 
         table, origins, written = read_planned(plans, spec)  # type: ignore[arg-type]
     else:
-        if accelerate_config is not None and kind != "trl":
+        accelerate = launching.get("accelerate_config")
+        if accelerate is not None and kind != "trl":
             raise InputError("an accelerate config goes with a TRL run (--trl), not with a VERL one")
         found = config_records(
-            plans, kind, measured, settings or {}, accelerate=accelerate_config, arguments=arguments,
-            command_line=isinstance(plans, str) and is_command_line(plans), verl_version=verl_version,
+            plans, kind, measured, settings or {}, accelerate=accelerate, arguments=launching.get("arguments"),
+            command_line=isinstance(plans, str) and is_command_line(plans), verl_version=launching.get("verl_version"),
         )  # fmt: skip
         records, origins, written = found.records, found.origins, found.written
         flags, sources, notes, hidden = found.flags, found.sources, found.notes, found.environment

@@ -34,10 +34,12 @@ def config_records(
     *,
     command_line: bool = False,
     accelerate: object = None,
-    arguments: Sequence[str] | None = None,
-    verl_version: str | None = None,
+    **launch: Any,
 ) -> Records:
-    """The records of a VERL (or EasyR1) launch file or a TRL config, script or launcher."""
+    """The records of a VERL (or EasyR1) launch file or a TRL config, script or launcher (``launch``: the script's
+    ``arguments``, the ``verl_version``)."""
+    arguments: Sequence[str] | None = launch.get("arguments")
+    verl_version: str | None = launch.get("verl_version")
     from ..plan.knobs import knob_columns
 
     columns = {c.name: c for c in get_spec(SETTINGS_CONFIG).columns} | knob_columns()

@@ -8,7 +8,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 
 from .arithmetic import TooManySteps, integer_expression
-from .expand import NO_ARGUMENT, glob_match, unresolved
+from .patterns import glob_match
+from .state import NO_ARGUMENT, unresolved
 
 _NUMERIC = {"-eq", "-ne", "-lt", "-le", "-gt", "-ge"}
 _FILES = {"-e", "-f", "-d", "-r", "-w", "-x", "-s", "-L", "-h", "-p", "-S", "-b", "-c", "-g", "-u", "-k", "-O", "-G", "-N"}

@@ -14,16 +14,27 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from ....errors import InputError
 from .arithmetic import TooManySteps, expr_value, integer_expression
 from .arrays import array_reference
+from .patterns import operated
+from .state import (
+    _OPEN,
+    _TAINT_CLOSE,
+    _TAINT_OPEN,
+    ARITHMETIC,
+    COMPUTED,
+    NO_ARGUMENT,
+    NOT_SET,
+    SECRET,
+    SECRET_NAME,
+    Shell,
+    clean,
+    marker,
+)
 
-_OPEN, _CLOSE = "\ue000", "\ue001"
-_MARKER = re.compile(f"{_OPEN}([0-9a-f]*){_CLOSE}")
-_TAINT_OPEN, _TAINT_CLOSE = "\ue002", "\ue003"
-_TAINT = re.compile(f"{_TAINT_OPEN}([0-9a-f]*){_TAINT_CLOSE}")
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _PARAMETER = rf"{_NAME}|[0-9]+|[@*#?$!-]"
 _BRACED = re.compile(rf"(#?)({_PARAMETER})(.*)", re.S)
@@ -32,73 +43,12 @@ _OPERATOR = re.compile(r"(:?[-=+?]|##?|%%?|//?|\^\^?|,,?|:)(.*)", re.S)
 MAX_NESTING = 32
 #: Longest command (its words joined), before and after expansion.
 MAX_COMMAND = 64 * 1024
-#: Longest value a pattern operator (``${A#*=}``) matches against.
-MAX_PATTERN_VALUE = 4096
-#: Environment variables whose names say they hold a secret: their values are never read.
-SECRET_NAME = re.compile(r"(?i)(^|_)(API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|CREDENTIALS?|AUTH|PRIVATE)(_|$)")
-
-NOT_SET = "not set in the script or environment"
-COMPUTED = "computed when the script runs"
-ARITHMETIC = "arithmetic over a value the script does not give"
-NO_ARGUMENT = "an argument of the script that was not given (give the script's arguments after --)"
-SECRET = "an environment variable named as a secret, whose value is never read"
-
-
 class TooDeep(Exception):
     """Defaults nested more than :data:`MAX_NESTING` deep."""
 
 
 class TooLong(Exception):
     """An expansion longer than :data:`MAX_COMMAND` characters."""
-
-
-class Shell(dict[str, str]):
-    """The script's variables (arrays as :mod:`.arrays` keeps them) and the rest of the state expansion reads: which
-    values are the environment's, the script's arguments (``given``: whether any were given) and its name."""
-
-    def __init__(self, environ: Mapping[str, str], arguments: Sequence[str] | None, script: str) -> None:
-        super().__init__(environ)
-        self.environment = set(environ)
-        self.positional = list(arguments or ())
-        self.given = arguments is not None
-        self.script = script
-        self.argument_line: int | None = None  # the first line that reads the script's arguments
-        self.line = 0
-
-    def __setitem__(self, key: str, value: str) -> None:
-        self.environment.discard(key)
-        super().__setitem__(key, value)
-
-    def __delitem__(self, key: str) -> None:
-        self.environment.discard(key)
-        super().__delitem__(key)
-
-    def copy(self) -> Shell:  # type: ignore[override]
-        other = Shell({}, None, self.script)
-        dict.update(other, self)
-        other.environment, other.positional, other.given = set(self.environment), list(self.positional), self.given
-        other.argument_line, other.line = self.argument_line, self.line
-        return other
-
-
-def marker(what: str, why: str) -> str:
-    """``what`` (and ``why`` it is not known) hidden in one word that no shell splitting or quoting changes."""
-    return f"{_OPEN}{(what + chr(0) + why).encode().hex()}{_CLOSE}"
-
-
-def unresolved(text: str) -> tuple[str, str] | None:
-    """The first run-time value ``text`` depends on and why it is not known (``("$MODEL", NOT_SET)``), or None."""
-    found = _MARKER.search(text)
-    if found is None:
-        return None
-    what, _, why = bytes.fromhex(found.group(1)).decode().partition(chr(0))
-    return what, why
-
-
-def clean(text: str) -> tuple[str, list[str]]:
-    """``text`` without taints, and the environment variables whose values are in it."""
-    names = [bytes.fromhex(h).decode() for h in _TAINT.findall(text)]
-    return (_TAINT.sub("", text) if names else text), names
 
 
 def words(command: str, where: str, shell: Shell) -> list[str]:
@@ -272,7 +222,7 @@ def _braced(body: str, shell: Shell, depth: int) -> str:
         return _parameter(key, shell)
     if _OPEN in value:
         return marker(f"${{{body}}}", COMPUTED)
-    return _operated(operator, _expand_word(word, shell, depth), value, body)
+    return operated(operator, _expand_word(word, shell, depth), value, marker(f"${{{body}}}", COMPUTED))
 
 
 def _expand_word(word: str, shell: Shell, depth: int) -> str:
@@ -284,67 +234,6 @@ def _expand_word(word: str, shell: Shell, depth: int) -> str:
         return "".join(split(expanded)) if expanded.strip() else expanded
     except ValueError:
         return expanded
-
-
-def _operated(operator: str, word: str, value: str, body: str) -> str:
-    """``value`` through a pattern, case or substring operator."""
-    plain, names = clean(value)
-    taint = "".join(f"{_TAINT_OPEN}{n.encode().hex()}{_TAINT_CLOSE}" for n in names)
-    if operator in ("^^", "^", ",,", ","):
-        changed = plain.upper() if operator.startswith("^") else plain.lower()
-        return taint + (changed if len(operator) == 2 else changed[:1] + plain[1:])
-    if operator == ":":
-        m = re.fullmatch(r"\s*(-?[0-9]{1,6})\s*(?::\s*([0-9]{1,6})\s*)?", word)
-        if m is None:
-            return marker(f"${{{body}}}", COMPUTED)
-        start = int(m.group(1))
-        start = max(len(plain) + start, 0) if start < 0 else start
-        return taint + (plain[start : start + int(m.group(2))] if m.group(2) else plain[start:])
-    if len(plain) > MAX_PATTERN_VALUE or word.count("*") > 8:
-        return marker(f"${{{body}}}", COMPUTED)
-    if operator in ("/", "//"):
-        pattern, _, replacement = word.partition("/")
-        regex = _glob(pattern, greedy=True)
-        return taint + re.sub(regex, lambda _: replacement, plain, count=0 if operator == "//" else 1)
-    regex = _glob(word, greedy=len(operator) == 2)
-    if operator.startswith("#"):
-        found = re.match(regex, plain)
-        return taint + (plain[found.end() :] if found else plain)
-    ends = [k for k in range(len(plain), -1, -1) if re.fullmatch(regex, plain[k:])]
-    if not ends:
-        return taint + plain
-    return taint + plain[: (min(ends) if len(operator) == 2 else max(ends))]
-
-
-def _glob(pattern: str, greedy: bool) -> str:
-    """A shell glob as a regular expression (``*`` lazy unless ``greedy``)."""
-    out, i = [], 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "*":
-            out.append(".*" if greedy else ".*?")
-        elif c == "?":
-            out.append(".")
-        elif c == "[":
-            end = pattern.find("]", i + 2)
-            if end > 0:
-                inner = pattern[i + 1 : end].replace("\\", "\\\\")
-                out.append("[" + ("^" + inner[1:] if inner.startswith("!") else inner) + "]")
-                i = end
-            else:
-                out.append(re.escape(c))
-        elif c == "\\" and i + 1 < len(pattern):
-            i += 1
-            out.append(re.escape(pattern[i]))
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return "(?s:" + "".join(out) + ")"
-
-
-def glob_match(pattern: str, text: str) -> bool:
-    """Whether ``text`` matches the shell glob ``pattern`` (a ``case`` arm, ``[[ x == pattern ]]``)."""
-    return re.fullmatch(_glob(pattern, greedy=True), text) is not None
 
 
 def _substitution(body: str, shell: Shell, depth: int) -> str:

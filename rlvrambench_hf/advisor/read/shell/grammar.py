@@ -18,6 +18,8 @@ from .tokens import Token
 #: Most compound commands nested inside one another.
 MAX_DEPTH = 64
 _CASE_ENDS = frozenset({";;", ";&", ";;&"})
+_COMPOUND = {"while": "loop", "until": "loop", "for": "for_loop", "if": "if_then", "case": "case", "{": "group",
+             "function": "function"}  # fmt: skip
 
 
 @dataclass
@@ -220,11 +222,10 @@ class _Parser:
         if token.kind != "word":
             raise InputError(f"{self.name} line {line}: unexpected {token.text!r} (bash refuses to run this script)")
         word = token.text
-        compound = {"while": self.loop, "until": self.loop, "for": self.for_loop, "if": self.if_then,
-                    "case": self.case, "{": self.group, "function": self.function}.get(word)  # fmt: skip
-        if compound is not None:
+        method = _COMPOUND.get(word)
+        if method is not None:
             self.i += 1
-            return compound(word, line)
+            return getattr(self, method)(word, line)  # type: ignore[no-any-return]
         if word.startswith("((") and word.endswith("))"):
             self.i += 1
             return Arith(word[2:-2], line)

@@ -22,19 +22,23 @@ from dataclasses import dataclass, field
 from ....errors import InputError
 from .arithmetic import TooManySteps, integer_expression
 from .arrays import take_arrays
-from .conditions import Truth, bracket, double_bracket
-from .expand import COMPUTED, Shell, clean, glob_match, marker, unresolved, words
+from .builtins import BUILTINS, Break, Exit, Return
+from .conditions import Truth
+from .expand import MAX_COMMAND, words
+from .patterns import glob_match
+from .state import Shell, clean, marker, unresolved
 from .grammar import AndOr, Arith, Block, Case, Command, For, Function, Group, If, Loop, Pipeline, Simple, parse
 from .tokens import tokenize
 
 #: Most commands, loop rounds and tests read.
-MAX_STEPS = 200_000
+MAX_STEPS = 50_000
 #: Most characters the whole script's commands expand to.
 MAX_EXPANDED = 2 * 2**20
 #: Most rounds of one loop read; a loop that goes on longer is read as one that runs when the script runs.
 MAX_ROUNDS = 1_000
 #: Most functions calling one another.
 MAX_CALLS = 64
+_LITERAL = re.compile(r"[A-Za-z0-9_./=:@+,%^-]*")
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _DECLARE = frozenset({"export", "readonly", "declare", "local", "typeset"})
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "ssh", "srun", "docker", "kubectl"})
@@ -52,29 +56,15 @@ class Ran:
     arguments_given: bool = False
 
 
-class _Exit(Exception):
-    def __init__(self, line: int) -> None:
-        self.line = line
-
-
-class _Return(Exception):
-    pass
-
-
-class _Break(Exception):
-    def __init__(self, levels: int, again: bool) -> None:
-        self.levels, self.again = levels, again
-
-
 def run_script(text: str, name: str, environ: Mapping[str, str], arguments: Sequence[str] | None = None) -> Ran:
     """Read ``text`` (named ``name`` in errors) as bash would run it with ``arguments`` and ``environ``."""
     block = parse(tokenize(text, name), name)
     reader = _Reader(name, Shell(environ, arguments, name.rsplit("/", 1)[-1]))
     try:
         reader.block(block)
-    except _Exit as exc:
+    except Exit as exc:
         reader.ran.exit_line = exc.line
-    except (_Return, _Break):
+    except (Return, Break):
         pass
     reader.ran.argument_line = reader.shell.argument_line
     reader.ran.arguments_given = reader.shell.given
@@ -98,6 +88,10 @@ class _Reader:
 
     def expand(self, raw: Sequence[str], line: int) -> list[str]:
         self.shell.line = line
+        if sum(map(len, raw)) + len(raw) > MAX_COMMAND:
+            raise InputError(f"{self.name} line {line}: a command longer than {MAX_COMMAND:,} characters")
+        if all(_LITERAL.fullmatch(w) for w in raw):  # nothing to expand or unquote
+            return list(raw)
         found = words(" ".join(raw), f"{self.name} line {line}", self.shell)
         self.expanded += sum(map(len, found))
         if self.expanded > MAX_EXPANDED:
@@ -162,9 +156,9 @@ class _Reader:
             return True
         argv = found[count:]
         head = clean(argv[0])[0]
-        builtin = _BUILTINS.get(head)
+        builtin = BUILTINS.get(head)
         if builtin is not None:
-            return builtin(self, [clean(w)[0] if i == 0 else w for i, w in enumerate(argv)], command.line)
+            return builtin(self.shell, [clean(w)[0] if i == 0 else w for i, w in enumerate(argv)], command.line)
         if head in self.functions:
             return self.call(head, argv[1:], command.line)
         self.collect(argv, command)
@@ -185,7 +179,7 @@ class _Reader:
         self.shell.positional = list(arguments)
         try:
             return self.command(self.functions[name])
-        except _Return:
+        except Return:
             return True
         finally:
             self.shell.positional, self.calls = saved, self.calls - 1
@@ -238,9 +232,9 @@ class _Reader:
         self.step(line)
         try:
             self.block(body)
-        except _Break as exc:
+        except Break as exc:
             if exc.levels > 1:
-                raise _Break(exc.levels - 1, exc.again) from None
+                raise Break(exc.levels - 1, exc.again) from None
             return exc.again
         return True
 
@@ -305,7 +299,7 @@ class _Reader:
             try:
                 if body is not None:
                     self.block(body)
-            except (_Exit, _Return, _Break) as exc:
+            except (Exit, Return, Break) as exc:
                 ended = ended or exc
                 continue  # this way the script (or function, or loop) ends: the others go on
             outcomes.append(self.shell)
@@ -323,111 +317,3 @@ class _Reader:
                 self.shell.environment.discard(key)
         if any(o.positional != outcomes[0].positional for o in outcomes):
             self.shell.positional = [marker("$1", why)]
-
-
-def _shift(reader: _Reader, argv: list[str], line: int) -> Truth:
-    reader.shell.argument_line = reader.shell.argument_line or line
-    try:
-        count = int(clean(argv[1])[0]) if len(argv) > 1 else 1
-    except ValueError:
-        return None
-    if count > len(reader.shell.positional):
-        return False
-    reader.shell.positional = reader.shell.positional[count:]
-    return True
-
-
-def _set(reader: _Reader, argv: list[str], line: int) -> Truth:
-    if "--" in argv:
-        reader.shell.positional = argv[argv.index("--") + 1 :]
-    elif len(argv) > 1 and not argv[1].startswith(("-", "+")):
-        reader.shell.positional = argv[1:]
-    return True
-
-
-def _unset(reader: _Reader, argv: list[str], line: int) -> Truth:
-    for name in argv[1:]:
-        for key in (name, f"{name}[@]"):
-            if key in reader.shell:
-                del reader.shell[key]
-    return True
-
-
-def _exit(reader: _Reader, argv: list[str], line: int) -> Truth:
-    raise _Exit(line)
-
-
-def _return(reader: _Reader, argv: list[str], line: int) -> Truth:
-    raise _Return
-
-
-def _break(reader: _Reader, argv: list[str], line: int) -> Truth:
-    levels = int(argv[1]) if len(argv) > 1 and argv[1].isdigit() else 1
-    raise _Break(max(levels, 1), argv[0] == "continue")
-
-
-def _test(reader: _Reader, argv: list[str], line: int) -> Truth:
-    body = argv[1:-1] if argv[0] in ("[", "[[") and argv[-1:] in (["]"], ["]]"]) else argv[1:]
-    texts = [clean(w)[0] for w in body]
-    if argv[0] == "[[":
-        plain = {k: clean(v)[0] for k, v in reader.shell.items() if unresolved(v) is None}
-        return double_bracket(texts, plain)
-    return bracket(texts)
-
-
-def _read(reader: _Reader, argv: list[str], line: int) -> Truth:
-    for name in argv[1:]:
-        if re.fullmatch(r"[A-Za-z_]\w*", name):
-            dict.__setitem__(reader.shell, name, marker(f"${name}", f"read at line {line} when the script runs"))
-    return None
-
-
-def _getopts(reader: _Reader, argv: list[str], line: int) -> Truth:
-    """``getopts OPTSTRING NAME [ARGS]`` as bash steps through the options (``OPTIND``, ``OPTARG``)."""
-    shell = reader.shell
-    shell.argument_line = shell.argument_line or line
-    if len(argv) < 3:
-        return None
-    spec, name = clean(argv[1])[0], clean(argv[2])[0]
-    raw = argv[3:] if len(argv) > 3 else shell.positional
-    args = [clean(a)[0] for a in raw]
-    if any(unresolved(a) for a in args):
-        return None
-    try:
-        index, position = int(shell.get("OPTIND", "1")), int(shell.get("\0OPTPOS", "1"))
-    except ValueError:
-        return None
-    if index > len(args) or not args[index - 1].startswith("-") or args[index - 1] in ("-", "--"):
-        if index <= len(args) and args[index - 1] == "--":
-            shell["OPTIND"] = str(index + 1)
-        return False
-    arg = args[index - 1]
-    letter = arg[position]
-    known = letter != ":" and letter in spec
-    wants = known and spec[spec.index(letter) + 1 : spec.index(letter) + 2] == ":"
-    value, step = None, position + 1 >= len(arg)
-    if wants:
-        value = arg[position + 1 :] if position + 1 < len(arg) else (raw[index] if index < len(args) else None)
-        index += 1 if position + 1 < len(arg) or value is None else 2
-        position = 1
-    elif step:
-        index, position = index + 1, 1
-    else:
-        position += 1
-    shell["OPTIND"], shell["\0OPTPOS"] = str(index), str(position)
-    shell[name] = letter if known and (value is not None or not wants) else "?"
-    if value is not None:
-        shell["OPTARG"] = value
-    return True
-
-
-def _true(reader: _Reader, argv: list[str], line: int) -> Truth:
-    return argv[0] != "false"
-
-
-_BUILTINS = {
-    "shift": _shift, "set": _set, "unset": _unset, "exit": _exit, "return": _return, "break": _break,
-    "continue": _break, "[": _test, "[[": _test, "test": _test, "read": _read, "getopts": _getopts, "true": _true,
-    ":": _true, "false": _true,
-}  # fmt: skip
-

@@ -11,25 +11,26 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ....errors import InputError
 
 #: Most constructs nested inside one another (``$( "${A:-$(...)}" )``).
 MAX_NESTING = 32
-#: Most tokens of one script (a 1 MiB script of one-letter words has about half a million).
-MAX_TOKENS = 600_000
+#: Most tokens of one script (a VERL launch script has a few hundred).
+MAX_TOKENS = 100_000
 #: Control operators, longest first.
 OPERATORS = (";;&", ";;", ";&", "&&", "||", "|&", ";", "&", "|", "(", ")")
 _REDIRECT = re.compile(r"[0-9]*(?:&>>|&>|>>|>\||>&|<<<|<<-|<<|<&|<>|>|<)")
+_OPERATORS_BY_CHAR = {c: tuple(o for o in OPERATORS if o[0] == c) for c in ";&|()"}
+_PLAIN = re.compile(r"[A-Za-z0-9_./=:@+,%^~!?*\[\]{}-]+")
 _ARRAY_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\+?=$")
 _BREAKS = frozenset(" \t\n;&|()<>")
 #: Inside ``[[ ... ]]`` these are words of the test, not operators.
 _TEST_WORDS = ("&&", "||", "(", ")", "<", ">")
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
     """``kind``: ``word`` (raw text), ``op`` (a control operator), ``newline``, ``redirect`` (the operator; its
     target is the next word) or ``heredoc`` (the body; ``quoted``: its delimiter was quoted, so bash expands
     nothing in it)."""
@@ -70,6 +71,7 @@ class _Scanner:
         self.text, self.name, self.n = text, name, len(text)
         self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
         self.tokens: list[Token] = []
+        self.at, self.at_line = 0, 1  # the last position a line was counted to, and its line
         self.pending: list[tuple[str, bool, bool, int]] = []  # here-docs: delimiter, quoted, strip tabs, line
         self.in_test = False
 
@@ -79,7 +81,13 @@ class _Scanner:
     def emit(self, kind: str, text: str, at: int, quoted: bool = False) -> None:
         if len(self.tokens) >= MAX_TOKENS:
             raise InputError(f"{self.name}: more than {MAX_TOKENS:,} words and operators (longer than a launch script)")
-        self.tokens.append(Token(kind, text, self.line(at), quoted))
+        if at >= self.at:  # tokens come in order: count the lines since the last one
+            self.at_line += self.text.count("\n", self.at, at)
+            self.at = at
+            line = self.at_line
+        else:
+            line = self.line(at)
+        self.tokens.append(Token(kind, text, line, quoted))
 
     def run(self) -> list[Token]:
         text, i = self.text, 0
@@ -93,7 +101,8 @@ class _Scanner:
                 end = text.find("\n", i)
                 i = self.n if end < 0 else end
             elif c == "\n":
-                self.emit("newline", "\n", i)
+                if self.pending or not self.tokens or self.tokens[-1].kind != "newline":  # blank lines: one token
+                    self.emit("newline", "\n", i)
                 i = self.heredocs(i + 1)
             else:
                 i = self.token(i)
@@ -103,6 +112,14 @@ class _Scanner:
 
     def token(self, i: int) -> int:
         text = self.text
+        plain = _PLAIN.match(text, i)
+        if plain and not self.in_test and not text.startswith("(", plain.end()) and text[i] not in "0123456789":
+            end = plain.end()  # a word of plain characters: no quote, expansion, operator or redirection in it
+            if end >= self.n or text[end] in " \t\n;&|)":
+                self.emit("word", text[i:end], i)
+                if text[i:end] == "[[":
+                    self.in_test = True
+                return end
         if self.in_test:
             test = next((w for w in _TEST_WORDS if text.startswith(w, i)), None)
             if test:
@@ -112,14 +129,14 @@ class _Scanner:
             end = _parens_end(text, i + 1, 0)
             self.emit("word", text[i:end], i)
             return end
-        redirect = _REDIRECT.match(text, i)
+        redirect = _REDIRECT.match(text, i) if text[i] in "<>&0123456789" else None
         if redirect:
             return self.redirect(redirect.group(0), i)
         if text.startswith("((", i) and self.command_position():
             end = _parens_end(text, i + 1, 0)
             self.emit("word", text[i:end], i)
             return end
-        op = next((o for o in OPERATORS if text.startswith(o, i)), None)
+        op = next((o for o in _OPERATORS_BY_CHAR.get(text[i], ()) if text.startswith(o, i)), None)
         if op:
             self.emit("op", op, i)
             return i + len(op)

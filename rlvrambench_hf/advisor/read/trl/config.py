@@ -20,8 +20,8 @@ from ....userfile import parse_structured, read_text
 from ...plan.mapping import TRL_MAPPING, TRL_SCOPE, TRL_STACK_FLAG, mapped_keys
 from ...plan.trl_mapping import ACCELERATE_KEYS
 from ..verl.config import Config
-from ..verl.record import record_of
 from ..verl.hydra import plain
+from ..verl.record import record_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...plan.mapped import Scope

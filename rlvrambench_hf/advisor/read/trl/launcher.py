@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ....errors import InputError
-from ..shell.expand import unresolved
+from ..shell.state import unresolved
 from ..shell.run import run_script
 
 #: accelerate launch's options that take no value.

@@ -254,11 +254,18 @@ def unread_keys(config: Config, read: set[str], flag: list[str]) -> list[str]:
     return [f"not used by the answer (no floor, phase or scope reads them): {', '.join(keys)}"]
 
 
+#: Keys VERL's own checks and conversions read (:func:`checked`), beside those the mapping reads.
+CHECKED_KEYS = frozenset(
+    {f"{_ARR}.actor.ppo_mini_batch_size", f"{_ARR}.actor.megatron.param_offload",
+     f"{_ARR}.actor.megatron.optimizer_offload", *(budget for _, budget in TOKEN_BUDGETS)}
+)  # fmt: skip
+
+
 def _unread(config: Config, read: set[str]) -> list[str]:
     given: list[str] = []
     _flatten(config.given or {}, "", given)
     converted = " ".join(config.notes.values())  # keys a conversion read (named in its note)
-    return sorted(k for k in given if k not in read and k not in converted)
+    return sorted(k for k in given if k not in read and k not in CHECKED_KEYS and k not in converted)
 
 
 def _flatten(tree: object, prefix: str, out: list[str]) -> None:

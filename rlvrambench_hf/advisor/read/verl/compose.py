@@ -31,7 +31,7 @@ def verl_configs(
     plans: object,
     *,
     command_line: bool,
-    preset: Mapping[str, object] = {},  # noqa: B006 (read only)
+    preset: Mapping[str, object] = {},
     arguments: Sequence[str] | None = None,
     verl_version: str | None = None,
 ) -> list[Config]:
@@ -109,10 +109,10 @@ def _runtime_values(
 ) -> tuple[list[tuple[str, str, str | None]], dict[str, str]]:
     """The launch's overrides, those of keys the answer reads but no floor, phase or scope uses with a value the
     script computes when it runs left null (with a note why); a one-line error for a key the answer uses."""
-    from ..shell.expand import NO_ARGUMENT, unresolved
-    from ...plan.mapping import VERL_MAPPING as mapping
     from ....data.schema.registry import get_spec
+    from ...plan.mapping import VERL_MAPPING as mapping
     from ...plan.plans import SETTINGS_CONFIG
+    from ..shell.state import NO_ARGUMENT, unresolved
 
     presettable = set(get_spec(SETTINGS_CONFIG).column_names)
     used, read = used_keys(preset), {k for m in mapping for k in m.keys}
@@ -144,7 +144,7 @@ def _base_config(launch: Launch, folder: Path, origin: str) -> tuple[dict[str, A
     path as it is. A config VERL packages is its composed ``_generated_`` form, and becomes the defaults (the base
     is then empty; without VERL here, the defaults this package ships stand for it); the user's own YAML lies over
     VERL's ``ppo_trainer`` defaults."""
-    from ..shell.expand import unresolved
+    from ..shell.state import unresolved
 
     name = launch.config_name
     if not name:

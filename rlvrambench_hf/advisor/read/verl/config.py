@@ -14,28 +14,17 @@ from __future__ import annotations
 import copy
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ....data.schema.spec import Column
 from ....errors import InputError
 from ....userfile import parse_structured, read_text
-from ...plan.conversions import _lora
-from ...plan.mapping import (
-    KL_KEYS,
-    LORA_KEYS,
-    NO_REFERENCE_FLAG,
-    VERL_MAPPING,
-    VERL_SCOPE,
-    Mapped,
-    Scope,
-)
 from ..checks import quoted
 from ..environment import note_environment
 from .hydra import HydraSweep, hydra_value, plain
-from .values import as_omegaconf, check_digits
+from .values import check_digits
 from .versions import NEWEST, Version, default_tree, installed_version, parse_version
 
 _ABSENT = object()

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ....errors import InputError
-from ..shell.expand import unresolved as _unresolved
+from ..shell.state import unresolved as _unresolved
 from ..shell.run import Ran, run_script
 
 _OVERRIDE = re.compile(r"^(\+{0,2}|~)([A-Za-z_][\w.@/-]*)(=(.*))?$", re.S)

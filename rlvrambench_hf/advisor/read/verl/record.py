@@ -56,7 +56,8 @@ def record_of(
             changed += [f"{key.rsplit('.', 1)[-1]}: {note}"] if note else []
         used = [config.source(k) for k, v in zip(mapped.keys, values) if (v is not _ABSENT and v is not None)
                 or k in config.notes]  # fmt: skip
-        sources[mapped.setting] = "; ".join(dict.fromkeys(used)) or f"not given ({mapped.conversion})"
+        own = [u for u in used if not u.endswith(_DEFAULTED) and "'s default (" not in u]  # the user's own first
+        sources[mapped.setting] = "; ".join(dict.fromkeys(own or used)) or f"not given ({mapped.conversion})"
         if changed:
             sources[mapped.setting] += f" ({'; '.join(changed)})"
         given = [None if v is _ABSENT else v for v in values]
@@ -68,6 +69,9 @@ def record_of(
         raise InputError(_missing_text(config, list(dict.fromkeys(missing))))
     written = {m.setting: m.written for m in mapping}
     return settings, written, scope_flags(config, scope) + list(config.flags), sources
+
+
+_DEFAULTED = "'s default"
 
 
 def _typed(value: object, kind: str) -> tuple[object, str | None]:

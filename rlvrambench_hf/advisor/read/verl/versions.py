@@ -121,13 +121,13 @@ class Version:
         return self.minor >= first if self.known else None
 
     def describe(self) -> str:
-        """How the version was found, for a ``read:`` line."""
+        """The release read for and how it was found, for a ``read:`` line."""
         if self.how == "given":
             closest = "" if self.written.startswith(RELEASES[self.minor][:3]) else f", read as {self.label}"
             return f"VERL {self.written} (--verl-version{closest})"
         if self.how == "installed":
             return f"VERL {self.written} (installed here)"
-        return f"VERL's version not known here (give --verl-version): read as {self.label}, the newest this package knows"
+        return f"{self.label}, the newest release this package knows (VERL's version is not known here: --verl-version)"
 
 
 def parse_version(text: str, how: str = "given") -> Version:
@@ -179,4 +179,4 @@ def default_tree(version: Version) -> tuple[dict[str, Any], str]:
                     node = node.setdefault(part, {})
                 node[leaf] = value
     source = _GENERATED if version.minor >= (0, 5) else _FLAT
-    return tree, f"{source} of the verl {RELEASES[version.minor]} wheel, shipped with this package"
+    return tree, f"{source}, shipped with this package"
