@@ -254,7 +254,7 @@ class _Parser:
         """Redirections after a command (their targets dropped); a ``<<`` makes the command wait for its body."""
         while (token := self.peek()) is not None and token.kind == "redirect":
             self.i += 1
-            if token.text.endswith(("<<", "<<-")):  # the delimiter was read with the operator
+            if token.text.endswith(("<<", "<<-")) and not token.text.endswith("<<<"):  # delimiter read with it
                 self.awaiting.append(command or Simple([], token.line))
             elif (nxt := self.peek()) is not None and nxt.kind == "word":
                 self.i += 1

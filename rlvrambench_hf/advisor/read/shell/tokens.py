@@ -133,7 +133,7 @@ class _Scanner:
         if redirect:
             return self.redirect(redirect.group(0), i)
         if text.startswith("((", i) and self.command_position():
-            end = _parens_end(text, i + 1, 0)
+            end = _parens_end(text, i, 0)
             self.emit("word", text[i:end], i)
             return end
         op = next((o for o in _OPERATORS_BY_CHAR.get(text[i], ()) if text.startswith(o, i)), None)
@@ -157,7 +157,7 @@ class _Scanner:
     def redirect(self, op: str, i: int) -> int:
         self.emit("redirect", op, i)
         j = i + len(op)
-        if op.endswith(("<<", "<<-")):
+        if op.endswith(("<<", "<<-")) and not op.endswith("<<<"):
             while j < self.n and self.text[j] in " \t":
                 j += 1
             end, word = self.word(j)

@@ -97,6 +97,22 @@ def _count(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
+def _minimal_batch(config: Config) -> tuple[int | None, str]:
+    """The batch VERL's check divides by: the GPUs, or under Megatron (VERL 0.4 and later) its data-parallel ranks
+    times the per-GPU micro-batch."""
+    gpus = _gpus(config)
+    megatron = _get(config, f"{_ARR}.actor.strategy") == "megatron"
+    if not gpus or not megatron or (config.version is not None and config.version.since((0, 4)) is False):
+        return gpus, f"the {gpus} GPUs"
+    sizes = [_count(_get(config, f"{_ARR}.actor.megatron.{k}") or 1) for k in (
+        "tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size")]  # fmt: skip
+    micro = _count(_get(config, f"{_ARR}.actor.ppo_micro_batch_size_per_gpu"))
+    if None in sizes or not micro:
+        return None, ""
+    ranks = gpus // (sizes[0] * sizes[1] * sizes[2])  # type: ignore[operator]
+    return ranks * micro, f"{ranks} Megatron data-parallel ranks × ppo_micro_batch_size_per_gpu {micro}"
+
+
 def _gpus(config: Config) -> int | None:
     per_node, nodes = _count(_get(config, "trainer.n_gpus_per_node")), _count(_get(config, "trainer.nnodes") or 1)
     return per_node * nodes if per_node and nodes else None
@@ -180,20 +196,19 @@ def _adapter_rank(config: Config) -> None:
 
 
 def _validate(config: Config) -> None:
-    """VERL 0.9.1's checks of the batch sizes before a run (``validate_config``, ``ActorConfig.validate``)."""
-    batch, n, gpus = (
-        _count(_get(config, "data.train_batch_size")),
-        _count(_get(config, f"{_ARR}.rollout.n")),
-        _gpus(config),
-    )
+    """VERL's checks of the batch sizes before a run (``validate_config``, ``ActorConfig.validate``; before 0.6
+    ``RayPPOTrainer._validate_config``)."""
+    batch, n = _count(_get(config, "data.train_batch_size")), _count(_get(config, f"{_ARR}.rollout.n"))
     mini = _count(_get(config, f"{_ARR}.actor.ppo_mini_batch_size"))
-    if batch and n and gpus and (batch * n) % gpus:
+    dynamic = _get(config, f"{_ARR}.actor.use_dynamic_bsz") is True
+    minimal, what = _minimal_batch(config)
+    checked_here = not dynamic or (config.version is not None and config.version.since((0, 6)) is False)
+    if batch and n and minimal and checked_here and (batch * n) % minimal:
         raise VerlRefuses(
             config.origin,
             "data.train_batch_size",
-            f"data.train_batch_size × rollout.n = {batch * n} is not divisible by the {gpus} GPUs",
+            f"data.train_batch_size × rollout.n = {batch * n} is not divisible by {what}",
         )
-    dynamic = _get(config, f"{_ARR}.actor.use_dynamic_bsz") is True
     if batch and mini and not dynamic and batch < mini:
         what = f"data.train_batch_size = {batch} is below actor_rollout_ref.actor.ppo_mini_batch_size = {mini}"
         checks = config.version.since(MINI_BATCH_CHECK_FROM) if config.version else True

@@ -128,7 +128,7 @@ def _runtime_values(
             notes[key] = f"{key} uses {what}, which is {why} ({lines.get(key, origin)}); no floor, phase or scope uses it"
             kept.append((prefix, key, None))
             continue
-        setting = next((m.setting for m in mapping if key in m.keys), None)
+        setting = next((m.setting for m in mapping if key == m.keys[0] and len(m.keys) <= 2), None)
         remedy = "give the script's arguments after -- (advise --verl FILE -- ARGS)" if why == NO_ARGUMENT else (
             f"write its value, set it, or give --setting {setting}=VALUE" if setting in presettable
             else "write its value or set it"

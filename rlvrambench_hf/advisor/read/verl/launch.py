@@ -82,7 +82,8 @@ def read_script(
     if not launches and loose.overrides:
         launches.append(loose)
     if not launches and ran.exit_line is not None:
-        given = "with the arguments given" if ran.arguments_given else "run without arguments"
+        _other_program(text, name)
+        given = "with the arguments given" if ran.arguments_given else "run without arguments (give them after --)"
         raise InputError(f"{name} line {ran.exit_line}: the script ({given}) exits here, before any VERL launch")
     if not launches:
         raise InputError(f"{name}: no VERL launch (python3 -m verl.trainer.main_ppo key=value ...) and no overrides")
@@ -112,6 +113,20 @@ def _launches(ran: Ran, name: str) -> tuple[list[Launch], Launch]:
             "answers GRPO/PPO training runs"
         )
     return launches, loose
+
+
+def _other_program(text: str, name: str) -> None:
+    """A script that exits before it launches anything, and whose only VERL program is not the RL trainer, is refused
+    for what it runs (its usage check stopped the reading, not the program)."""
+    found = [(m.start(), m.group(1) or m.group(2)) for m in re.finditer(
+        r"-m\s+(verl\.trainer\.\w+)|((?:^|[\s/])verl/trainer/\w+\.py)", text)]  # fmt: skip
+    programs = [p.strip() for _, p in found]
+    if programs and not any(_VERL_MODULE.match(p) or _VERL_SCRIPT.search(p) for p in programs):
+        line = text.count("\n", 0, found[0][0]) + 1
+        raise InputError(
+            f"{name} line {line}: runs {programs[0]}, not VERL's RL trainer (verl.trainer.main_ppo): the advisor "
+            "answers GRPO/PPO training runs"
+        )
 
 
 def key_lines(text: str, launch: Launch, name: str) -> dict[str, str]:
