@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...arrow import string_array
+from ...arrow import arrow_ints, string_array
 from ...data.schema.kinds import BOOL, FLOAT64, INT64, STRING
 from ...data.schema.spec import Column
 from ...errors import InputError
@@ -72,6 +72,11 @@ RANGES: dict[str, str] = {
     ),
     "vllm_gpu_memory_utilization": FRACTION,
     "train_max_samples": LIMIT,
+    # the knobs (:mod:`..plan.knobs`): a parallel size or budget below 1 is none VERL, vLLM or accelerate runs
+    **dict.fromkeys(("nnodes", "ulysses_sp_size", "max_token_len_per_gpu", "max_num_batched_tokens"), COUNT),
+    "lora_rank": NON_NEGATIVE,
+    "zero_stage": "a ZeRO stage (0, 1, 2 or 3)",
+    "base_quant_bits": "4 or 8 bits",
 }
 _INTEGER = r"^[+-]?[0-9]+$"
 _NUMBER = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"
@@ -99,6 +104,10 @@ def known_true(mask: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 
 _ZERO, _ONE, _MINUS_ONE = scalar(0), scalar(1), scalar(-1)
+_ALLOWED = {
+    "a ZeRO stage (0, 1, 2 or 3)": arrow_ints(np.array([0, 1, 2, 3], dtype=np.int64)),
+    "4 or 8 bits": arrow_ints(np.array([4, 8], dtype=np.int64)),
+}
 _ZERO_F, _ONE_F, _EMPTY = scalar(0.0), scalar(1.0), scalar("")
 _TRUE_SET, _FALSE_SET = string_array(("true", "1")), string_array(("false", "0"))
 
@@ -233,6 +242,8 @@ def check_ranges(table: pa.Table, where: Where) -> None:
             bad = pc.or_(pc.less_equal(values, _ZERO_F), pc.greater_equal(values, _ONE_F))
         elif rule == LIMIT:
             bad = pc.and_(pc.less_equal(values, _ZERO), pc.not_equal(values, _MINUS_ONE))
+        elif rule in _ALLOWED:
+            bad = pc.invert(pc.is_in(values, value_set=_ALLOWED[rule]))
         else:
             bad = pc.less(values, _ZERO)
         _refuse(bad, values.combine_chunks(), name, where, f"not {rule}")

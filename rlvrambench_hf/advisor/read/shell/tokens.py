@@ -95,7 +95,7 @@ class _Scanner:
             c = text[i]
             if c in " \t\r":
                 i += 1
-            elif c == "\\" and text.startswith("\n", i + 1):
+            elif c == "\\" and (text.startswith("\n", i + 1) or i + 1 == self.n):  # continued (into the end)
                 i += 2
             elif c == "#":
                 end = text.find("\n", i)
@@ -189,7 +189,7 @@ class _Scanner:
         while i < self.n and text[i] not in _BREAKS:
             c = text[i]
             if c == "\\":
-                if text.startswith("\n", i + 1):
+                if text.startswith("\n", i + 1) or i + 1 == self.n:  # a continuation (into the end of the file)
                     pieces.append(text[start:i])
                     i += 2
                     start = i

@@ -73,6 +73,7 @@ def trl_plan(
                 from .script import argument_fields
 
                 fields.update(argument_fields(arguments, name, path.parent))
+        fields = {k: v for k, v in fields.items() if k not in options}  # the launch's own options win
         given = set(fields)
         with_model = True
     else:

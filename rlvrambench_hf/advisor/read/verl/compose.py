@@ -71,10 +71,23 @@ def verl_configs(
                                version=version, environment=launch.environment)  # fmt: skip
         config.notes.update(notes)
         config.reads.extend(f"not read: {n}" for n in notes.values())
+        for prefix, key, _ in overrides:  # Hydra deletes the key from the composed config, its default too
+            if prefix == "~":
+                _delete(config.tree, key)
+                config.removed.add(key)
         configs.append(_finished(checked(config)))
     for config in configs:
         config.reads[:0] = _script_reads(script, name, arguments)
     return configs
+
+
+def _delete(tree: dict[str, Any], key: str) -> None:
+    *parents, leaf = key.split(".")
+    node: Any = tree
+    for part in parents:
+        node = node.get(part) if isinstance(node, dict) else None
+    if isinstance(node, dict):
+        node.pop(leaf, None)
 
 
 def _finished(config: Config) -> Config:

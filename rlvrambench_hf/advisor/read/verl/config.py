@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ....errors import InputError
+from ....errors import InputError, quote
 from ....userfile import parse_structured, read_text
 from ..checks import quoted
 from ..environment import note_environment
@@ -55,6 +55,7 @@ class Config:
     environment: Mapping[str, list[str]] = field(default_factory=dict)
     flags: list[str] = field(default_factory=list)
     reads: list[str] = field(default_factory=list)
+    removed: set[str] = field(default_factory=set)  # keys deleted with Hydra's ~key (defaults included)
 
     def source(self, key: str) -> str:
         """Where the value of ``key`` comes from: the user's file (and line), a conversion, or the defaults."""
@@ -155,6 +156,7 @@ def with_defaults(
     """``top`` over the defaults of the VERL the run uses: the installed one's packaged config (``packaged``: which
     of them) when that is the VERL asked for, else the defaults this package ships for ``version``; what VERL does
     to it before a run is :func:`~.checks.checked`'s."""
+    _visible_keys(top, origin)
     version = version or Version(NEWEST, "unknown")
     installed = installed_version()
     mine = version.how != "given" or (installed is not None and parse_version(installed).minor == version.minor)
@@ -167,6 +169,18 @@ def with_defaults(
     return Config(deep_update(copy.deepcopy(base), top), origin, where, given=copy.deepcopy(dict(top)),
                   lines=dict(lines or {}), label=label, version=version,
                   environment=dict(environment or {}))  # fmt: skip
+
+
+def _visible_keys(tree: Mapping[str, Any], origin: str, prefix: str = "") -> None:
+    """A key holding an invisible or control character is no key of VERL's config (it only looks like one)."""
+    import unicodedata
+
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in str(key)):
+            raise InputError(f"{origin}: key {quote(name)} holds an invisible or control character")
+        if isinstance(value, Mapping):
+            _visible_keys(value, origin, f"{name}.")
 
 
 #: What VERL's other packaged trainer configs change in the memory-relevant defaults of ``ppo_trainer``
@@ -197,6 +211,13 @@ def _interpolated(tree: Mapping[str, Any], key: str, text: str, origin: str, dep
     resolver, _, arguments = body.partition(":") if body.startswith("oc.") else ("", "", body)
     target, _, fallback = arguments.partition(",")
     if resolver == "oc.env":
+        from ..shell.state import SECRET_NAME
+
+        if SECRET_NAME.search(target.strip()):
+            raise InputError(
+                f"{origin}: {key} uses {quoted(text)}, an environment variable named as a secret, whose value is never "
+                "read; write the value"
+            )
         value = os.environ.get(target.strip())
         if value is not None:
             note_environment(target.strip(), value)

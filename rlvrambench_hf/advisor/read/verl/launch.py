@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ....errors import InputError
+from ....errors import InputError, quote
 from ..shell.state import unresolved as _unresolved
 from ..shell.run import Ran, run_script
 
@@ -95,7 +96,7 @@ def _launches(ran: Ran, name: str) -> tuple[list[Launch], Launch]:
     loose = Launch(ran.commands[0][0] if ran.commands else 1)
     other: tuple[int, str] | None = None  # the first VERL program run that is not its RL trainer
     for line, command, taints in ran.commands:
-        launch = _launch_of(command, taints, line)
+        launch = _launch_of(command, taints, line, name)
         if launch is not None:
             launches.append(launch)
             continue
@@ -150,7 +151,7 @@ def key_lines(text: str, launch: Launch, name: str) -> dict[str, str]:
     return found
 
 
-def _launch_of(words: list[str], taints: list[list[str]], line: int) -> Launch | None:
+def _launch_of(words: list[str], taints: list[list[str]], line: int, name: str) -> Launch | None:
     start, tool = _launch_start(words)
     if start is None:
         return None
@@ -171,6 +172,9 @@ def _launch_of(words: list[str], taints: list[list[str]], line: int) -> Launch |
             continue
         parsed = _override(word)
         if parsed is None:
+            if any(unicodedata.category(c) in ("Cc", "Cf") for c in word.partition("=")[0]):
+                raise InputError(f"{name} line {line}: {quote(word.partition('=')[0])} holds an invisible or control "
+                                 "character: Hydra refuses it as a key")  # fmt: skip
             continue
         if tool == "EasyR1" and parsed[1] == "config":
             launch.config_name = parsed[2]

@@ -107,6 +107,8 @@ def _missing_text(config: Config, keys: list[str]) -> str:
         where = f"not set, and null in {config.label}'s defaults ({short_path(config.defaults)})"
     else:
         where = f"not set, and {config.tool} gives no default"
+    if set(keys) & config.removed:
+        where += "; deleted with ~ (Hydra deletes a key and its default: VERL then fails without it)"
     if lookup(config.tree, "actor_rollout_ref.actor.use_dynamic_bsz", config.origin) is True:
         where += "; with use_dynamic_bsz its token budget per GPU (..._max_token_len_per_gpu) gives it"
     return fitting(keys, lambda named: f"{config.origin}: missing {config.tool} setting(s) {named}: {where}")
