@@ -143,15 +143,15 @@ def _with_knobs(table: pa.Table, records: Sequence[Mapping[str, object]], where:
 def _check_models(table: pa.Table, measured: Measured, where: Where) -> None:
     """Every model is one the release measured or a Hub repository name (its metadata can then be read); anything
     else (a local folder that names no measured model, invisible characters) is refused, naming the row."""
-    from huggingface_hub.errors import HFValidationError
-    from huggingface_hub.utils import validate_repo_id  # type: ignore[attr-defined]  # public there, not re-exported in its typing
-
     from .models import local_folder
 
     models = table.column("model_id").to_pylist()
     for model in dict.fromkeys(models):
         if model in measured.models or local_folder(model) is not None:
             continue
+        from huggingface_hub.errors import HFValidationError  # only for a name the release did not measure
+        from huggingface_hub.utils import validate_repo_id  # type: ignore[attr-defined]  # public, not re-exported in its typing
+
         try:
             validate_repo_id(model)
         except HFValidationError:

@@ -121,9 +121,11 @@ def easyr1_config(
     """The config of an EasyR1 launch: its ``config=`` file and overrides over EasyR1's defaults, validated by
     EasyR1's schema and checks, as the VERL-shaped tree the mapping reads."""
     base: dict[str, Any] = {}
+    path: Path | None = None
     if launch.config_name:
         path = _config_file(launch.config_name, folder, origin)
         base = yaml_tree(path, str(path))
+    commanded = {key for _, key, _ in launch.overrides}
     user = merged(base, [(p, k, t) for p, k, t in launch.overrides if p != "~"], origin)
     typed = _validated(user, origin, lines)
     values = deep_update(copy.deepcopy(_defaults(SCHEMA)), typed)
@@ -133,8 +135,12 @@ def easyr1_config(
     for easy, keys in AS_VERL.items():
         for key in keys:
             _put(tree, key, _get(values, easy))
-            given = _raw(typed, easy) is not _ABSENT
-            where[key] = f"{lines.get(easy, origin)} ({easy})" if given else f"EasyR1's default ({easy}, {SOURCE})"
+            if easy in commanded:
+                where[key] = f"{lines.get(easy, origin)} ({easy})"
+            elif path is not None and _raw(base, easy) is not _ABSENT:
+                where[key] = f"{path} ({easy})"
+            else:
+                where[key] = f"EasyR1's default ({easy}, {SOURCE})"
     actor = values["worker"]["actor"]
     offloaded = actor["fsdp"]["enable_cpu_offload"] is True
     for key in ("param_offload", "optimizer_offload"):
@@ -197,6 +203,8 @@ def _validated(user: Mapping[str, Any], origin: str, lines: Mapping[str, str]) -
         where = lines.get(key, origin)
         if field is _MISSING_SENTINEL:
             raise InputError(f"{where}: EasyR1's config has no key {key} (EasyR1 refuses it before running)")
+        if isinstance(field, Mapping):
+            raise InputError(f"{where}: EasyR1 refuses {key}={quote(value)}: {key} is a section of its config")
         if field is not _DICT and field is not None:
             kind = {bool: "bool", int: "int64", float: "float64", str: "string"}[type(field)]
             value, _ = as_omegaconf(value, kind)
@@ -217,6 +225,7 @@ def _fits(value: object, kind: str) -> bool:
 
 
 def _field(key: str) -> object:
+    """The schema's default of ``key`` (a mapping for a section, :data:`_DICT` inside a free mapping)."""
     node: object = SCHEMA
     for part in key.split("."):
         if node is _DICT:
@@ -224,7 +233,7 @@ def _field(key: str) -> object:
         if not isinstance(node, Mapping) or part not in node:
             return _MISSING_SENTINEL
         node = node[part]
-    return _DICT if isinstance(node, Mapping) else node
+    return node
 
 
 def _checks(values: Mapping[str, Any], origin: str) -> None:
@@ -269,7 +278,7 @@ def _flat_items(tree: Mapping[str, Any], prefix: str = "") -> list[tuple[str, An
     for key, value in tree.items():
         dotted = f"{prefix}{key}"
         field = _field(dotted)
-        if isinstance(value, Mapping) and field is not _DICT:
+        if isinstance(value, Mapping) and isinstance(field, Mapping):
             out += _flat_items(value, dotted + ".")
         else:
             out.append((dotted, value))

@@ -91,18 +91,15 @@ def _waits_on_another(mapped: Mapped, given: list[object], settings: Mapping[str
 
 
 def _missing_text(config: Config, keys: list[str]) -> str:
-    if config.tool != "VERL" and "max_prompt_length" in keys:  # GRPOConfig no longer has it (trl 1.16)
-        where = (
-            "not set (this TRL does not cap prompts: give the longest prompt of your data in tokens, "
-            "--setting max_prompt_length=N)"
-        )
-    elif config.tool == "TRL" and keys == ["num_processes"]:
-        where = (
-            "not set: give the GPU count with --setting gpu_count=N, or the accelerate config the run is launched "
-            "with (--accelerate-config FILE, or the accelerate launch script as --trl)"
-        )
-    elif config.tool == "TRL":
-        where = f"not set (give them in the {config.tool} config, or the accelerate config with --accelerate-config)"
+    if config.tool == "TRL":
+        hints = []
+        if "num_processes" in keys:
+            hints.append("the GPU count: --setting gpu_count=N, or --accelerate-config FILE")
+        if "max_prompt_length" in keys:  # GRPOConfig no longer has it (trl 1.16)
+            hints.append("this TRL does not cap prompts: --setting max_prompt_length=N, your longest prompt in tokens")
+        if set(keys) - {"num_processes", "max_prompt_length"} or not hints:
+            hints.append("give them in the TRL config, or the accelerate config with --accelerate-config")
+        where = f"not set ({'; '.join(hints)})"
     elif config.defaults:
         where = f"not set, and null in {config.label}'s defaults ({short_path(config.defaults)})"
     else:
