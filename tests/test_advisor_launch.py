@@ -393,3 +393,99 @@ def test_a_long_list_of_missing_keys_is_bounded_by_whole_names(snapshot: Path) -
     named = message.split("missing VERL setting(s) ", 1)[1].split(": not set")[0]
     *keys, more = named.split(", ")
     assert re.fullmatch(r"\S+ and \d+ more", more) and all(re.fullmatch(r"[a-z_]+(\.[a-z_]+)+", k) for k in keys)
+
+
+# --- scripts as bash runs them: arguments, loops, functions, bounds (issues 36 and 38) ---
+
+
+LOOP = (
+    "MODEL=Qwen/Qwen2.5-3B-Instruct\nGPUS=2\n"
+    "while [[ $# -gt 0 ]]; do\n  case $1 in\n    --model) MODEL=$2; shift 2;;\n    --gpus=*) GPUS=\"${1#*=}\"; shift;;\n"
+    "    --) shift; break;;\n    *) echo bad; exit 1;;\n  esac\ndone\n"
+    "python3 -m verl.trainer.main_ppo a.model=$MODEL a.gpus=$GPUS \"$@\"\n"
+)
+
+
+def test_argument_loops_read_the_arguments_given_and_the_defaults_without() -> None:
+    assert overrides(LOOP) == {"a.model": "Qwen/Qwen2.5-3B-Instruct", "a.gpus": "2"}
+    (launch,) = read_launches(LOOP, "run.sh", {}, ["--model", "m/x", "--gpus=8", "--", "a.extra=1"])
+    assert {k: v for _, k, v in launch.overrides} == {"a.model": "m/x", "a.gpus": "8", "a.extra": "1"}
+    with pytest.raises(InputError, match=r"^run.sh line 8: the script \(with the arguments given\) exits here"):
+        read_launches(LOOP, "run.sh", {}, ["--nope"])
+    getopts = (
+        "N=1\nwhile getopts 'n:vx' opt; do case $opt in n) N=$OPTARG;; v) V=yes;; esac; done\nshift $((OPTIND-1))\n"
+        "python3 -m verl.trainer.main_ppo a.n=$N a.v=${V:-no} a.first=${1:-none} a.count=$#\n"
+    )
+    (launch,) = read_launches(getopts, "run.sh", {}, ["-vn", "4", "rest", "more"])
+    assert {k: v for _, k, v in launch.overrides} == {"a.n": "4", "a.v": "yes", "a.first": "rest", "a.count": "2"}
+    assert overrides(getopts) == {"a.n": "1", "a.v": "no", "a.first": "none", "a.count": "0"}
+    positional = "set -- x y\nf() { echo; G=$1; }\nf \"$2\"\nfor w in a b; do L=$w; done\n" \
+                 "python3 -m verl.trainer.main_ppo a.g=$G a.l=$L a.all=\"$*\"\n"  # fmt: skip
+    assert overrides(positional) == {"a.g": "y", "a.l": "b", "a.all": "x y"}
+
+
+def test_a_test_the_running_script_decides_marks_what_it_changes() -> None:
+    text = (
+        "A=1\nB=2\nE=\nif [ -f /etc/some-file ]; then A=3; fi\n[ -z \"$E\" ] && B=5\n"
+        "command -v nvidia-smi && C=$(nvidia-smi -L | wc -l)\n"
+        "python3 -m verl.trainer.main_ppo a.a=$A a.b=$B a.c=$C\n"
+    )
+    got = overrides(text)
+    assert got["a.b"] == "5" and unresolved(got["a.a"] or "") == "$A" and unresolved(got["a.c"] or "") == "$C"
+    from rlvrambench_hf.advisor.read.shell.state import unresolved as why
+
+    assert why(got["a.a"] or "")[1] == "set by a test at line 4 that depends on what the script does when it runs"
+
+
+def test_expansions_and_substitutions_computed_without_running_anything() -> None:
+    text = (
+        "P=/models/Qwen2.5-3B.tar\nN=$(expr 4 \\* 8)\nE=$(echo 16)\nU=${P##*/}\nL=${#P}\nUP=${U^^}\n"
+        "python3 -m verl.trainer.main_ppo a.n=$N a.e=$E a.u=${U%.tar} a.l=$L a.up=$UP a.sub=${P:1:6} "
+        "a.rep=${P/Qwen/qwen} a.d=${D:=7} a.d2=$D\n"
+    )
+    assert overrides(text) == {"a.n": "32", "a.e": "16", "a.u": "Qwen2.5-3B", "a.l": "22", "a.up": "QWEN2.5-3B.TAR",
+                               "a.sub": "models", "a.rep": "/models/qwen2.5-3B.tar", "a.d": "7", "a.d2": "7"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("A0=1\n" + "\n".join(f'A{i}="A{i-1}+A{i-1}"' for i in range(1, 70)) + "\npython3 -m verl.trainer.main_ppo "
+         "data.train_batch_size=$((A69))\n", r"data.train_batch_size uses \$\(\(A69\)\), which is arithmetic"),
+        ("A0=x\n" + "\n".join(f"A{i}=$A{i-1}$A{i-1}" for i in range(1, 31)), r"expands to more than 65,536"),
+        ("python3 -m verl.trainer.main_ppo a.b=" + "${" * 50_000, r"line 1: quotes and expansions nested more than"),
+        ("for i in 0 1 2 3 4 5 6 7 8 9; do for j in 1 2 3 4 5 6 7 8 9; do for k in 1 2 3 4 5 6 7 8 9; do "
+         "for l in 1 2 3 4 5 6 7 8 9; do for m in 1 2 3 4 5 6 7 8 9; do :; done; done; done; done; done", r"takes more than 50,000 steps"),
+        ("x " * 200_000, r"more than 100,000 words"),
+        ("f() { f; }\nf\n", r"functions call one another more than 64 deep"),
+        ("bash <<'EOF'\npython3 -m verl.trainer.main_ppo a.b=1\nEOF\n", r"line 1: a VERL launch in a here-document"),
+        ("while true; do\n", r"line 1: 'while' here has no 'done'"),
+    ],  # fmt: skip
+)
+def test_a_script_bounded_by_construction_is_one_line_and_quick(text: str, error: str, snapshot: Path) -> None:
+    import time
+
+    started = time.monotonic()
+    with pytest.raises(InputError, match=error) as caught:
+        read_plans(text + ("" if "main_ppo" in text else "\npython3 -m verl.trainer.main_ppo a.b=1\n"), kind="verl",
+                   source=snapshot)  # fmt: skip
+    assert time.monotonic() - started < 10 and "\n" not in str(caught.value)
+
+
+def test_values_of_the_environment_are_named_never_printed(snapshot: Path, monkeypatch) -> None:
+    monkeypatch.setenv("RUN_NODE_COUNT", "four-of-them")
+    monkeypatch.setenv("SOME_API_KEY", "sk-do-not-print-me")
+    base = "python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=Qwen/Qwen2.5-3B-Instruct "
+    for value, named in (("$RUN_NODE_COUNT", r"the value of \$RUN_NODE_COUNT \(from the environment\) is not an"),
+                         ("$SOME_API_KEY", r"uses \$SOME_API_KEY, which is an environment variable named as a secret"),
+                         ("'${oc.env:RUN_NODE_COUNT}'", r"\$RUN_NODE_COUNT \(from the environment\)"),
+                         ("'${oc.env:SOME_API_KEY}'", r"an environment variable named as a secret")):  # fmt: skip
+        with pytest.raises(InputError, match=named) as caught:
+            read_plans(base + f"trainer.nnodes={value}", kind="verl", source=snapshot)
+        assert "four-of-them" not in str(caught.value) and "sk-do-not" not in str(caught.value)
+    monkeypatch.setenv("RUN_NODE_COUNT", "2")
+    plans = read_plans(base + "trainer.nnodes=$RUN_NODE_COUNT actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4 "
+                       "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4", kind="verl", source=snapshot,
+                       workload="gsm8k")  # fmt: skip
+    assert plans.settings(0)["nnodes"] == 2
+    assert plans.source("nnodes", 0) == "command line line 1 (from the environment: $RUN_NODE_COUNT)"

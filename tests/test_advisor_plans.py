@@ -682,3 +682,99 @@ def test_offline_a_measured_model_without_metadata_gets_its_measured_records(
     assert plans.settings(0)["model_id"] == "Qwen/Qwen2.5-1.5B-Instruct"
     answer = document(advisor.advise(plans, snapshot, context=load_context(snapshot)))["configurations"][0]
     assert answer["verdict"]["basis"] == "measured" and answer["measured"]
+
+
+# --- TRL scripts read as Python runs them; launchers; the command line (issues 36 and 38) ---
+
+_FIELDS = (
+    "model_name_or_path='Qwen/Qwen2.5-3B-Instruct', num_processes=2, use_vllm=True, vllm_gpu_memory_utilization=0.6, "
+    "max_prompt_length=512, max_completion_length=512, per_device_train_batch_size=8"
+)
+
+
+@pytest.mark.parametrize(
+    ("source", "generations"),
+    [
+        (f"# -*- coding: utf-7 -*-\nargs = GRPOConfig({_FIELDS}, num_generations=2)\n#+AAo-args.num_generations = 4\n", 4),
+        (f"args = GRPOConfig({_FIELDS}, num_generations=2)\nargs.num_generations = 4\n", 4),
+        (f"args = GRPOConfig(**{{'num_generations': 4}}, {_FIELDS})\n", 4),
+        (f"extra = dict(num_generations=4)\nargs = GRPOConfig({_FIELDS}, num_generations=2)\n", 2),
+    ],  # fmt: skip
+)
+def test_a_trl_script_reads_as_python_runs_it(source: str, generations: int, snapshot: Path, tmp_path: Path) -> None:
+    """The encoding cookie Python honours, a field set after the config is built, ``**`` of a dict literal."""
+    script = tmp_path / "train.py"
+    script.write_text(source)
+    assert read_plans(script, kind="trl", workload="math", source=snapshot).settings(0)["rollout_n"] == generations
+
+
+def test_what_a_trl_script_computes_is_refused_with_its_line(snapshot: Path, tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    for source, error in (
+        (f"import json\nkw = json.load(open('x'))\nargs = GRPOConfig(**kw, {_FIELDS})\n",
+         r"train.py line 3: GRPOConfig\(\*\*...\) takes its fields from a value computed when the script runs"),
+        (f"import os\nargs = GRPOConfig({_FIELDS}, num_generations=2)\nif os.environ.get('BIG'):\n"
+         "    args.num_generations = 16\n", r"train.py line 4: num_generations is computed when the script runs"),
+        (f"args = GRPOConfig({_FIELDS}, num_generations={'9' * 5000})\n", r"train.py line 1: an integer of more than"),
+        ("from trl import TrlParser, GRPOConfig, ModelConfig\nparser = TrlParser((GRPOConfig, ModelConfig))\n"
+         "args, model_args = parser.parse_args_and_config()\nGRPOTrainer(model=model_args.model_name_or_path, args=args)"
+         "\n", r"line 3: the GRPOConfig comes from the command line \(TrlParser\): give its arguments after --"),
+    ):  # fmt: skip
+        script.write_text(source)
+        with pytest.raises(InputError, match=error):
+            read_plans(script, kind="trl", workload="math", source=snapshot)
+    # a TrlParser script with its arguments: --config recipe.yaml, then --field value over it
+    (tmp_path / "recipe.yaml").write_text(yaml.safe_dump({**TRL_YAML, "num_generations": 2}))
+    plans = read_plans(script, kind="trl", workload="math", source=snapshot,
+                       arguments=["--config", "recipe.yaml", "--num_generations", "4", "--use_peft"])  # fmt: skip
+    assert (plans.settings(0)["rollout_n"], plans.settings(0)["adaptation"]) == (4, "LoRA")
+
+
+def test_trl_reads_values_as_its_parser_converts_them_and_refuses_machines_below_one(
+    snapshot: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "grpo.yaml"
+    config.write_text(yaml.safe_dump({**TRL_YAML, "max_completion_length": "512"}))
+    plans = read_plans(config, kind="trl", workload="math", source=snapshot)
+    assert plans.settings(0)["max_response_length"] == 512
+    assert "'512' read as 512" in plans.source("max_response_length", 0)
+    for machines in (0, -1):
+        config.write_text(yaml.safe_dump({**TRL_YAML, "num_machines": machines}))
+        with pytest.raises(InputError, match=r"num_machines: -?[01] is not a positive count"):
+            read_plans(config, kind="trl", workload="math", source=snapshot)
+        accelerate = tmp_path / "acc.yaml"
+        accelerate.write_text(yaml.safe_dump({"distributed_type": "MULTI_GPU", "num_processes": 2,
+                                              "num_machines": machines}))  # fmt: skip
+        with pytest.raises(InputError, match=r"num_machines .* is not a count of machines"):
+            read_plans(CORPUS / "trl" / "grpo_peft_lora_ddp.yaml", kind="trl", workload="math", source=snapshot,
+                       accelerate_config=accelerate)  # fmt: skip
+
+
+def test_an_accelerate_launcher_is_a_trl_run_its_options_over_its_config(snapshot: Path, tmp_path: Path) -> None:
+    (tmp_path / "grpo.yaml").write_text(yaml.safe_dump(TRL_YAML))
+    (tmp_path / "ds.yaml").write_text((CORPUS / "accelerate" / "zero2.yaml").read_text())
+    launcher = tmp_path / "train.sh"
+    launcher.write_text("GPUS=${GPUS:-4}\naccelerate launch --config_file ds.yaml --num_processes $GPUS train.py "
+                        "--config grpo.yaml --max_steps 10\n")  # fmt: skip
+    plans = read_plans(launcher, kind="trl", workload="math", source=snapshot)
+    got = plans.settings(0)
+    assert (got["gpu_count"], got["strategy"], got["zero_stage"], got["total_training_steps"]) == (
+        4, "deepspeed", 2, 10)  # fmt: skip
+    assert plans.source("gpu_count", 0) == f"{launcher} line 2 (accelerate launch)"
+    launcher.write_text("accelerate launch train.py --config grpo.yaml --num_processes 2\n")
+    assert read_plans(launcher, kind="trl", workload="math", source=snapshot).settings(0)["gpu_count"] == 2
+
+
+def test_the_command_line_takes_the_scripts_arguments_and_the_verl_version(snapshot: Path, tmp_path: Path) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text((CORPUS / "verl" / "args_while_case_qwen2_5_3b.sh").read_text())
+    with_args = run_cli("--source", str(snapshot), "advise", "--verl", str(script), "--workload", "gsm8k", "--",
+                        "--gpus", "4", env=_env())  # fmt: skip
+    assert with_args.returncode == 0, with_args.stderr
+    assert f"read: {script} run with the arguments --gpus 4 (read from line 17)" in with_args.stdout
+    assert "trainer.n_gpus_per_node × trainer.nnodes -> gpu_count" not in with_args.stdout  # from the script's line
+    fork = run_cli("--source", str(snapshot), "advise", "--verl", str(CORPUS / "verl" / "fork_older_verl_tinyzero_style"
+                   ".sh"), "--workload", "gsm8k", "--verl-version", "0.4.1", env=_env())  # fmt: skip
+    assert fork.returncode == 2 and "VERL refuses this config before running" in fork.stderr
+    stray = run_cli("--source", str(snapshot), "advise", "--planned", str(script), "--", "x", env=_env())
+    assert stray.returncode == 2 and "a script's arguments (after --) go with --verl or --trl" in stray.stderr
