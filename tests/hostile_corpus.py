@@ -731,7 +731,11 @@ SCRIPT_INPUTS = [
     # bounded by construction (issue 38): evaluation steps, expansion size, tokens, lines, digits
     Input(
         "script: arithmetic over names that double 64 times",
-        data(lambda b: prefixed(doubling(64, arithmetic=True))(b.replace(b"train_batch_size=32", b"train_batch_size=$((A64))"))),
+        data(
+            lambda b: prefixed(doubling(64, arithmetic=True))(
+                b.replace(b"train_batch_size=32", b"train_batch_size=$((A64))")
+            )
+        ),  # fmt: skip
         seconds=10,
     ),
     Input("script: text that doubles 30 times", data(prefixed(doubling(30, arithmetic=False))), seconds=10),
@@ -780,8 +784,11 @@ SCRIPT_INPUTS = [
         data(prefixed("cat <<EOF > notes.txt\npython3 -m verl.trainer.main_ppo data.train_batch_size=1\nEOF")),
         "accepted",
     ),
-    edit("script: a negative Ulysses size", "trainer.nnodes=1", "trainer.nnodes=1 "
-         "actor_rollout_ref.actor.ulysses_sequence_parallel_size=-2"),  # fmt: skip
+    edit(
+        "script: a negative Ulysses size",
+        "trainer.nnodes=1",
+        "trainer.nnodes=1 actor_rollout_ref.actor.ulysses_sequence_parallel_size=-2",
+    ),  # fmt: skip
     Input("script: an argument loop run without arguments", data(prefixed(ARGUMENT_LOOP)), "accepted"),
 ]
 
@@ -814,7 +821,11 @@ VERL_YAML_INPUTS = [
     ),
     edit("verl yaml: a boolean written as 16 (OmegaConf: true)", "hybrid_engine: true", "hybrid_engine: 16", "either"),
     edit("verl yaml: a fork's group size (n_agent)", "    n: 2", "    n: 1\n    n_agent: 2", "either"),
-    edit("verl yaml: a negative Ulysses size", "    strategy: fsdp", "    strategy: fsdp\n    ulysses_sequence_parallel_size: -2"),
+    edit(
+        "verl yaml: a negative Ulysses size",
+        "    strategy: fsdp",
+        "    strategy: fsdp\n    ulysses_sequence_parallel_size: -2",
+    ),  # fmt: skip
     edit("verl yaml: an integer of 5,000 digits", "train_batch_size: 32", "train_batch_size: " + "9" * 5000),
     Input(
         "verl yaml: a defaults list naming a missing config",
@@ -828,7 +839,9 @@ _TRL_FIELDS = (
     "max_prompt_length=512, max_completion_length=512, per_device_train_batch_size=8"
 )
 #: A script that Python decodes as UTF-7 (its cookie): a line that reads as a comment in UTF-8 sets a field.
-UTF7_COOKIE = f"# -*- coding: utf-7 -*-\nargs = GRPOConfig({_TRL_FIELDS}, num_generations=2)\n#+AAo-args.num_generations = 4\n"
+UTF7_COOKIE = (
+    f"# -*- coding: utf-7 -*-\nargs = GRPOConfig({_TRL_FIELDS}, num_generations=2)\n#+AAo-args.num_generations = 4\n"
+)
 LATER_FIELD = f"args = GRPOConfig({_TRL_FIELDS}, num_generations=2)\nargs.num_generations = 4\n"
 DICT_FIELDS = f"args = GRPOConfig(**{{'num_generations': 2}}, {_TRL_FIELDS})\n"
 COMPUTED_FIELDS = f"import json\nkw = json.load(open('x.json'))\nargs = GRPOConfig(**kw, {_TRL_FIELDS})\n"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rlvrambench_hf.advisor import read_plans
-from rlvrambench_hf.advisor.plan.mapping import NO_REFERENCE_FLAG, NULL_CONTEXT_FLAG
+from rlvrambench_hf.advisor.plan.mapping import NO_REFERENCE_FLAG
 from rlvrambench_hf.advisor.read.verl.config import Config, hydra_value, lookup, merged
 from rlvrambench_hf.advisor.read.verl.launch import read_launches, unresolved
 from rlvrambench_hf.errors import InputError
@@ -316,7 +316,8 @@ def test_config_problems_are_the_errors_verl_raises_before_running(snapshot: Pat
                        r"below actor_rollout_ref.actor.ppo_mini_batch_size = 32"):  # fmt: skip
         read_plans(small, workload="math", source=snapshot, verl_version="0.9.1")
     # VERL 0.2 ran it (the check came in 0.3): no refusal; VERL's version not known: a flag, not a refusal
-    assert read_plans(small, workload="math", source=snapshot, verl_version="0.2.0").settings(0)["train_batch_size"] == 16
+    ran = read_plans(small, workload="math", source=snapshot, verl_version="0.2.0")
+    assert ran.settings(0)["train_batch_size"] == 16
     flags = read_plans(small, workload="math", source=snapshot).row_flags(0)
     assert any(f.startswith("data.train_batch_size = 16 is below") and "VERL 0.3.0.post1 and later refuse" in f
                for f in flags)  # fmt: skip
@@ -400,9 +401,10 @@ def test_a_long_list_of_missing_keys_is_bounded_by_whole_names(snapshot: Path) -
 
 LOOP = (
     "MODEL=Qwen/Qwen2.5-3B-Instruct\nGPUS=2\n"
-    "while [[ $# -gt 0 ]]; do\n  case $1 in\n    --model) MODEL=$2; shift 2;;\n    --gpus=*) GPUS=\"${1#*=}\"; shift;;\n"
+    "while [[ $# -gt 0 ]]; do\n  case $1 in\n    --model) MODEL=$2; shift 2;;\n"
+    '    --gpus=*) GPUS="${1#*=}"; shift;;\n'
     "    --) shift; break;;\n    *) echo bad; exit 1;;\n  esac\ndone\n"
-    "python3 -m verl.trainer.main_ppo a.model=$MODEL a.gpus=$GPUS \"$@\"\n"
+    'python3 -m verl.trainer.main_ppo a.model=$MODEL a.gpus=$GPUS "$@"\n'
 )
 
 
@@ -426,7 +428,7 @@ def test_argument_loops_read_the_arguments_given_and_the_defaults_without() -> N
 
 def test_a_test_the_running_script_decides_marks_what_it_changes() -> None:
     text = (
-        "A=1\nB=2\nE=\nif [ -f /etc/some-file ]; then A=3; fi\n[ -z \"$E\" ] && B=5\n"
+        'A=1\nB=2\nE=\nif [ -f /etc/some-file ]; then A=3; fi\n[ -z "$E" ] && B=5\n'
         "command -v nvidia-smi && C=$(nvidia-smi -L | wc -l)\n"
         "python3 -m verl.trainer.main_ppo a.a=$A a.b=$B a.c=$C\n"
     )
@@ -444,18 +446,27 @@ def test_expansions_and_substitutions_computed_without_running_anything() -> Non
         "a.rep=${P/Qwen/qwen} a.d=${D:=7} a.d2=$D\n"
     )
     assert overrides(text) == {"a.n": "32", "a.e": "16", "a.u": "Qwen2.5-3B", "a.l": "22", "a.up": "QWEN2.5-3B.TAR",
-                               "a.sub": "models", "a.rep": "/models/qwen2.5-3B.tar", "a.d": "7", "a.d2": "7"}  # fmt: skip
+                               "a.sub": "models", "a.rep": "/models/qwen2.5-3B.tar", "a.d": "7",
+                               "a.d2": "7"}  # fmt: skip
 
 
 @pytest.mark.parametrize(
     ("text", "error"),
     [
-        ("A0=1\n" + "\n".join(f'A{i}="A{i-1}+A{i-1}"' for i in range(1, 70)) + "\npython3 -m verl.trainer.main_ppo "
-         "data.train_batch_size=$((A69))\n", r"data.train_batch_size uses \$\(\(A69\)\), which is arithmetic"),
-        ("A0=x\n" + "\n".join(f"A{i}=$A{i-1}$A{i-1}" for i in range(1, 31)), r"expands to more than 65,536"),
+        (
+            "A0=1\n"
+            + "\n".join(f'A{i}="A{i - 1}+A{i - 1}"' for i in range(1, 70))
+            + "\npython3 -m verl.trainer.main_ppo "
+            "data.train_batch_size=$((A69))\n",
+            r"data.train_batch_size uses \$\(\(A69\)\), which is arithmetic",
+        ),
+        ("A0=x\n" + "\n".join(f"A{i}=$A{i - 1}$A{i - 1}" for i in range(1, 31)), r"expands to more than 65,536"),
         ("python3 -m verl.trainer.main_ppo a.b=" + "${" * 50_000, r"line 1: quotes and expansions nested more than"),
-        ("for i in 0 1 2 3 4 5 6 7 8 9; do for j in 1 2 3 4 5 6 7 8 9; do for k in 1 2 3 4 5 6 7 8 9; do "
-         "for l in 1 2 3 4 5 6 7 8 9; do for m in 1 2 3 4 5 6 7 8 9; do :; done; done; done; done; done", r"takes more than 50,000 steps"),
+        (
+            "for i in 0 1 2 3 4 5 6 7 8 9; do for j in 1 2 3 4 5 6 7 8 9; do for k in 1 2 3 4 5 6 7 8 9; do "
+            "for l in 1 2 3 4 5 6 7 8 9; do for m in 1 2 3 4 5 6 7 8 9; do :; done; done; done; done; done",
+            r"takes more than 50,000 steps",
+        ),
         ("x " * 200_000, r"more than 100,000 words"),
         ("f() { f; }\nf\n", r"functions call one another more than 64 deep"),
         ("bash <<'EOF'\npython3 -m verl.trainer.main_ppo a.b=1\nEOF\n", r"line 1: a VERL launch in a here-document"),

@@ -25,7 +25,7 @@ from rlvrambench_hf import advisor
 from rlvrambench_hf.advisor import TRL_MAPPING, VERL_MAPPING, Plans, read_plans
 from rlvrambench_hf.advisor.output.document import document
 from rlvrambench_hf.advisor.plan.knobs import KNOB_BY_NAME
-from rlvrambench_hf.advisor.plan.mapping import NO_REFERENCE_FLAG, NULL_CONTEXT_FLAG, TRL_STACK_FLAG
+from rlvrambench_hf.advisor.plan.mapping import NO_REFERENCE_FLAG, TRL_STACK_FLAG
 from rlvrambench_hf.advisor.plan.plans import RowLabels
 from rlvrambench_hf.advisor.read.measured import LEVEL_PATTERN, LEVEL_SETTINGS
 from rlvrambench_hf.data.tables.reader import load_table
@@ -695,7 +695,11 @@ _FIELDS = (
 @pytest.mark.parametrize(
     ("source", "generations"),
     [
-        (f"# -*- coding: utf-7 -*-\nargs = GRPOConfig({_FIELDS}, num_generations=2)\n#+AAo-args.num_generations = 4\n", 4),
+        (
+            f"# -*- coding: utf-7 -*-\nargs = GRPOConfig({_FIELDS}, num_generations=2)\n"
+            "#+AAo-args.num_generations = 4\n",
+            4,
+        ),
         (f"args = GRPOConfig({_FIELDS}, num_generations=2)\nargs.num_generations = 4\n", 4),
         (f"args = GRPOConfig(**{{'num_generations': 4}}, {_FIELDS})\n", 4),
         (f"extra = dict(num_generations=4)\nargs = GRPOConfig({_FIELDS}, num_generations=2)\n", 2),
@@ -717,8 +721,9 @@ def test_what_a_trl_script_computes_is_refused_with_its_line(snapshot: Path, tmp
          "    args.num_generations = 16\n", r"train.py line 4: num_generations is computed when the script runs"),
         (f"args = GRPOConfig({_FIELDS}, num_generations={'9' * 5000})\n", r"train.py line 1: an integer of more than"),
         ("from trl import TrlParser, GRPOConfig, ModelConfig\nparser = TrlParser((GRPOConfig, ModelConfig))\n"
-         "args, model_args = parser.parse_args_and_config()\nGRPOTrainer(model=model_args.model_name_or_path, args=args)"
-         "\n", r"line 3: the GRPOConfig comes from the command line \(TrlParser\): give its arguments after --"),
+         "args, model_args = parser.parse_args_and_config()\n"
+         "GRPOTrainer(model=model_args.model_name_or_path, args=args)\n",
+         r"line 3: the GRPOConfig comes from the command line \(TrlParser\): give its arguments after --"),
     ):  # fmt: skip
         script.write_text(source)
         with pytest.raises(InputError, match=error):

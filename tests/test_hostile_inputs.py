@@ -42,8 +42,8 @@ from conftest import SNAPSHOT, cli_env
 from hostile_corpus import (
     ACCELERATE_INPUTS,
     CODE_INPUTS,
-    HARNESS_SECRET,
     FILE_INPUTS,
+    HARNESS_SECRET,
     LOG_INPUTS,
     OUTPUT_INPUTS,
     PLANNED_INPUTS,

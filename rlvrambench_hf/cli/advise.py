@@ -52,18 +52,10 @@ def add_advise(p: argparse.ArgumentParser) -> None:
         help="with --trl: the accelerate config the run is launched with (accelerate launch --config_file FILE): "
         "processes over all machines, machines, DeepSpeed / FSDP / DDP and their offloads",
     )
-    p.add_argument(
-        "--verl-version",
-        metavar="X.Y.Z",
-        help="with --verl: the VERL release the run uses (default: the installed VERL's, else the newest this package "
-        "knows): its defaults and its own pre-run checks",
-    )
-    p.add_argument(
-        "arguments",
-        nargs="*",
-        metavar="-- ARGS",
-        help="after --: the launch script's own arguments, as you run it (none: the values it sets by default)",
-    )
+    p.add_argument("--verl-version", metavar="X.Y.Z", help="with --verl: the VERL release the run uses (its defaults "
+                   "and checks; default: the installed VERL's, else the newest this package knows)")  # fmt: skip
+    p.add_argument("arguments", nargs="*", metavar="-- ARGS", help="after --: the launch script's own arguments, as "
+                   "you run it (none: the values it sets by default)")  # fmt: skip
     p.add_argument(
         "--workload",
         metavar="NAME",
@@ -134,11 +126,9 @@ def run_advise(args: argparse.Namespace) -> int:
 
 
 def launch_options(args: argparse.Namespace) -> dict[str, Any]:
-    """``-- ARGS`` and ``--verl-version``, for the reader of a VERL or TRL launch file."""
-    if args.verl_version is not None and not args.verl:
-        raise InputError("--verl-version goes with a VERL launch file (--verl)")
-    if args.arguments and not (args.verl or args.trl):
-        raise InputError(f"{quote(args.arguments[0])}: a script's arguments (after --) go with --verl or --trl")
+    """``-- ARGS`` and ``--verl-version`` for the reader of a VERL or TRL launch file."""
+    if (args.verl_version is not None and not args.verl) or (args.arguments and not (args.verl or args.trl)):
+        raise InputError("a script's arguments (after --) go with --verl or --trl, --verl-version with --verl")
     return {"arguments": args.arguments or None, "verl_version": args.verl_version}
 
 
@@ -200,7 +190,7 @@ def read_from(plans: object, row: int) -> list[str]:
         if setting not in values or where == origin or re.fullmatch(r".* line \d+", where):
             continue
         named = f"{written} -> {setting} {values[setting]}" if written != setting else f"{setting} {values[setting]}"
-        lines.append(f"read: {named}" + (f": {where}" if where.startswith(("not given", "not set")) else f" from {where}"))
+        lines.append(f"read: {named}" + (f": {where}" if where.startswith(("not ", "EasyR1 ")) else f" from {where}"))
     return lines + [f"read: {note}" for note in getattr(plans, "row_notes", lambda _: [])(row)]
 
 

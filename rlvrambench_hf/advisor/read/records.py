@@ -112,4 +112,3 @@ def is_command_line(text: str) -> bool:
         return not Path(text).exists()
     except (OSError, ValueError):  # a name too long for a path is no file
         return True
-

@@ -23,6 +23,10 @@ args = GRPOConfig(
 args.vllm_gpu_memory_utilization = 0.45
 args.logging_steps = 5
 
-trainer = GRPOTrainer(model=model, reward_funcs=lambda completions, **kw: [0.0] * len(completions), args=args,
-                      train_dataset=load_dataset("openai/gsm8k", "main", split="train"))
+trainer = GRPOTrainer(
+    model=model,
+    reward_funcs=lambda completions, **kw: [0.0] * len(completions),
+    args=args,
+    train_dataset=load_dataset("openai/gsm8k", "main", split="train"),
+)
 trainer.train()

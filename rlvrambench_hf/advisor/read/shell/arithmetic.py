@@ -59,18 +59,8 @@ def _evaluate(node: object, variables: Mapping[str, str], depth: int, budget: _B
                 raise ValueError(node.id)
             budget.memo[node.id] = integer_expression(variables[node.id], variables, depth + 1, budget)
         return budget.memo[node.id]
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Not)):
-        value = _evaluate(node.operand, variables, depth, budget)
-        return -value if isinstance(node.op, ast.USub) else int(not value) if isinstance(node.op, ast.Not) else value
-    if isinstance(node, ast.BoolOp):
-        values = [_evaluate(v, variables, depth, budget) for v in node.values]
-        return int(all(values) if isinstance(node.op, ast.And) else any(values))
-    if isinstance(node, ast.Compare) and len(node.ops) == 1:
-        a, b = _evaluate(node.left, variables, depth, budget), _evaluate(node.comparators[0], variables, depth, budget)
-        compare = {ast.Lt: a < b, ast.LtE: a <= b, ast.Gt: a > b, ast.GtE: a >= b, ast.Eq: a == b, ast.NotEq: a != b}
-        if type(node.ops[0]) not in compare:
-            raise ValueError("comparison")
-        return int(compare[type(node.ops[0])])
+    if isinstance(node, (ast.UnaryOp, ast.BoolOp, ast.Compare)):
+        return _logical(node, variables, depth, budget)
     if not isinstance(node, ast.BinOp):
         raise ValueError(type(node).__name__)
     result = _binary(
@@ -81,6 +71,23 @@ def _evaluate(node: object, variables: Mapping[str, str], depth: int, budget: _B
     if abs(result) >= 2**63:
         raise ValueError("overflow")
     return result
+
+
+def _logical(node: ast.UnaryOp | ast.BoolOp | ast.Compare, variables: Mapping[str, str], depth: int,
+             budget: _Budget) -> int:  # fmt: skip
+    """A sign, ``!``, ``&&`` / ``||`` or one comparison (1 for true, 0 for false, as the shell has them)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Not)):
+        value = _evaluate(node.operand, variables, depth, budget)
+        return -value if isinstance(node.op, ast.USub) else int(not value) if isinstance(node.op, ast.Not) else value
+    if isinstance(node, ast.BoolOp):
+        values = [_evaluate(v, variables, depth, budget) for v in node.values]
+        return int(all(values) if isinstance(node.op, ast.And) else any(values))
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        a, b = _evaluate(node.left, variables, depth, budget), _evaluate(node.comparators[0], variables, depth, budget)
+        compare = {ast.Lt: a < b, ast.LtE: a <= b, ast.Gt: a > b, ast.GtE: a >= b, ast.Eq: a == b, ast.NotEq: a != b}
+        if type(node.ops[0]) in compare:
+            return int(compare[type(node.ops[0])])
+    raise ValueError(type(node).__name__)
 
 
 def _binary(operator: str, a: int, b: int) -> int:

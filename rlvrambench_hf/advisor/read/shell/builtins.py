@@ -132,4 +132,3 @@ BUILTINS: dict[str, Callable[[Shell, list[str], int], Truth]] = {
     "continue": _break, "[": _test, "[[": _test, "test": _test, "read": _read, "getopts": _getopts, "true": _true,
     ":": _true, "false": _true,
 }  # fmt: skip
-

@@ -12,7 +12,6 @@ from .patterns import glob_match
 from .state import NO_ARGUMENT, unresolved
 
 _NUMERIC = {"-eq", "-ne", "-lt", "-le", "-gt", "-ge"}
-_FILES = {"-e", "-f", "-d", "-r", "-w", "-x", "-s", "-L", "-h", "-p", "-S", "-b", "-c", "-g", "-u", "-k", "-O", "-G", "-N"}
 Truth = bool | None
 
 
@@ -96,34 +95,35 @@ def _primary(words: list[str], arithmetic: Mapping[str, str] | None) -> Truth:
         return None if text is None else text != ""
     if len(words) == 2:
         operator, text = words[0], _value(words[1])
-        if operator in ("-z", "-n"):
-            return None if text is None else (text == "") == (operator == "-z")
-        if operator in _FILES:
-            return None
-        if operator == "-v":
-            return None
-        return None
+        if operator in ("-z", "-n") and text is not None:
+            return (text == "") == (operator == "-z")
+        return None  # a file test, -v, or a value known when the script runs
     if len(words) == 3:
-        left, operator, right = words
-        if operator in _NUMERIC:
-            a, b = _number(left, arithmetic), _number(right, arithmetic)
-            if a is None or b is None:
-                return None
-            return {"-eq": a == b, "-ne": a != b, "-lt": a < b, "-le": a <= b, "-gt": a > b, "-ge": a >= b}[operator]
-        a_text, b_text = _value(left), _value(right)
-        if a_text is None or b_text is None:
+        return _binary(words[0], words[1], words[2], arithmetic)
+    return None
+
+
+def _binary(left: str, operator: str, right: str, arithmetic: Mapping[str, str] | None) -> Truth:
+    """``left operator right``: numbers (``-eq`` ...), strings (``=`` / ``==`` / ``!=`` against a glob inside
+    ``[[ ]]``, ``<`` / ``>``) or a regular expression (``=~``)."""
+    if operator in _NUMERIC:
+        a, b = _number(left, arithmetic), _number(right, arithmetic)
+        if a is None or b is None:
             return None
-        if operator in ("=", "=="):
-            return glob_match(b_text, a_text) if arithmetic is not None else a_text == b_text
-        if operator == "!=":
-            return not (glob_match(b_text, a_text) if arithmetic is not None else a_text == b_text)
-        if operator == "=~" and len(b_text) <= 200:
-            try:
-                return re.search(b_text, a_text[:4096]) is not None
-            except re.error:
-                return None
-        if operator in ("<", ">"):
-            return a_text < b_text if operator == "<" else a_text > b_text
+        return {"-eq": a == b, "-ne": a != b, "-lt": a < b, "-le": a <= b, "-gt": a > b, "-ge": a >= b}[operator]
+    a_text, b_text = _value(left), _value(right)
+    if a_text is None or b_text is None:
+        return None
+    if operator in ("=", "==", "!="):
+        same = glob_match(b_text, a_text) if arithmetic is not None else a_text == b_text
+        return same if operator != "!=" else not same
+    if operator == "=~" and len(b_text) <= 200:
+        try:
+            return re.search(b_text, a_text[:4096]) is not None
+        except re.error:
+            return None
+    if operator in ("<", ">"):
+        return a_text < b_text if operator == "<" else a_text > b_text
     return None
 
 

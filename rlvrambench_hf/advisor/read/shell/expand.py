@@ -43,6 +43,8 @@ _OPERATOR = re.compile(r"(:?[-=+?]|##?|%%?|//?|\^\^?|,,?|:)(.*)", re.S)
 MAX_NESTING = 32
 #: Longest command (its words joined), before and after expansion.
 MAX_COMMAND = 64 * 1024
+
+
 class TooDeep(Exception):
     """Defaults nested more than :data:`MAX_NESTING` deep."""
 
@@ -191,38 +193,43 @@ def _lookup(key: str, shell: Shell) -> str | None:
 
 
 def _braced(body: str, shell: Shell, depth: int) -> str:
+    """``${body}``: a parameter, its length, or a parameter through an operator."""
     m = _BRACED.fullmatch(body)
+    unknown = marker(f"${{{body}}}", COMPUTED)
     if m is None:
-        return marker(f"${{{body}}}", COMPUTED)
+        return unknown
     length, key, rest = m.groups()
     value = _lookup(key, shell)
     if length:
         if rest:
-            return marker(f"${{{body}}}", COMPUTED)
+            return unknown
         return marker(f"${{#{key}}}", NOT_SET) if value is None else str(len(clean(value)[0]))
     if not rest:
         return value if value is not None else _parameter(key, shell)
     op = _OPERATOR.fullmatch(rest)
     if op is None:
-        return marker(f"${{{body}}}", COMPUTED)
+        return unknown
     operator, word = op.groups()
-    unset = value is None or (operator.startswith(":") and value == "")
-    if operator in (":-", "-", ":=", "="):
-        if not unset:
-            return value  # type: ignore[return-value]
-        default = _expand_word(word, shell, depth)
-        if operator in (":=", "=") and re.fullmatch(_NAME, key):
-            shell[key] = default
-        return default
-    if operator in (":+", "+"):
-        return "" if unset else _expand_word(word, shell, depth)
-    if operator in (":?", "?"):
-        return marker(f"${{{key}}}", NOT_SET) if unset else value  # type: ignore[return-value]
+    if operator in (":-", "-", ":=", "=", ":+", "+", ":?", "?"):
+        return _defaulted(key, value, operator, word, shell, depth)
     if value is None:
         return _parameter(key, shell)
-    if _OPEN in value:
-        return marker(f"${{{body}}}", COMPUTED)
-    return operated(operator, _expand_word(word, shell, depth), value, marker(f"${{{body}}}", COMPUTED))
+    return unknown if _OPEN in value else operated(operator, _expand_word(word, shell, depth), value, unknown)
+
+
+def _defaulted(key: str, value: str | None, operator: str, word: str, shell: Shell, depth: int) -> str:
+    """``${key:-word}``, ``${key-word}``, ``${key:=word}``, ``${key:+word}``, ``${key:?word}`` as bash has them."""
+    unset = value is None or (operator.startswith(":") and value == "")
+    if operator in (":+", "+"):
+        return "" if unset else _expand_word(word, shell, depth)
+    if not unset:
+        return value  # type: ignore[return-value]
+    if operator in (":?", "?"):
+        return marker(f"${{{key}}}", NOT_SET)
+    default = _expand_word(word, shell, depth)
+    if operator in (":=", "=") and re.fullmatch(_NAME, key):
+        shell[key] = default
+    return default
 
 
 def _expand_word(word: str, shell: Shell, depth: int) -> str:

@@ -10,7 +10,6 @@ one-line error of its line; compound commands nest at most :data:`MAX_DEPTH` dee
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 from ....errors import InputError
 from .tokens import Token
@@ -104,7 +103,7 @@ class AndOr:
     rest: list[tuple[str, Pipeline]]
 
 
-Command = Union[Simple, Arith, Loop, For, If, Case, Group, Function]
+Command = Simple | Arith | Loop | For | If | Case | Group | Function
 Block = list[AndOr]
 
 
@@ -157,7 +156,9 @@ class _Parser:
 
     def expect(self, word: str, opened: str, line: int) -> None:
         if not self.is_word(word):
-            raise InputError(f"{self.name} line {line}: {opened} here has no {word!r} (bash refuses to run this script)")
+            raise InputError(
+                f"{self.name} line {line}: {opened} here has no {word!r} (bash refuses to run this script)"
+            )
         self.i += 1
 
     def block(self, words: frozenset[str], ops: frozenset[str]) -> Block:

@@ -25,9 +25,9 @@ from .arrays import take_arrays
 from .builtins import BUILTINS, Break, Exit, Return
 from .conditions import Truth
 from .expand import MAX_COMMAND, words
+from .grammar import AndOr, Arith, Block, Case, Command, For, Function, Group, If, Loop, Pipeline, Simple, parse
 from .patterns import glob_match
 from .state import Shell, clean, marker, unresolved
-from .grammar import AndOr, Arith, Block, Case, Command, For, Function, Group, If, Loop, Pipeline, Simple, parse
 from .tokens import tokenize
 
 #: Most commands, loop rounds and tests read.
@@ -149,7 +149,7 @@ class _Reader:
         found = take_arrays(self.expand(command.words, command.line), self.shell)
         count = next((i for i, w in enumerate(found) if _ASSIGNMENT.match(w) is None), len(found))
         if count == len(found) or (found and found[count] in _DECLARE):
-            for word in found[: count] + ([] if count == len(found) else found[count + 1 :]):
+            for word in found[:count] + ([] if count == len(found) else found[count + 1 :]):
                 m = _ASSIGNMENT.match(word)
                 if m:
                     self.shell[m.group(1)] = m.group(2)

@@ -44,7 +44,7 @@ class Shell(dict[str, str]):
         self.environment.discard(key)
         super().__delitem__(key)
 
-    def copy(self) -> Shell:  # type: ignore[override]
+    def copy(self) -> Shell:
         other = Shell({}, None, self.script)
         dict.update(other, self)
         other.environment, other.positional, other.given = set(self.environment), list(self.positional), self.given

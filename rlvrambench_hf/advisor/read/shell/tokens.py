@@ -112,14 +112,9 @@ class _Scanner:
 
     def token(self, i: int) -> int:
         text = self.text
-        plain = _PLAIN.match(text, i)
-        if plain and not self.in_test and not text.startswith("(", plain.end()) and text[i] not in "0123456789":
-            end = plain.end()  # a word of plain characters: no quote, expansion, operator or redirection in it
-            if end >= self.n or text[end] in " \t\n;&|)":
-                self.emit("word", text[i:end], i)
-                if text[i:end] == "[[":
-                    self.in_test = True
-                return end
+        plain = self.plain(i)
+        if plain:
+            return plain
         if self.in_test:
             test = next((w for w in _TEST_WORDS if text.startswith(w, i)), None)
             if test:
@@ -144,10 +139,21 @@ class _Scanner:
         if _ARRAY_WORD.match(word) and text.startswith("(", end):
             return self.array(word, i, end + 1)
         self.emit("word", word, i)
-        if word == "[[":
-            self.in_test = True
-        elif word == "]]":
-            self.in_test = False
+        self.in_test = (word == "[[") or (self.in_test and word != "]]")
+        return end
+
+    def plain(self, i: int) -> int:
+        """A word of plain characters at ``i`` (no quote, expansion, operator or redirection in it) emitted, and the
+        index after it; 0 when there is none."""
+        text = self.text
+        found = _PLAIN.match(text, i)
+        if not found or self.in_test or text.startswith("(", found.end()) or text[i] in "0123456789":
+            return 0
+        end = found.end()
+        if end < self.n and text[end] not in " \t\n;&|)":
+            return 0
+        self.emit("word", text[i:end], i)
+        self.in_test = text[i:end] == "[["
         return end
 
     def command_position(self) -> bool:
@@ -232,54 +238,39 @@ def _skip(text: str, i: int, depth: int, quoted: bool = False) -> int:
     double quotes, where a single quote in ``${...}`` is a character)."""
     if depth > MAX_NESTING:
         raise _TooDeep(i)
-    c, n = text[i], len(text)
+    c = text[i]
     if c == "'":
         end = text.find("'", i + 1)
         if end < 0:
             raise _Unclosed("a quote", i)
         return end + 1
-    if c == "`":
-        j = i + 1
-        while j < n and text[j] != "`":
-            j += 2 if text[j] == "\\" else 1
-        if j >= n:
-            raise _Unclosed("a backquote", i)
-        return j + 1
-    if c == '"':
-        j = i + 1
-        while j < n and text[j] != '"':
-            if text[j] == "\\":
-                j += 2
-            elif text[j] == "`" or text.startswith(("$(", "${"), j):
-                j = _skip(text, j, depth + 1, quoted=True)
-            else:
-                j += 1
-        if j >= n:
-            raise _Unclosed("a quote", i)
-        return j + 1
-    # "$"
+    if c in '`"':
+        return _until(text, i + 1, c, "a backquote" if c == "`" else "a quote", i, depth)
     if text.startswith("$'", i):
-        j = i + 2
-        while j < n and text[j] != "'":
-            j += 2 if text[j] == "\\" else 1
-        if j >= n:
-            raise _Unclosed("a quote", i)
-        return j + 1
+        return _until(text, i + 2, "'", "a quote", i, depth)
     if text.startswith("$(", i):
         return _parens_end(text, i + 1, depth + 1)
     if text.startswith("${", i):
-        j = i + 2
-        while j < n and text[j] != "}":
-            if text[j] == "\\":
-                j += 2
-            elif text[j] in ("\"`$" if quoted else "'\"`$"):
-                j = _skip(text, j, depth + 1)
-            else:
-                j += 1
-        if j >= n:
-            raise _Unclosed("${", i)
-        return j + 1
+        return _until(text, i + 2, "}", "${", i, depth, inner='"`$' if quoted else "'\"`$")
     return i + 1
+
+
+def _until(text: str, j: int, end: str, what: str, opened: int, depth: int, inner: str = "") -> int:
+    """The index after the ``end`` that closes a construct opened at ``opened`` (its body from ``j``): escapes
+    skipped, and the expansions inside a double quote, or the ``inner`` constructs of ``${...}``."""
+    n = len(text)
+    while j < n and text[j] != end:
+        if text[j] == "\\":
+            j += 2
+        elif end == '"' and (text[j] == "`" or text.startswith(("$(", "${"), j)):
+            j = _skip(text, j, depth + 1, quoted=True)
+        elif inner and text[j] in inner:
+            j = _skip(text, j, depth + 1)
+        else:
+            j += 1
+    if j >= n:
+        raise _Unclosed(what, opened)
+    return j + 1
 
 
 def _parens_end(text: str, i: int, depth: int) -> int:

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ....errors import InputError
-from ..shell.state import unresolved
 from ..shell.run import run_script
+from ..shell.state import unresolved
 
 #: accelerate launch's options that take no value.
 _FLAGS = frozenset(
@@ -71,35 +71,34 @@ def read_launcher(
 
 def _launch(words: list[str], line: int, name: str, folder: Path) -> Launcher | None:
     heads = [w.rsplit("/", 1)[-1] for w in words]
-    if "trl" in heads and heads.index("trl") + 1 < len(words) and words[heads.index("trl") + 1] == "grpo":
-        start = heads.index("trl") + 2
-        return Launcher(line, arguments=words[start:])
-    if "accelerate" in heads and heads.index("accelerate") + 1 < len(words) and words[heads.index("accelerate") + 1] \
-            == "launch":  # fmt: skip
-        start = heads.index("accelerate") + 2
-    elif "accelerate.commands.launch" in words:
-        start = words.index("accelerate.commands.launch") + 1
-    else:
-        return None
+    after = {h: heads.index(h) + 1 for h in ("trl", "accelerate") if h in heads}
+    if "trl" in after and words[after["trl"] : after["trl"] + 1] == ["grpo"]:
+        return Launcher(line, arguments=words[after["trl"] + 1 :])
+    if "accelerate" in after and words[after["accelerate"] : after["accelerate"] + 1] == ["launch"]:
+        return _accelerate(words, after["accelerate"] + 1, line, name, folder)
+    if "accelerate.commands.launch" in words:
+        return _accelerate(words, words.index("accelerate.commands.launch") + 1, line, name, folder)
+    return None
+
+
+def _accelerate(words: list[str], i: int, line: int, name: str, folder: Path) -> Launcher:
+    """``accelerate launch``'s options from ``words[i]`` on, then its training script and the script's arguments."""
     launcher = Launcher(line)
-    i = start
     while i < len(words):
         word = words[i]
         i += 1
         if not word.startswith("-"):
-            launcher.script = word
-            launcher.arguments = words[i:]
+            launcher.script, launcher.arguments = word, words[i:]
             break
         key, equals, value = word.lstrip("-").partition("=")
         key = key.replace("-", "_")
-        if key in _FLAGS and not equals:
-            value = "true"
-        elif not equals:
-            value = words[i] if i < len(words) else ""
-            i += 1
         if key in ("m", "module"):
             launcher.script, launcher.arguments = f"-m {words[i] if i < len(words) else ''}", words[i + 1 :]
             break
+        if key in _FLAGS and not equals:
+            value = "true"
+        elif not equals:
+            value, i = (words[i] if i < len(words) else ""), i + 1
         if key == "config_file":
             launcher.config_file = _found(value, folder, name, line)
         elif key in _OPTIONS:

@@ -103,7 +103,7 @@ def _parsed(text: str, name: str) -> ast.Module:
         if "Exceeds the limit" in message:
             raise InputError(f"{where}: an integer of more than 4,300 digits (no setting holds one)") from None
         if "encoding" in message:
-            raise InputError(f"{name}: its encoding declaration names an encoding Python cannot decode it with") from None
+            raise InputError(f"{name}: its encoding declaration names an encoding Python cannot read it in") from None
         raise InputError(f"{name}: not a Python script" + (f" (line {line})" if line else "")) from None
 
 
@@ -179,7 +179,7 @@ def _value(node: ast.expr, flow: _Flow, context: dict[str, Any]) -> object:
         values = [_value(v, flow, context) for v in node.values]
         if any(not isinstance(k, str) for k in keys) or any(isinstance(v, _RunTime) for v in values):
             return _RunTime(node.lineno)
-        return dict(zip(keys, values))  # type: ignore[arg-type]
+        return dict(zip(keys, values))
     try:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -293,4 +293,3 @@ def argument_fields(arguments: Sequence[str], name: str, folder: Path) -> dict[s
         fields.update(data)
     fields.update(given)
     return fields
-

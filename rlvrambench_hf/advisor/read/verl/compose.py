@@ -37,21 +37,11 @@ def verl_configs(
 ) -> list[Config]:
     """The configs of ``plans``: a mapping, a config YAML, a script or a command line (``command_line``)."""
     version = version_for(verl_version)
-    if isinstance(plans, Mapping):
-        return [_finished(checked(with_defaults(plain(plans), "VERL config", version=version)))]  # type: ignore[arg-type]
-    if not isinstance(plans, (str, os.PathLike)):
-        raise InputError(f"a {type(plans).__name__} is not a VERL config (give a path, a command line or a mapping)")
-    if command_line:
-        text, name, folder = str(plans), "command line", Path.cwd()
-        if len(text) > MAX_SCRIPT_BYTES:
-            raise InputError(f"a command line of {len(text):,} characters is longer than a launch script is read")
-    else:
-        path = Path(plans)
-        if path.suffix.lower() in _YAML:
-            return [_finished(checked(with_defaults(yaml_tree(path, str(path)), str(path), version=version)))]
-        text, name, folder = read_text(path, "VERL launch script", MAX_SCRIPT_BYTES), str(path), path.parent
-        if path.suffix.lower() not in _SCRIPTS and looks_structured(text):  # a config YAML through a pipe
-            return [_finished(checked(with_defaults(yaml_tree(path, name, text), name, version=version)))]
+    found = _source(plans, command_line)
+    if isinstance(found, dict):  # a config tree (a mapping, a YAML)
+        tree, origin = found["tree"], found["origin"]
+        return [_finished(checked(with_defaults(tree, origin, version=version)))]
+    text, name, folder = found
     script = read_script(text, name, arguments=arguments)
     configs: list[Config] = []
     for launch in script.launches:
@@ -79,6 +69,25 @@ def verl_configs(
     for config in configs:
         config.reads[:0] = _script_reads(script, name, arguments)
     return configs
+
+
+def _source(plans: object, command_line: bool) -> dict[str, Any] | tuple[str, str, Path]:
+    """A config tree (``{"tree", "origin"}``) or a script's text, name and folder."""
+    if isinstance(plans, Mapping):
+        return {"tree": plain(plans), "origin": "VERL config"}
+    if not isinstance(plans, (str, os.PathLike)):
+        raise InputError(f"a {type(plans).__name__} is not a VERL config (give a path, a command line or a mapping)")
+    if command_line:
+        if len(str(plans)) > MAX_SCRIPT_BYTES:
+            raise InputError(f"a command line of {len(str(plans)):,} characters is longer than a launch script is read")
+        return str(plans), "command line", Path.cwd()
+    path = Path(plans)
+    if path.suffix.lower() in _YAML:
+        return {"tree": yaml_tree(path, str(path)), "origin": str(path)}
+    text = read_text(path, "VERL launch script", MAX_SCRIPT_BYTES)
+    if path.suffix.lower() not in _SCRIPTS and looks_structured(text):  # a config YAML through a pipe
+        return {"tree": yaml_tree(path, str(path), text), "origin": str(path)}
+    return text, str(path), path.parent
 
 
 def _delete(tree: dict[str, Any], key: str) -> None:
@@ -138,7 +147,8 @@ def _runtime_values(
             continue
         what, why = found
         if key not in used:
-            notes[key] = f"{key} uses {what}, which is {why} ({lines.get(key, origin)}); no floor, phase or scope uses it"
+            where = lines.get(key, origin)
+            notes[key] = f"{key} uses {what}, which is {why} ({where}); no floor, phase or scope uses it"
             kept.append((prefix, key, None))
             continue
         setting = next((m.setting for m in mapping if key == m.keys[0] and len(m.keys) <= 2), None)
@@ -193,4 +203,3 @@ def _after_marker(path: str) -> str:
     as the relative path after it, to be looked for from the script's folder and the folders above."""
     end = path.rfind("\ue001")
     return path[end + 1 :].lstrip("/") or "."
-

@@ -27,7 +27,8 @@ _LORA = {"rank": 0, "alpha": 64, "target_modules": "all-linear", "exclude_module
 _MODEL = {"model_path": None, "tokenizer_path": None, "override_config": _DICT, "enable_gradient_checkpointing": True,
           "trust_remote_code": True, "freeze_vision_tower": False, "lora": _LORA}  # fmt: skip
 _OPTIM = {"lr": 1e-6, "betas": _DICT, "weight_decay": 1e-2, "strategy": "adamw", "lr_warmup_ratio": 0.0,
-          "lr_warmup_steps": None, "min_lr_ratio": None, "lr_scheduler_type": "constant", "training_steps": -1}  # fmt: skip
+          "lr_warmup_steps": None, "min_lr_ratio": None, "lr_scheduler_type": "constant",
+          "training_steps": -1}  # fmt: skip
 _FSDP = {"enable_full_shard": True, "enable_cpu_offload": False, "enable_rank0_init": True, "use_orig_params": False,
          "torch_dtype": None, "fsdp_size": -1, "mp_param_dtype": "bf16", "mp_reduce_dtype": "fp32",
          "mp_buffer_dtype": "fp32"}  # fmt: skip
@@ -59,8 +60,9 @@ SCHEMA: dict[str, Any] = {
                   "tau_negative": 1.05, "disable_kl": False, "use_kl_loss": False, "kl_penalty": "kl",
                   "kl_coef": 0.0},
         "critic": {**_TRAIN, "cliprange_value": 0.5, "padding_free": False},
-        "ref": {"strategy": "fsdp", "fsdp": _FSDP, "offload": _OFFLOAD, "micro_batch_size_per_device_for_experience": -1,
-                "padding_free": False, "dynamic_batching": False, "ulysses_size": 1, "use_torch_compile": True},
+        "ref": {"strategy": "fsdp", "fsdp": _FSDP, "offload": _OFFLOAD,
+                "micro_batch_size_per_device_for_experience": -1, "padding_free": False, "dynamic_batching": False,
+                "ulysses_size": 1, "use_torch_compile": True},
         "reward": {"reward_function": None, "reward_function_kwargs": _DICT, "skip_special_tokens": True,
                    "num_cpus": 1, "reward_function_name": None},
         "rollout": {"name": "vllm", "n": 1, "temperature": 1.0, "top_p": 1.0, "top_k": -1, "seed": 1,
@@ -150,7 +152,8 @@ def easyr1_config(
     reference = values["algorithm"]["disable_kl"] is not True
     _put(tree, "algorithm.use_kl_in_reward", reference)
     where["algorithm.use_kl_in_reward"] = f"{origin} (algorithm.disable_kl={not reference}: a reference policy " + (
-        "is loaded)" if reference else "is not loaded)")
+        "is loaded)" if reference else "is not loaded)"
+    )
     _put(tree, "actor_rollout_ref.rollout.free_cache_engine", True)
     where["actor_rollout_ref.rollout.free_cache_engine"] = (
         f"EasyR1 always sleeps vLLM between generation and training ({SOURCE}: verl/workers/rollout/"
@@ -287,4 +290,3 @@ def _flat_items(tree: Mapping[str, Any], prefix: str = "") -> list[tuple[str, An
 
 def _flat(tree: Mapping[str, Any]) -> list[str]:
     return [k for k, _ in _flat_items(tree)]
-

@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ....errors import InputError, quote
-from ..shell.state import unresolved as _unresolved
 from ..shell.run import Ran, run_script
+from ..shell.state import unresolved as _unresolved
 
 _OVERRIDE = re.compile(r"^(\+{0,2}|~)([A-Za-z_][\w.@/-]*)(=(.*))?$", re.S)
 _VERL_MODULE = re.compile(r"^verl\.trainer\.main_ppo\w*$")

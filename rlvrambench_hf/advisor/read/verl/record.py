@@ -49,7 +49,8 @@ def record_of(
             problem = None if value is None or value is _ABSENT else type_problem(value, Column(key, kind, key))
             names = config.environment.get(key)
             if problem and names:
-                raise InputError(f"{config.origin}: {key}: the value of ${names[0]} (from the environment) is {problem}")
+                named = f"the value of ${names[0]} (from the environment)"
+                raise InputError(f"{config.origin}: {key}: {named} is {problem}")
             if problem:
                 raise fail(f"{config.origin}: {key}", value, problem)
             values.append(value)
@@ -96,9 +97,9 @@ def _missing_text(config: Config, keys: list[str]) -> str:
         if "num_processes" in keys:
             hints.append("the GPU count: --setting gpu_count=N, or --accelerate-config FILE")
         if "max_prompt_length" in keys:  # GRPOConfig no longer has it (trl 1.16)
-            hints.append("this TRL does not cap prompts: --setting max_prompt_length=N, your longest prompt in tokens")
-        if set(keys) - {"num_processes", "max_prompt_length"} or not hints:
-            hints.append("give them in the TRL config, or the accelerate config with --accelerate-config")
+            hints.append("this TRL does not cap prompts: --setting max_prompt_length=N")
+        if set(keys) - {"num_processes", "max_prompt_length"}:
+            hints.append("the others in the TRL config" if hints else "give them in the TRL config")
         where = f"not set ({'; '.join(hints)})"
     elif config.defaults:
         where = f"not set, and null in {config.label}'s defaults ({short_path(config.defaults)})"

@@ -56,7 +56,8 @@ DEFAULTS: dict[str, tuple[tuple[tuple[tuple[int, int], tuple[int, int]], object]
     "actor_rollout_ref.ref.log_prob_micro_batch_size": ((_ALL, None),),
     "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": ((_ALL, None),),
     "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu": (
-        (((0, 2), (0, 4)), _BUDGET_OLD), (((0, 5), NEWEST), _BUDGET_NEW),
+        (((0, 2), (0, 4)), _BUDGET_OLD),
+        (((0, 5), NEWEST), _BUDGET_NEW),
     ),
     f"{_R}name": ((((0, 2), (0, 5)), "vllm"), (((0, 6), NEWEST), "???")),
     f"{_R}mode": ((((0, 4), (0, 6)), "sync"), (((0, 7), NEWEST), "async")),
