@@ -783,3 +783,22 @@ def test_the_command_line_takes_the_scripts_arguments_and_the_verl_version(snaps
     assert fork.returncode == 2 and "VERL refuses this config before running" in fork.stderr
     stray = run_cli("--source", str(snapshot), "advise", "--planned", str(script), "--", "x", env=_env())
     assert stray.returncode == 2 and "a script's arguments (after --) go with --verl or --trl" in stray.stderr
+
+
+def test_a_safetensors_header_that_lies_is_one_line(tmp_path: Path) -> None:
+    """Negative, text or missing dimensions are no tensor's (issue 38): refused, naming the file and the tensor."""
+    import struct
+
+    from rlvrambench_hf.advisor.read.models import local_model_metadata
+
+    (tmp_path / "config.json").write_text(json.dumps(_release_configs_of_one()))
+    for shape in ([-5, 4], ["1", 2], None):
+        header = json.dumps({"model.embed": {"dtype": "BF16", "shape": shape, "data_offsets": [0, 0]}}).encode()
+        (tmp_path / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header)
+        with pytest.raises(InputError, match=r"model.safetensors: tensor 'model.embed' has no shape of dimensions"):
+            local_model_metadata(tmp_path)
+
+
+def _release_configs_of_one() -> dict:
+    return {"model_type": "qwen2", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 1000, "torch_dtype": "bfloat16"}  # fmt: skip
