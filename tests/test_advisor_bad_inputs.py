@@ -124,8 +124,9 @@ CASES: dict[str, tuple] = {
                                   "script runs"),
     # VERL not installed: its defaults ship with the package; the per-GPU micro-batch is null in them
     "verl missing setting": (lambda w, r: _verl(w, "ppo_micro_batch_size_per_gpu=8", ""),
-                             "run.sh line 3: missing VERL setting(s) actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: "
-                             "not set, and null in VERL 0.9.1's defaults"),
+                             "run.sh line 3: missing VERL setting(s) "
+                             "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: not set, and null in VERL 0.9.1's "
+                             "defaults"),
     "verl NaN": (lambda w, r: _verl(w, "gpu_memory_utilization=0.6", "gpu_memory_utilization=nan"),
                  "run.sh line 3: actor_rollout_ref.rollout.gpu_memory_utilization: nan is not a finite number"),
     "verl 2**70": (lambda w, r: _verl(w, "rollout.n=2", f"rollout.n={2**70}"),

@@ -801,4 +801,5 @@ def test_a_safetensors_header_that_lies_is_one_line(tmp_path: Path) -> None:
 
 def _release_configs_of_one() -> dict:
     return {"model_type": "qwen2", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-            "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 1000, "torch_dtype": "bfloat16"}  # fmt: skip
+            "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 1000,
+            "torch_dtype": "bfloat16"}  # fmt: skip
