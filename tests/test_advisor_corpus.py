@@ -345,7 +345,7 @@ def test_without_verl_an_unset_key_reads_as_verl_reads_it(snapshot: Path) -> Non
     assert plans.source("free_cache_engine", 0) == (
         "VERL 0.9.1's default (verl/trainer/config/_generated_ppo_trainer.yaml, shipped with this package)"
     )
-    assert any(n.startswith("read as VERL 0.9.1, the newest release this package knows") for n in plans.row_notes(0))
+    assert any(n.startswith("for VERL 0.9.1, the newest release this package knows") for n in plans.row_notes(0))
     script = CORPUS / tuning.path
     text = script.read_text().replace("    actor_rollout_ref.rollout.max_model_len=1536 \\\n", "")
     assert text != script.read_text()
@@ -392,4 +392,4 @@ def test_easyr1_is_read_by_its_schema_and_named_by_its_keys(snapshot: Path) -> N
     assert easy.source("lora_rank", 0).endswith("line 11 (worker.actor.model.lora.rank)")
     assert easy.source("max_prompt_length", 0).endswith("easyr1/qwen2_5_7b_math.yaml (data.max_prompt_length)")
     notes = easy.row_notes(0)
-    assert notes[0].startswith("read as EasyR1") and any("worker.actor.optim.lr" in n for n in notes)
+    assert notes[0].startswith("for EasyR1") and any("worker.actor.optim.lr" in n for n in notes)

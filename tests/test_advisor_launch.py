@@ -196,7 +196,7 @@ def test_a_verl_config_mapping_is_read_directly(snapshot: Path) -> None:
     assert older.source("max_model_len", 0) == (
         "not set: VERL 0.6.1 gives vLLM prompt + response = 1024 tokens (its vLLM rollout)"
     )
-    assert older.row_flags(0) == [NO_REFERENCE_FLAG] and older.row_notes(0)[0] == "read as VERL 0.6.1 (--verl-version)"
+    assert older.row_flags(0) == [NO_REFERENCE_FLAG] and older.row_notes(0)[0] == "for VERL 0.6.1 (--verl-version)"
     lora = {**VERL_TREE, "actor_rollout_ref": {**VERL_TREE["actor_rollout_ref"], "model": {
         "path": "microsoft/Phi-4-mini-instruct", "lora_rank": 8, "target_modules": ["q_proj", "v_proj"]}}}  # fmt: skip
     flags = read_plans(lora, workload="math", source=snapshot).row_flags(0)

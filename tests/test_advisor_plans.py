@@ -307,7 +307,7 @@ def test_absent_settings_take_the_installed_verls_defaults(
         NO_REFERENCE_FLAG,  # VERL's defaults turn no KL term on, so it loads no reference policy
         "configuration level: none (no measured level of gsm8k has these settings): no donor",
     ]
-    assert plans.row_notes(0)[0] == "read as VERL 0.9.1 (installed here)"
+    assert plans.row_notes(0)[0] == "for VERL 0.9.1 (installed here)"
     # with LoRA, VERL computes the reference log-probabilities in the actor at the rollout's micro-batch
     script.write_text(script.read_text().replace("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4", ""))
     no_ref = read_plans(script, kind="verl", workload="gsm8k", source=snapshot).settings(0)

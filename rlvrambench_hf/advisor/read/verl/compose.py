@@ -102,7 +102,7 @@ def _delete(tree: dict[str, Any], key: str) -> None:
 def _finished(config: Config) -> Config:
     """``config`` with the ``read:`` line of the VERL release it was read for."""
     if config.tool == "VERL" and config.version is not None:
-        config.reads.insert(0, f"read as {config.version.describe()}")
+        config.reads.insert(0, f"for {config.version.describe()}")
     return config
 
 

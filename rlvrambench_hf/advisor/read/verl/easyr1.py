@@ -162,7 +162,7 @@ def easyr1_config(
     dtype = actor["fsdp"]["torch_dtype"] or "fp32"
     _put(tree, "actor_rollout_ref.actor.fsdp_config.model_dtype", dtype)
     config = Config(tree, origin, SOURCE, "EasyR1", given=None, lines=where, label="EasyR1")
-    config.reads.append(f"read as EasyR1 ({SOURCE}), its fields named as EasyR1 names them")
+    config.reads.append(f"for EasyR1 ({SOURCE}), its fields named as EasyR1 names them")
     if actor["dynamic_batching"] is True:
         config.reads.append(
             "worker.actor.dynamic_batching: EasyR1 packs micro-batches up to micro-batch × the longest sequence "
