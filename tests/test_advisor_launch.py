@@ -500,3 +500,14 @@ def test_values_of_the_environment_are_named_never_printed(snapshot: Path, monke
                        workload="gsm8k")  # fmt: skip
     assert plans.settings(0)["nnodes"] == 2
     assert plans.source("nnodes", 0) == "command line line 1 (from the environment: $RUN_NODE_COUNT)"
+
+
+def test_a_null_context_of_a_model_not_at_hand_is_left_to_its_config_json(snapshot: Path) -> None:
+    """VERL 0.7 and later give vLLM the model's own context; for a model whose config.json is not at hand offline the
+    setting stays null (the answer reads the config.json), and no setting is missing for it."""
+    tree = _tree(actor_rollout_ref__model__path="some-org/some-new-model")
+    plans = read_plans(tree, workload="math", source=snapshot)
+    assert "max_model_len" not in plans.settings(0)
+    assert plans.source("max_model_len", 0) == (
+        "not set: VERL 0.7.1 and later give vLLM the model's own context length (read from its config.json)"
+    )
