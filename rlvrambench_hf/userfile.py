@@ -139,15 +139,40 @@ def user_json(path: str | os.PathLike[str], label: str) -> object:
 
 def standard_input(label: str, *, refused: Callable[[bytes], bool] | None = None, limit: int = STREAM_LIMIT) -> bytes:
     """The bytes of standard input, at most ``limit`` (refused when it is a terminal: nothing was piped in)."""
+    try:
+        return read_stream(stdin_handle(label), label, refused=refused, limit=limit)
+    except OSError as exc:
+        raise InputError(f"cannot read {label}: {reason(exc)}") from None
+
+
+def stdin_handle(label: str) -> IO[bytes]:
+    """Standard input as bytes, or one line saying why it cannot be read (closed, or a terminal: nothing piped in)."""
     stdin = sys.stdin
     if stdin is None or stdin.closed:
         raise InputError(f"{label}: standard input is closed")
     if stdin.isatty():
         raise InputError(f"{label}: standard input is a terminal; pipe the data in (… | rlvrambench …) or name a file")
-    try:
-        return read_stream(stdin.buffer, label, refused=refused, limit=limit)
-    except OSError as exc:
-        raise InputError(f"cannot read {label}: {reason(exc)}") from None
+    return stdin.buffer
+
+
+def read_ends(
+    handle: IO[bytes], *, head: int, tail: int, refused: Callable[[bytes], bool] | None = None, block: int = 1 << 20
+) -> tuple[bytes, bytes, int]:
+    """The first ``head`` bytes of what ``handle`` streams, the last ``tail`` bytes after them and how many bytes it
+    streamed in all: a stream of any length read to its end in bounded memory (``head + tail + block``). Reading
+    stops at the first block that ``refused(block)`` refuses (binary data), which ends the tail."""
+    first = handle.read(head)
+    if refused is not None and refused(first):
+        return first, b"", len(first)
+    kept, total = bytearray(), len(first)
+    while chunk := handle.read(block):
+        total += len(chunk)
+        kept += chunk
+        if len(kept) > tail + block:
+            del kept[: len(kept) - tail]
+        if refused is not None and refused(chunk):
+            break
+    return first, bytes(kept[-tail:] if tail else b""), total
 
 
 def reason(exc: OSError) -> str:

@@ -990,9 +990,13 @@ OUTPUT_INPUTS = [
 ]
 
 
-#: A failure log is text of any shape: what cannot be read as text, or at all, is refused; anything else is answered
-#: (a log without a failure message says so), within the same bounds. The pipes must give the same answer.
+#: A failure log is text of any shape and size: what cannot be read as text, or at all, or holds none, is refused;
+#: anything else is answered (a log without a failure message says so), within the same bounds. The pipes must give
+#: the same answer.
 _LOG_REFUSED = {
+    "empty",
+    "blank lines",
+    "/dev/null",
     "NUL bytes",
     "random binary",
     "missing file",
@@ -1006,7 +1010,7 @@ _LOG_REFUSED = {
     "a 5,000-character path",
     "a 2 GiB file (sparse)",
 }
-_LOG_ACCEPTED = {"a FIFO fed the valid content", "/dev/stdin fed the valid content", "empty", "blank lines"}
+_LOG_ACCEPTED = {"a FIFO fed the valid content", "/dev/stdin fed the valid content"}
 
 
 def _as_log(item: Input) -> Input:
@@ -1014,20 +1018,92 @@ def _as_log(item: Input) -> Input:
     return dataclasses.replace(item, expect=expect, formats=("log",))
 
 
-#: A secret a log may hold (the output must never show it): a URL's user-info and a Hub token.
-LOG_SECRET = b"https://user:hunter2@mirror.example/x hf_" + b"a" * 34 + b"\n"
+#: Credentials of every common shape a log may hold (made up, of the right form), and the part of each that the
+#: output must never show.
+LOG_SECRETS = (
+    ("https://user:hunter2hunter2@mirror.example/x", "hunter2hunter2"),
+    ("hf_" + "a1b2" * 9, "a1b2" * 6),
+    ("OPENAI_API_KEY=sk-proj-Q2mX8vR4tY7uI0oP3aS6dF9gH1jK5lZ8", "Q2mX8vR4tY7uI0"),
+    ("sk-ant-api03-Wq1Er2Ty3Ui4Op5As6Df7Gh8Jk9-Lz0", "Wq1Er2Ty3Ui4Op"),
+    ("ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "a1B2c3D4e5F6g7"),
+    ("github_pat_11ABCDEFG0a1B2c3D4e5F6_g7H8i9J0k1L2m3N4o5P6", "0a1B2c3D4e5F6"),
+    ("AKIAQ3EGUPD7RKXXN2VB", "UPD7RKXXN2VB"),
+    ("aws_secret_access_key=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", "9fJ3kL0pQ2wE5r"),
+    ("xoxb-918273645012-9182736450123-QwErTyUiOpAsDfGhJkLzXc", "QwErTyUiOpAsDf"),
+    ("WANDB_API_KEY=0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c", "0f1e2d3c4b5a6978"),
+    ("AIzaSyD4f5G6h7J8k9L0zXcVbNmQwErTyUiOpAs", "SyD4f5G6h7J8k9"),
+    ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJyb290In0.Xk4mQ9vB2nL7pR0sT3wY6zA1cE5gH8jK", "Xk4mQ9vB2nL7pR"),
+    ("Authorization: Bearer Pq7Rs8Tu9Vw0Xy1Za2Bc3De4", "Pq7Rs8Tu9Vw0Xy"),
+    ("MY_SERVICE_TOKEN=Lq3Wd8Jk2Pz7Xv5Nm1Bc4", "Lq3Wd8Jk2Pz7Xv"),
+    ("DB_PASSWORD=Pw0rdPw0rdPw0rd", "Pw0rdPw0rdPw0rd"),
+)
+#: The secrets on the log's failure line itself (the excerpt the answer quotes) and on a line of their own.
+LOG_SECRET = b" ".join(s.encode() for s, _ in LOG_SECRETS) + b"\n"
 
 
 def log_case(name: str, transform: Callable[[bytes], bytes], seconds: float | None = None) -> Input:
     return Input(f"log: {name}", data(transform), "accepted", ("log",), seconds)
 
 
+def _with_secrets(base: bytes) -> bytes:
+    lines = base.split(b"\n")
+    failing = max(i for i, line in enumerate(lines) if b"out of memory" in line)
+    lines[failing] += b" " + LOG_SECRET.strip()
+    return LOG_SECRET + b"\n".join(lines)
+
+
+#: A training log's step line: a log of 100 MB is mostly these (the failure at its end).
+_STEP = b"(TaskRunner pid=1) step:1 - actor/pg_loss:0.0132 - perf/max_memory_allocated_gb:31.2 - timing_s/gen:41.2\n"
+
+
+def _large(base: bytes, mib: int = 100) -> bytes:
+    return _STEP * (mib * 2**20 // len(_STEP)) + base
+
+
+def _distinct_memory_lines(base: bytes) -> bytes:
+    """40 MiB of distinct lines that all say "memory" and "error" (no two alike, even with digits folded)."""
+    rng = random.Random(5)
+    words = [f"memory{c} error{c} killed{c} out{c}".encode() for c in "abcdefghijklmnopqrstuvwxyz"]
+    lines = [b" ".join(rng.choice(words) + bytes([97 + rng.randrange(26)]) for _ in range(8)) for _ in range(420_000)]
+    return b"\n".join(lines) + b"\n" + base
+
+
+def _wrapped(base: bytes, width: int = 80) -> bytes:
+    """Each line cut every ``width`` columns, as a terminal wraps it and a copy from it keeps."""
+    return b"\n".join(line[i : i + width] for line in base.split(b"\n") for i in range(0, max(len(line), 1), width))
+
+
+def _noise(base: bytes) -> bytes:
+    """Bytes that are not UTF-8 (a progress bar cut inside a character, a stray escape), no NUL: under 5%."""
+    noise = bytes(_RANDOM.randrange(0x80, 0x100) for _ in range(40))
+    return base[:200] + noise + base[200:]
+
+
+def large_from_stdin(folder: Path, base: bytes, suffix: str) -> Prepared:
+    content = folder / "content"
+    content.write_bytes(_large(base))
+    return Prepared("-", stdin=str(content))
+
+
+def large_fifo(folder: Path, base: bytes, suffix: str) -> Prepared:
+    return fifo(folder, _large(base), suffix)
+
+
 LOG_INPUTS = [
     *(_as_log(i) for i in FILE_INPUTS if "sh" in i.formats),
-    log_case("a credentialed URL and a token", lambda b: LOG_SECRET + b),
+    log_case("secrets of every shape", _with_secrets),
     log_case("the OOM sentence 2,000 times", lambda b: b * 2000, seconds=20),
     log_case("an OOM sentence without numbers", lambda b: b"torch.OutOfMemoryError: CUDA out of memory.\n"),
     log_case("figures beyond any number", lambda b: b.replace(b"5.75 GiB", b"9" * 400 + b" GiB")),
+    log_case("wrapped by the terminal at 80 columns", _wrapped),
+    log_case("wrapped by the terminal at 61 columns", lambda b: _wrapped(b, 61)),
+    log_case("binary noise without NUL bytes", _noise),
+    log_case("a 100 MB log", _large, seconds=60),
+    log_case("40 MiB of distinct lines naming memory", _distinct_memory_lines, seconds=90),
+    Input("log: a 100 MB log on standard input", large_from_stdin, "accepted", ("log",), 60),
+    Input("log: a 100 MB log through a FIFO", large_fifo, "accepted", ("log",), 60),
+    Input("log: NUL bytes at its end", data(lambda b: b + b"\x00" * 64), "refused", ("log",)),
+    Input("log: only start-up lines, no failure", data(lambda b: _STEP * 50), "accepted", ("log",)),
 ]
 ACCELERATE_INPUTS = [
     edit("accelerate: num_processes 0", "num_processes: 2", "num_processes: 0"),

@@ -45,6 +45,7 @@ from hostile_corpus import (
     FILE_INPUTS,
     HARNESS_SECRET,
     LOG_INPUTS,
+    LOG_SECRETS,
     OUTPUT_INPUTS,
     PLANNED_INPUTS,
     RELEASE_INPUTS,
@@ -486,6 +487,15 @@ def test_hostile_input(harness, target: Target, item: Input) -> None:
         assert item.hidden not in stderr + result.get("stdout", ""), "a value from the environment was printed"
     if item.seconds is not None:
         assert result["seconds"] <= item.seconds, f"took {result['seconds']:.1f} s"
+
+
+def test_no_secret_of_a_log_reaches_the_output(harness) -> None:
+    """The log that holds a credential of every common shape on its failure line is answered without any of them."""
+    target = next(t for t in TARGETS if t.kind == "log")
+    result = harness(target, next(i for i in LOG_INPUTS if i.name == "log: secrets of every shape"))
+    assert result["status"] == 0 and result["stdout"].startswith("memory failure"), result["stderr"][-2000:]
+    for _, shown in LOG_SECRETS:
+        assert shown not in result["stdout"] + result["stderr"], shown
 
 
 def test_the_harness_covers_every_target_with_its_whole_corpus() -> None:

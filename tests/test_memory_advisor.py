@@ -91,9 +91,11 @@ def test_what_the_model_does_not_cover_gets_no_verdict_even_when_measured(contex
 def test_every_configuration_is_answered_from_its_measurement_first(context, snapshot):
     table = load_table("configurations", snapshot, decode=True)
     outcomes = {r["configuration_id"]: r for r in load_table("outcomes", snapshot, decode=True).to_pylist()}
-    from rlvrambench_hf.advisor.assess.verdict import answer_plans
+    from rlvrambench_hf.advisor.assess.answers import answer_plans
+    from rlvrambench_hf.advisor.output.wording import sentence
 
-    answers = answer_plans(Plans(table, ["configurations.csv"] * table.num_rows), context)  # no Hub for 1.5B
+    plans = Plans(table, ["configurations.csv"] * table.num_rows)
+    answers = answer_plans(plans, context, wording=sentence)  # no Hub for 1.5B
     a = answers.assessment
     assert (a.basis == 0).all()  # 212 of 212: measured
     peak = a.model.peak

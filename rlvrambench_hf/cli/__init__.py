@@ -78,7 +78,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "advise",
-        "will my run fit? measured records first, physical floors, then the three methods' predictions",
+        "will my run fit? measured records first, physical floors, then the per-phase memory model; or why it failed",
         "advise",
         "add_advise",
     ),

@@ -1,7 +1,7 @@
 """The one mapping table: VERL's and TRL's config keys to the dataset's settings, and the keys that become scope flags.
 
 Each :class:`Mapped` row reads one or more keys of the user's config and gives one setting of
-``benchmark/configurations.csv`` (its type and range are the registry's and :mod:`.checks`'); ``conversion`` says
+``benchmark/configurations.csv`` (its type and range are the registry's and :mod:`..read.checks`'); ``conversion`` says
 how, in words, and ``read`` / ``write`` do it both ways (``write`` gives the keys' values for a setting's value,
 so that a measured configuration can be written back as a VERL command line). Each :class:`Scope` row compares a
 key with what the measurements used and raises a flag when it differs. docs/advisor.md prints these tables.

@@ -5,7 +5,7 @@ script or command line of overrides, a VERL config mapping; EasyR1's launches to
 YAML / JSON, a training script, an ``accelerate launch`` shell launcher, or an object with its fields). Every setting
 is checked (:mod:`.checks`) before a plan is returned; the release gives the workloads, models and levels a plan is
 read against (:mod:`.measured`). Values a launch file takes from the environment are named, never printed, in any
-refusal (:mod:`.environment`).
+refusal (:mod:`.shell.environment`).
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from ...errors import InputError, quote, summary
 from ...userfile import read_text
 from ..plan.plans import SETTINGS_CONFIG, Plans
 from .checks import Where, check_ranges, known_true, typed_from_text, typed_from_values
-from .environment import named_environment
 from .measured import LEVEL_SETTINGS, Measured, load_measured
 from .records import config_records, is_command_line
+from .shell.environment import named_environment
 
 Kind = Literal["planned", "verl", "trl"]
 KINDS = ("planned", "verl", "trl")
@@ -130,7 +130,7 @@ def _hidden(hidden: Sequence[Mapping[str, str]]) -> Callable[[str, int], str | N
 
 
 def _with_knobs(table: pa.Table, records: Sequence[Mapping[str, object]], where: Where) -> pa.Table:
-    """``table`` with the knobs (:mod:`.knobs`) the records give as extra columns, typed as there."""
+    """``table`` with the knobs (:mod:`..plan.knobs`) the records give as extra columns, typed as there."""
     from ..plan.knobs import knob_columns
 
     columns = [c for name, c in knob_columns().items() if any(r.get(name) is not None for r in records)]

@@ -174,7 +174,7 @@ def _count(value: object) -> bool:
 
 
 def trl_file(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The fields of a TRL config file (YAML or JSON), or of a TRL training script (``.py``, :mod:`.trlpython`)."""
+    """The fields of a TRL config file (YAML or JSON), or of a TRL training script (``.py``, :mod:`.script`)."""
     name = str(path)
     if Path(path).suffix.lower() == ".py":
         from ....userfile import MAX_SCRIPT_BYTES

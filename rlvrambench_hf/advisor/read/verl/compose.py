@@ -14,7 +14,7 @@ from typing import Any
 from ....errors import InputError, quote
 from ....userfile import MAX_SCRIPT_BYTES, looks_structured, read_text
 from ...plan.mapping import UNUSED_SETTINGS, VERL_MAPPING, VERL_SCOPE
-from ..environment import note_environment
+from ..shell.environment import note_environment
 from .checks import DEPRECATED, FORK_KEYS, checked
 from .config import DEFAULT_CONFIGS, Config, merged, verl_folders, with_defaults, yaml_tree
 from .hydra import plain

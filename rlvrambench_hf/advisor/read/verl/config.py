@@ -22,7 +22,7 @@ from typing import Any
 from ....errors import InputError, quote
 from ....userfile import parse_structured, read_text
 from ..checks import quoted
-from ..environment import note_environment
+from ..shell.environment import note_environment
 from .hydra import HydraSweep, hydra_value, plain
 from .values import check_digits
 from .versions import NEWEST, Version, default_tree, installed_version, parse_version

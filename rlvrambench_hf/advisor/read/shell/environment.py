@@ -1,7 +1,7 @@
 """Values a launch file takes from the environment (``$NAME`` in a script, ``${oc.env:NAME}`` in a config): named,
 never printed. The readers note each one they substitute; a refusal raised while a file is read has every such value
 (of :data:`SHOWN` characters or more, in any of the forms a message quotes it) replaced by its variable's name.
-Variables whose names say they hold a secret are never read at all (:data:`..shell.expand.SECRET_NAME`)."""
+Variables whose names say they hold a secret are never read at all (:data:`.state.SECRET_NAME`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from ...errors import RLVRAMBenchError, quote
+from ....errors import RLVRAMBenchError, quote
 
 #: Shortest value replaced wherever it appears in a refusal (a shorter one, a count, is replaced where quoted).
 SHOWN = 4
