@@ -173,9 +173,12 @@ def _always_reference(config: Config) -> None:
 def _megatron_offloads(config: Config) -> None:
     if _get(config, f"{_ARR}.actor.strategy") != "megatron":
         return
+    from .config import _ABSENT, _raw
+
     for name in ("param_offload", "optimizer_offload"):
         value, target = _get(config, f"{_ARR}.actor.megatron.{name}"), f"{_ARR}.actor.fsdp_config.{name}"
-        if value is not None and _get(config, target) is None:
+        written = config.given is None or _raw(config.given, target) is not _ABSENT  # the user's own, not a default
+        if value is not None and not (written and _get(config, target) is not None):
             source = f"{_ARR}.actor.megatron.{name}"
             _set(config, target, value, f"{config.source(source)} ({source})")
 
