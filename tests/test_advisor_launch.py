@@ -511,3 +511,39 @@ def test_a_null_context_of_a_model_not_at_hand_is_left_to_its_config_json(snapsh
     assert plans.source("max_model_len", 0) == (
         "not set: VERL 0.7.1 and later give vLLM the model's own context length (read from its config.json)"
     )
+
+
+def test_plain_values_are_read_as_hydras_parser_reads_them_without_importing_it(tmp_path: Path, snapshot: Path) -> None:
+    """A plain ``key=value`` (no quotes, lists, mappings, sweeps, interpolations) is read by Hydra's lexer rules by
+    hand, with Hydra's own result; reading a launch script of plain values never imports Hydra (a tenth of a
+    second)."""
+    import random
+    import subprocess
+    import sys
+
+    from rlvrambench_hf.advisor.read.verl.hydra import _ABSENT, _PLAIN, _by_hand, _hydra_parsed
+
+    chars, rng = "01_.eE+-ainfstrulx/@Q", random.Random(7)
+    texts = ["1", "007", "1_000", "1__0", "1e3", ".5", "5.", "-inf", "NaN", "True", "null", "Qwen/Qwen2.5-3B", "1.2.3"]
+    texts += ["".join(rng.choice(chars) for _ in range(rng.randint(1, 6))) for _ in range(3000)]
+    for text in (t for t in texts if _PLAIN.match(t)):
+        parsed = _hydra_parsed(text)
+        if parsed is not _ABSENT:
+            by_hand = _by_hand(text)
+            assert (by_hand == parsed and type(by_hand) is type(parsed)) or by_hand != by_hand, text  # NaN
+    plain = " ".join(f"{k}={v}" for k, v in (
+        ("data.train_batch_size", 32), ("actor_rollout_ref.rollout.n", 4), ("trainer.n_gpus_per_node", 2),
+        ("actor_rollout_ref.model.path", "Qwen/Qwen2.5-3B-Instruct"), ("actor_rollout_ref.model.lora_rank", 64),
+        ("actor_rollout_ref.actor.ppo_mini_batch_size", 16),
+        ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", 4),
+        ("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", 4)))  # fmt: skip
+    for extra, imported in (("", False), ("trainer.logger=['console']", True)):
+        script = tmp_path / "run.sh"
+        script.write_text(f"python3 -m verl.trainer.main_ppo {plain} {extra}\n")
+        code = (
+            "import sys\nfrom rlvrambench_hf.advisor import read_plans\n"
+            f"read_plans({str(script)!r}, kind='verl', workload='gsm8k', source={str(snapshot)!r})\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'hydra', 'huggingface_hub'}))\n"
+        )
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert done.stdout.strip() == ("['hydra']" if imported else "[]"), done.stderr[-500:]
