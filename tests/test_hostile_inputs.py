@@ -43,6 +43,7 @@ from hostile_corpus import (
     ACCELERATE_INPUTS,
     CODE_INPUTS,
     FILE_INPUTS,
+    HARNESS_SECRET,
     LOG_INPUTS,
     LOG_SECRETS,
     OUTPUT_INPUTS,
@@ -338,6 +339,7 @@ def harness_env() -> dict[str, str]:
         HF_ENDPOINT="http://127.0.0.1:9",
         PYTHONPATH=f"{REPO_ROOT}{os.pathsep}{REPO_ROOT / 'tests'}",  # this checkout, wherever it is installed
         RLVRAMBENCH_USER_MEMORY_MIB="512",
+        SOME_API_KEY=HARNESS_SECRET,  # a secret of the environment: no output may show it
     )
 
 
@@ -481,6 +483,8 @@ def test_hostile_input(harness, target: Target, item: Input) -> None:
         assert len(lines[0]) <= LINE_BOUND and lines[0].isprintable(), lines[0]
         assert result["left"] == [], f"a failed command left {result['left']}"
     assert not result["changed"], "an input was changed"
+    if item.hidden is not None:  # a value from the environment: named, never printed
+        assert item.hidden not in stderr + result.get("stdout", ""), "a value from the environment was printed"
     if item.seconds is not None:
         assert result["seconds"] <= item.seconds, f"took {result['seconds']:.1f} s"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.sources.huberrors import hub_error, is_network_error
-from ..errors import InputError, RLVRAMBenchError, SourceError, first_line, redact
+from ..errors import InputError, RLVRAMBenchError, SourceError, first_line, quote, redact
 from .knownconfigs import KNOWN_CONFIGS, KNOWN_SOURCE
 
 LORA_RANK = 64
@@ -275,10 +275,20 @@ def safetensors_shapes(folder: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
                 header = json.loads(handle.read(length))
             except (UnicodeDecodeError, json.JSONDecodeError):
                 raise InputError(f"{path}: its safetensors header is not JSON") from None
+        if not isinstance(header, Mapping):
+            raise InputError(f"{path}: its safetensors header is not a mapping of tensors")
         for name, info in header.items():
             if name != "__metadata__" and isinstance(info, Mapping):
-                tensors[name] = (str(info.get("dtype")), tuple(int(d) for d in info.get("shape", ())))
+                shape = info.get("shape", ())
+                if not isinstance(shape, (list, tuple)) or not all(_dimension(d) for d in shape):
+                    raise InputError(f"{path}: tensor {quote(name)} has no shape of dimensions from 0 to 2**40")
+                tensors[name] = (str(info.get("dtype")), tuple(shape))
     return tensors
+
+
+def _dimension(value: object) -> bool:
+    """A tensor dimension as a safetensors header may give it: a whole number of elements, never negative."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**40
 
 
 def local_model_folder(model: str) -> Path | None:

@@ -32,6 +32,7 @@ from .trl_mapping import TRL_MAPPING, TRL_SCOPE, TRL_STACK_FLAG
 
 __all__ = [
     "NULL_CONTEXT_FLAG",
+    "UNUSED_SETTINGS",
     "TRL_MAPPING",
     "TRL_SCOPE",
     "TRL_STACK_FLAG",
@@ -157,6 +158,13 @@ VERL_MAPPING: tuple[Mapped, ...] = (
     _knob("actor_rollout_ref.actor.use_dynamic_bsz", "use_dynamic_bsz"),
     _knob("actor_rollout_ref.actor.ppo_max_token_len_per_gpu", "max_token_len_per_gpu"),
     _knob("actor_rollout_ref.actor.ulysses_sequence_parallel_size", "ulysses_sp_size"),
+)
+
+#: Settings no floor, phase or scope decision reads (the memory model, the floors, the measured records and the
+#: scope flags read every other one): a value of theirs that a script computes when it runs is not read, and a
+#: ``read:`` line says so, instead of a refusal.
+UNUSED_SETTINGS = frozenset(
+    {"total_training_steps", "save_freq", "test_freq", "enforce_eager", "load_format", "max_num_batched_tokens"}
 )
 
 #: What the measurements used, where VERL lets a run differ (the adapters are rank-64 LoRA on all linear layers).

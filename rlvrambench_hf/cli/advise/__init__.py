@@ -51,6 +51,10 @@ def add_advise(p: argparse.ArgumentParser) -> None:
         help="with --trl: the accelerate config the run is launched with (accelerate launch --config_file FILE): "
         "processes over all machines, machines, DeepSpeed / FSDP / DDP and their offloads",
     )
+    p.add_argument("--verl-version", metavar="X.Y.Z", help="with --verl: the VERL release the run uses (its defaults "
+                   "and checks; default: the installed VERL's, else the newest this package knows)")  # fmt: skip
+    p.add_argument("arguments", nargs="*", metavar="-- ARGS", help="after --: the launch script's own arguments, as "
+                   "you run it (none: the values it sets by default)")  # fmt: skip
     p.add_argument(
         "--workload",
         metavar="NAME",

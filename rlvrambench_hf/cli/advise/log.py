@@ -14,7 +14,7 @@ from ...advisor.diagnose.parts import PlanMatch, ReleaseFailures
 from ...advisor.plan.plans import Plans
 from ...errors import InputError, MissingExtraError, first_line, printable, quote
 from .._common import checked_source
-from .plans import named
+from .plans import launch_options, named
 
 
 def run_log(args: argparse.Namespace, settings: dict[str, str]) -> int:
@@ -33,6 +33,7 @@ def run_log(args: argparse.Namespace, settings: dict[str, str]) -> int:
     source = checked_source(args, [args.output], {k: v for k, v in inputs.items() if v != "-"})
     plans: Plans | None = None
     unread = None
+    options = launch_options(args)
     if files:
         kind, path = files[0]
         try:
@@ -43,6 +44,7 @@ def run_log(args: argparse.Namespace, settings: dict[str, str]) -> int:
                 settings=settings,
                 source=source,
                 accelerate_config=args.accelerate_config,
+                **options,
             )
         except (InputError, MissingExtraError) as exc:  # the log's diagnosis stands without the plan
             unread = first_line(exc)

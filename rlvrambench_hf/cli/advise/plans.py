@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from ...advisor import Answer, Hardware, Plans, advise, read_plans
 from ...advisor.assess.answers import Answers
@@ -34,11 +34,19 @@ def run_plans(args: argparse.Namespace, settings: dict[str, str]) -> int:
         settings=settings,
         source=source,
         accelerate_config=args.accelerate_config,
+        **launch_options(args),
     )
     answers = advise(plans, source, hardware=hardware, model_revision=args.model_revision, nearest=args.nearest)
     write_answers(answers, args.output)
     print(printable(render(answers)))
     return 0
+
+
+def launch_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``-- ARGS`` and ``--verl-version`` for the reader of a VERL or TRL launch file."""
+    if (args.verl_version is not None and not args.verl) or (args.arguments and not (args.verl or args.trl)):
+        raise InputError("a script's arguments (after --) go with --verl or --trl, --verl-version with --verl")
+    return {"arguments": args.arguments or None, "verl_version": args.verl_version}
 
 
 def named(args: argparse.Namespace) -> list[tuple[Kind, str | None]]:
@@ -89,8 +97,8 @@ def read_from(plans: Plans, row: int) -> list[str]:
         if setting not in values or where == origin or re.fullmatch(r".* line \d+", where):
             continue
         named = f"{written} -> {setting} {values[setting]}" if written != setting else f"{setting} {values[setting]}"
-        lines.append(f"read: {named}" + (f": {where}" if where.startswith("not given") else f" from {where}"))
-    return lines
+        lines.append(f"read: {named}" + (f": {where}" if where.startswith(("not ", "EasyR1 ")) else f" from {where}"))
+    return lines + [f"read: {note}" for note in plans.row_notes(row)]
 
 
 def detail(answer: Answer) -> list[str]:

@@ -76,6 +76,9 @@ def fake_verl_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     config.parent.mkdir(parents=True)
     config.write_text(PACKAGED_DEFAULTS, encoding="utf-8")
     (root / "verl" / "__init__.py").write_text('raise ImportError("reading the defaults must not import verl")\n')
+    metadata = root / "verl-0.9.1.dist-info" / "METADATA"  # its version, as an installed VERL has it
+    metadata.parent.mkdir()
+    metadata.write_text("Metadata-Version: 2.1\nName: verl\nVersion: 0.9.1\n", encoding="utf-8")
     return root
 
 

@@ -154,6 +154,7 @@ VERL_TREE: dict[str, Any] = {
             "gpu_memory_utilization": 0.55,
             "log_prob_micro_batch_size_per_gpu": 8,
             "max_num_seqs": 64,
+            "max_model_len": 1280,  # null: the model's own context length (VERL 0.7 and later)
         },
         "ref": {"log_prob_micro_batch_size_per_gpu": 8},
     },
@@ -201,6 +202,7 @@ VERL_OVERRIDES = (
     "actor_rollout_ref.rollout.gpu_memory_utilization=0.55",
     "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8",
     "actor_rollout_ref.rollout.max_num_seqs=64",
+    "actor_rollout_ref.rollout.max_model_len=1280",
     "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=8",
     "trainer.n_gpus_per_node=2",
     "trainer.nnodes=1",

@@ -148,11 +148,6 @@ def test_memory_knobs_beside_the_settings_are_typed_as_knobs(shared_mini):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: the memory knobs have no range check (read/checks.py RANGES covers the dataset's settings only): "
-    "lora_rank=-3 or nnodes=0 is accepted and a negative rank makes the model's adapter terms negative",
-)
 @pytest.mark.parametrize(("knob", "value"), [("lora_rank", -3), ("nnodes", 0)])
 def test_a_knob_outside_its_range_is_refused_in_one_line(shared_mini, knob, value):
     assert refused([plan(**{knob: value})], shared_mini.root).startswith(f"planned configurations: {knob}: {value}")

@@ -29,6 +29,7 @@ use_vllm: true
 vllm_mode: colocate
 vllm_gpu_memory_utilization: 0.55
 vllm_enable_sleep_mode: true
+vllm_max_model_length: 1280
 num_generations: 4
 per_device_train_batch_size: 4
 gradient_accumulation_steps: 2
@@ -105,8 +106,8 @@ def test_a_grpo_config_runs_as_its_accelerate_config_launches_it(shared_mini, tm
 def test_a_grpo_config_without_its_launcher_names_what_is_missing(shared_mini, tmp_path):
     path = write(tmp_path, "grpo.yaml", GRPO_YAML)
     assert refused(lambda: read_plans(path, kind="trl", workload="gsm8k", source=shared_mini.root)) == (
-        f"{path}: missing TRL setting(s) num_processes, max_prompt_length: not set (this TRL does not cap prompts: "
-        "give the longest prompt of your data in tokens, --setting max_prompt_length=N)"
+        f"{path}: missing TRL setting(s) num_processes, max_prompt_length: not set (the GPU count: --setting "
+        "gpu_count=N, or --accelerate-config FILE; this TRL does not cap prompts: --setting max_prompt_length=N)"
     )
     assert read(path, shared_mini.root, gpu_count=2, max_prompt_length=512).settings(0)["gpu_count"] == 2
 

@@ -14,7 +14,7 @@ from unit.advisor.given import PLAN, answers, plan, verl_tree, verl_yaml
 
 pytestmark = pytest.mark.unit
 
-DEFAULT = "VERL's default (verl/trainer/config/_generated_ppo_trainer.yaml)"
+DEFAULT = "VERL 0.9.1's default (verl/trainer/config/_generated_ppo_trainer.yaml)"
 
 
 def write(tmp_path: Path, tree: dict, name: str = "run.yaml") -> Path:
@@ -53,15 +53,24 @@ def test_each_value_says_whether_the_users_file_or_verls_default_gave_it(verl_de
     assert plans.source("vllm_gpu_memory_utilization", 0) == str(path)
     assert plans.source("free_cache_engine", 0) == DEFAULT
     assert plans.source("parameter_offload", 0) == DEFAULT
-    assert plans.source("max_model_len", 0).startswith("not given")
+    null = read_plans(write(tmp_path, verl_tree(actor_rollout_ref__rollout__max_model_len=None)), workload="gsm8k",
+                      source=shared_mini.root)  # fmt: skip
+    assert null.source("max_model_len", 0).startswith(
+        "not set: VERL 0.7.1 and later give vLLM the model's own context length"
+    )
 
 
-def test_without_verl_every_key_the_config_leaves_out_is_named_in_one_line(shared_mini, tmp_path):
-    path = write(tmp_path, verl_tree(trainer__nnodes=None))
+def test_without_verl_what_the_config_leaves_out_takes_the_defaults_this_package_ships(shared_mini, tmp_path):
+    """VERL not installed: the memory-relevant defaults of its releases ship with the package (the newest when its
+    version is not known); a key null in them is still named."""
+    plans = read_plans(write(tmp_path, verl_tree(trainer__nnodes=None)), workload="gsm8k", source=shared_mini.root)
+    assert plans.settings(0)["nnodes"] == 1 and plans.settings(0)["parameter_offload"] is False
+    shipped = "VERL 0.9.1's default (verl/trainer/config/_generated_ppo_trainer.yaml, shipped with this package)"
+    assert plans.source("nnodes", 0) == plans.source("parameter_offload", 0) == shipped
+    path = write(tmp_path, verl_tree(actor_rollout_ref__actor__ppo_micro_batch_size_per_gpu=None))
     assert refused(path, shared_mini.root) == (
-        f"{path}: missing VERL setting(s) trainer.nnodes, actor_rollout_ref.actor.fsdp_config.param_offload, "
-        "actor_rollout_ref.actor.fsdp_config.optimizer_offload: not set, and VERL is not installed here to give its "
-        "defaults"
+        f"{path}: missing VERL setting(s) actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: not set, and null in "
+        "VERL 0.9.1's defaults (verl/trainer/config/_generated_ppo_trainer.yaml, shipped with this package)"
     )
 
 
@@ -69,7 +78,7 @@ def test_a_key_null_in_verls_defaults_must_be_given(verl_defaults, shared_mini, 
     path = write(tmp_path, verl_tree(actor_rollout_ref__actor__ppo_micro_batch_size_per_gpu=None))
     assert refused(path, shared_mini.root) == (
         f"{path}: missing VERL setting(s) actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: not set, and null in "
-        "VERL's defaults (verl/trainer/config/_generated_ppo_trainer.yaml)"
+        "VERL 0.9.1's defaults (verl/trainer/config/_generated_ppo_trainer.yaml)"
     )
 
 
