@@ -16,16 +16,56 @@ documented fixes in :mod:`.oomfixes`), adds the release's failures of that kind 
 launch file's plans, the advisor's answer and a per-phase model's match (:mod:`.oom`, :mod:`.phasematch`).
 """
 
-from .api import advise, advise_planned
-from .diagnose.diagnosis import Diagnosis, diagnose_text
-from .diagnose.explain import explain_failure
-from .diagnose.logs import read_log
-from .diagnose.phasematch import PhaseModel
-from .output.document import STATEMENT
-from .plan.hardware import BENCHMARK_HARDWARE, Hardware
-from .plan.mapping import TRL_MAPPING, TRL_SCOPE, VERL_MAPPING, VERL_SCOPE
-from .plan.plans import Plans
-from .read.reader import read_plans
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported on first use: answering a plan does not import the log diagnosis, and the reverse
+    from .api import advise, advise_planned
+    from .diagnose.diagnosis import Diagnosis, diagnose_text
+    from .diagnose.explain import explain_failure
+    from .diagnose.logs import read_log
+    from .diagnose.phasematch import PhaseModel
+    from .output.document import STATEMENT
+    from .plan.hardware import BENCHMARK_HARDWARE, Hardware
+    from .plan.mapping import TRL_MAPPING, TRL_SCOPE, VERL_MAPPING, VERL_SCOPE
+    from .plan.plans import Plans
+    from .read.reader import read_plans
+
+#: Where each public name lives (imported when first asked for, PEP 562).
+_LAZY = {
+    "advise": ".api",
+    "advise_planned": ".api",
+    "Diagnosis": ".diagnose.diagnosis",
+    "diagnose_text": ".diagnose.diagnosis",
+    "explain_failure": ".diagnose.explain",
+    "read_log": ".diagnose.logs",
+    "PhaseModel": ".diagnose.phasematch",
+    "STATEMENT": ".output.document",
+    "BENCHMARK_HARDWARE": ".plan.hardware",
+    "Hardware": ".plan.hardware",
+    "TRL_MAPPING": ".plan.mapping",
+    "TRL_SCOPE": ".plan.mapping",
+    "VERL_MAPPING": ".plan.mapping",
+    "VERL_SCOPE": ".plan.mapping",
+    "Plans": ".plan.plans",
+    "read_plans": ".read.reader",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The public names of :data:`_LAZY`, imported when first asked for."""
+    if name not in _LAZY:
+        raise AttributeError(f"module '{__name__}' has no attribute '{name}'")
+    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "BENCHMARK_HARDWARE",
