@@ -7,9 +7,10 @@ folder without write permission) is refused with one line. An output's missing f
 written (``--output scores/mine.json`` makes ``scores/``), as ``mkdir -p`` would, and removed again when the write
 fails. :func:`atomic_output` writes a temporary file beside the target and renames it over the target only when
 complete; :func:`write_all_atomic` writes every file of a set before renaming any; :func:`new_folder` creates an
-output folder and removes it again when what was to fill it fails. Every ``OSError`` of a write (a full disk, a file-size limit, a permission) is one
-:class:`~rlvrambench_hf.errors.OutputError` line naming the path and the system's reason, and nothing is left
-behind. A temporary file left by a killed process is removed by the next write of the same output.
+output folder and removes it again when what was to fill it fails. Every ``OSError`` of a write (a full disk, a
+file-size limit, a permission) is one :class:`~rlvrambench_hf.errors.OutputError` line naming the path and the
+system's reason, and nothing is left behind. A temporary file left by a killed process is removed by the next
+write of the same output.
 """
 
 from __future__ import annotations
