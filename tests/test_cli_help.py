@@ -59,6 +59,7 @@ def test_the_walk_finds_every_command():
 def test_every_command_has_a_description_and_every_option_a_help(path):
     parser = dict(ALL)[path]
     assert parser.description and len(parser.description) > 30, f"{' '.join(path)} has no description"
+    assert parser.description.rstrip().endswith("."), f"{' '.join(path)}: the description stops mid-sentence"
     for action in parser._actions:
         if isinstance(action, argparse._HelpAction):
             continue
@@ -70,6 +71,18 @@ def test_every_command_has_a_description_and_every_option_a_help(path):
     for action in parser._actions:
         for choice in action.choices or () if not isinstance(action, argparse._SubParsersAction) else ():
             assert choice in text, f"{' '.join(path)} --help does not list {choice}"
+
+
+def test_verify_help_names_every_kind_of_row_it_prints(snapshot):
+    """``verify --help`` says what its rows are, the card's figures included (issue 39)."""
+    text = " ".join(help_text("verify").split())
+    printed = invoke("--source", str(snapshot), "verify")
+    kinds = {line.split()[0] for line in printed.stdout.splitlines()[3:] if line.strip() and "passed," not in line}
+    assert kinds == {"digest", "seal", "rows", "keys", "relation", "figure"}, kinds
+    for words in ("SHA-256", "seals", "row counts", "key uniqueness", "relation", "figures the dataset card states"):
+        assert words in text, words
+    for figure in ("eligible processes", "recorded attempts", "estimation pool"):
+        assert figure in text and figure in printed.stdout, figure
 
 
 def test_choices_are_listed_from_the_cores():
