@@ -93,6 +93,7 @@ def test_a_warm_store_answers_as_a_fresh_build_without_building(snapshot, entrie
         "header not JSON",
         "foreign payload",
         "another user's",
+        "writable by others",
     ],
 )
 def test_a_damaged_or_foreign_entry_is_never_trusted_and_is_rewritten(
@@ -117,6 +118,8 @@ def test_a_damaged_or_foreign_entry_is_never_trusted_and_is_rewritten(
         evil = pickle.dumps(_Runs(str(witness)), protocol=5)
         fields = json.loads(header)
         store.write_entry(entry.name, "context", {k: v for k, v in fields.items() if k != "payload_sha256"}, evil)
+    elif damage == "writable by others":
+        entry.chmod(0o666)
     else:
         if os.geteuid() != 0:
             pytest.skip("giving a file to another user needs root")
@@ -124,7 +127,7 @@ def test_a_damaged_or_foreign_entry_is_never_trusted_and_is_rewritten(
     context_module.load_context(snapshot)
     assert len(builds) == 2 and not witness.exists(), "a damaged entry was used"
     assert store.read_entry(entry.name, "context") is not None  # rewritten whole, as this user's file
-    assert the_entry(entries).stat().st_uid == os.geteuid()
+    assert the_entry(entries).stat().st_uid == os.geteuid() and the_entry(entries).stat().st_mode & 0o777 == 0o644
     context_module.load_context(snapshot)
     assert len(builds) == 2
 

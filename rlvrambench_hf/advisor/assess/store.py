@@ -5,10 +5,10 @@ Entries live in huggingface_hub's assets folder (``cached_assets_path("rlvramben
 ``HF_HOME`` says otherwise), so they are found, listed and removed with the rest of a user's Hugging Face cache.
 Each entry is one file, written atomically (a temporary file renamed into place), that starts with a line naming its
 kind, then one JSON line (its header: what it was made from and the SHA-256 of the payload), then the payload.
-An entry is used only when it is this user's own file, its kind and format are the ones asked for and its payload
-has the digest its header states; anything else (a truncated, edited or foreign file) is ignored as if absent, and
-the next write replaces it. A folder that cannot be created or written (a read-only cache) costs the next run the
-work again, never an error.
+An entry is used only when it is this user's own file (or the administrator's) that no one else may write, its kind
+and format are the ones asked for and its payload has the digest its header states; anything else (a truncated,
+edited or foreign file) is ignored as if absent, and the next write replaces it. A folder that cannot be created or
+written (a read-only cache) costs the next run the work again, never an error.
 
 Objects are stored with :mod:`pickle` (:func:`dump_objects`), and read back (:func:`load_objects`) by an unpickler
 that makes nothing but the package's own classes, numpy arrays and pyarrow tables: a payload naming anything else
@@ -22,6 +22,7 @@ import io
 import json
 import os
 import pickle
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -73,8 +74,8 @@ def read_entry(name: str, kind: str) -> tuple[dict[str, Any], bytes] | None:
         return None
     try:
         with open(where / name, "rb") as handle:
-            if os.fstat(handle.fileno()).st_uid != os.geteuid():
-                return None  # another user's file in a shared cache: never read
+            if not _trusted(os.fstat(handle.fileno())):
+                return None
             data = handle.read()
     except OSError:
         return None
@@ -89,6 +90,12 @@ def read_entry(name: str, kind: str) -> tuple[dict[str, Any], bytes] | None:
     if not isinstance(header, dict) or header.get("payload_sha256") != hashlib.sha256(payload).hexdigest():
         return None
     return header, payload
+
+
+def _trusted(st: os.stat_result) -> bool:
+    """An entry this user (or the administrator, in a read-only cache they prepared) owns and no one else may write:
+    another user's file in a shared cache is never read."""
+    return st.st_uid in (os.geteuid(), 0) and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
 def write_entry(name: str, kind: str, header: dict[str, Any], payload: bytes) -> bool:
