@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 import numpy as np
@@ -150,7 +151,7 @@ def _stored(name: str, source: Source, identity: Mapping[str, str | None]) -> Co
     if header.get("format") != FORMAT or header.get("source") != dict(identity) or not isinstance(files, dict):
         return None
     root = _local_root(source, identity)
-    if root is not None and any(_digest(root, rel) != want for rel, want in files.items()):
+    if root is not None and not _unchanged(root, files, header.get("stats") or {}):
         return None  # a local file changed, appeared or went away since: built afresh
     try:
         context = load_objects(payload, {"source": source})
@@ -168,8 +169,29 @@ def _store(name: str, source: Source, identity: Mapping[str, str | None], contex
         "format": FORMAT,
         "source": dict(identity),
         "files": {rel: _digest(root, rel) if root is not None else None for rel in files},
+        "stats": {rel: sig for rel in files if root is not None and (sig := _signature(root / rel))},
     }
     write_entry(name, KIND, header, dump_objects(context, {"source": source}))
+
+
+def _unchanged(root: Path, files: Mapping[str, object], stats: Mapping[str, object]) -> bool:
+    """Whether every file has the digest it had (None: still absent). A file whose device, inode, size and
+    modification and change times are those recorded is not hashed again: the kernel moves its change time on
+    every write, and no tool can set it back."""
+    for rel, want in files.items():
+        if want is not None and stats.get(rel) is not None and _signature(root / rel) == stats[rel]:
+            continue
+        if _digest(root, rel) != want:
+            return False
+    return True
+
+
+def _signature(path: Path) -> str | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}" if S_ISREG(st.st_mode) else None
 
 
 def _local_root(source: Source, identity: Mapping[str, str | None]) -> Path | None:
