@@ -179,17 +179,14 @@ def test_the_command_line_keeps_the_store_under_hf_home_and_answers_alike(snapsh
     home = tmp_path / "hf"
     argv = ["--source", str(snapshot), "advise", "--planned", str(snapshot / "benchmark/estimation/targets.csv")]
     outputs = []
-    for run in range(3):
+    for run in range(2):  # built and stored, then read back (damaged entries: the tests above)
         output = tmp_path / f"answer-{run}.json"
         result = run_cli(*argv, "--output", str(output), env=cli_env(HF_HOME=str(home)))
         assert result.returncode == 0, result.stderr
         outputs.append(output.read_text())
-        if run == 0:
-            folder = home / "assets" / "rlvrambench_hf" / "advisor" / "default"
-            assert sorted(p.name.split("-")[0] for p in folder.iterdir()) == ["context", "fit"]
-            for entry in folder.iterdir():  # damaged both: the next run must notice, refit and answer alike
-                entry.write_bytes(entry.read_bytes()[:-10])
-    assert outputs[0] == outputs[1] == outputs[2]
+        folder = home / "assets" / "rlvrambench_hf" / "advisor" / "default"
+        assert sorted(p.name.split("-")[0] for p in folder.iterdir()) == ["context", "fit"]
+    assert outputs[0] == outputs[1]
     unwritable = tmp_path / "file"
     unwritable.write_text("")
     result = run_cli(*argv, env=cli_env(HF_HOME=str(unwritable / "hf")))
