@@ -87,8 +87,42 @@ def commands(source: str, work: Path) -> dict[str, list[str]]:
 
 def environment(path: str, verl_site: str) -> dict[str, str]:
     """The environment of every measured process: the tree first on the path, VERL's packaged configs after it,
-    offline (every command reads a local release; the corpus file names a model the release measured)."""
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([path, verl_site]), "HF_HUB_OFFLINE": "1"}
+    offline (every command reads a local release; the corpus file names a model the release measured), bytecode
+    cached."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([path, verl_site]), "HF_HUB_OFFLINE": "1"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as users run: modules from their bytecode cache, written by the warm-up
+    return env
+
+
+#: In a fresh process: the release context built from the release and read from the advisor's store (warm), each
+#: the median of several calls in process, seconds (a tree without the store builds it both times).
+CONTEXT = """
+import statistics, sys, time
+from rlvrambench_hf.advisor.assess import context
+stored = "stored" in context.load_context.__code__.co_varnames
+def built():
+    return context.load_context(sys.argv[1], stored=False) if stored else context.load_context(sys.argv[1])
+def warm():
+    return context.load_context(sys.argv[1])
+warm()
+for name, call in (("built", built), ("from the store", warm)):
+    times = []
+    for _ in range(int(sys.argv[2])):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    print(name, statistics.median(times))
+"""
+
+
+def context_seconds(trees: dict[str, str], source: str, verl_site: str, runs: int) -> dict[str, dict[str, float]]:
+    """(tree) -> {"built": s, "from the store": s}: the release context in process."""
+    found = {}
+    for tree, path in trees.items():
+        argv = [sys.executable, "-c", CONTEXT, source, str(runs)]
+        done = subprocess.run(argv, capture_output=True, text=True, env=environment(path, verl_site), check=True)
+        found[tree] = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in done.stdout.splitlines()}
+    return found
 
 
 def not_imported(trees: dict[str, str], argvs: dict[str, list[str]], verl_site: str, work: Path) -> dict[str, bool]:
@@ -150,6 +184,7 @@ def main() -> None:
         medians = measure(trees, argvs, args.runs, work, args.verl_site)  # from a folder outside every tree
         same = (work / "s.json").read_bytes() == (work / "r.json").read_bytes()
         clean = not_imported(trees, argvs, args.verl_site, work)
+    contexts = context_seconds(trees, args.source, args.verl_site, max(3, args.runs // 3))
     print(f"median of {args.runs} processes each, seconds (load average {os.getloadavg()[0]:.1f} at the end)")
     for tree, path in trees.items():
         print(f"\n{tree}: {path}\n  {'':28s} {'wall':>6s} {'cpu':>6s}")
@@ -166,6 +201,10 @@ def main() -> None:
                 f"corpus launch file / import pyarrow {advise:.2f} (target <= 2.5: {_met(advise <= 2.5)}); "
                 f"evaluate / reference script {m['evaluate (400 rows)'] / m['reference_evaluate.py']:.2f}"
             )
+    print()
+    for tree, seconds in contexts.items():
+        built, warm = seconds["built"], seconds["from the store"]
+        print(f"{tree}: release context in process: built {built:.3f} s, from the store {warm:.3f} s")
     print()
     for check, ok in clean.items():
         print(f"{check}: {'yes' if ok else 'NO'}")
