@@ -51,6 +51,15 @@ VERL_SCRIPT = """python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo d
 #: The launch file of issue 39's target, answered offline on a warm store.
 CORPUS_SCRIPT = ROOT / "tests" / "advisor_corpus" / "verl" / "grpo_gsm8k_qwen2_5_3b_lora.sh"
 FLOOR = "import pyarrow, pyarrow.compute, pyarrow.csv, numpy"
+#: The commands the targets' ratios read (``--targets-only``).
+TARGETS_NEED = (
+    "python -c 'import pyarrow'",
+    "evaluate's import floor",
+    "rlvrambench --version",
+    "evaluate (400 rows)",
+    "reference_evaluate.py",
+    "advise --verl (corpus file)",
+)
 #: (command, module that must not be imported): checked with python -X importtime in every tree.
 NOT_IMPORTED = (
     ("advise --help", "numpy"),
@@ -171,6 +180,7 @@ def main() -> None:
     parser.add_argument("--source", default=str(SNAPSHOT))
     parser.add_argument("--tree", action="append", default=[], help="another checkout to measure beside this one")
     parser.add_argument("--verl-site", default="/tmp/verlsite", help="a folder holding VERL's packaged configs")
+    parser.add_argument("--targets-only", action="store_true", help="time only what the targets' ratios need")
     args = parser.parse_args()
     trees = {"this": str(ROOT), **{f"tree {i + 1}": str(Path(t).resolve()) for i, t in enumerate(args.tree)}}
     with tempfile.TemporaryDirectory() as folder:
@@ -180,10 +190,11 @@ def main() -> None:
         subprocess.run(
             [sys.executable, *baseline], check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)}
         )
-        argvs = commands(args.source, work)
+        every = commands(args.source, work)
+        argvs = {n: a for n, a in every.items() if n in TARGETS_NEED} if args.targets_only else every
         medians = measure(trees, argvs, args.runs, work, args.verl_site)  # from a folder outside every tree
         same = (work / "s.json").read_bytes() == (work / "r.json").read_bytes()
-        clean = not_imported(trees, argvs, args.verl_site, work)
+        clean = not_imported(trees, every, args.verl_site, work)
     contexts = context_seconds(trees, args.source, args.verl_site, max(3, args.runs // 3))
     print(f"median of {args.runs} processes each, seconds (load average {os.getloadavg()[0]:.1f} at the end)")
     for tree, path in trees.items():
