@@ -104,16 +104,21 @@ def inputs_from_tables(
 
 
 def numerical_environment() -> dict[str, Any]:
-    """Versions of the numerical stack (the reference stack is in ``docs/estimation.md``)."""
-    import numpy
-    import scipy
-    import sklearn
+    """Versions of the numerical stack (the reference stack is in ``docs/estimation.md``), read from the installed
+    distributions: scikit-learn is named, not imported (its import alone takes about 0.5 s; the fits use scipy)."""
+    from importlib import metadata
+
+    def version(distribution: str) -> str | None:
+        try:
+            return metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            return None
 
     return {
         "python": platform.python_version(),
-        "numpy": numpy.__version__,
-        "scipy": scipy.__version__,
-        "scikit_learn": sklearn.__version__,
+        "numpy": version("numpy"),
+        "scipy": version("scipy"),
+        "scikit_learn": version("scikit-learn"),
         "platform": platform.platform(),
     }
 
