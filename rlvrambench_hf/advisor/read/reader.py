@@ -64,9 +64,10 @@ def read_plans(
 
     ``kind`` says which (None: ``.sh`` files and command lines are VERL, a mapping with VERL's sections is VERL, an
     object with GRPOConfig's fields is TRL, anything else is planned). ``workload`` names the workload of plans
-    that do not give one (VERL and TRL configs never do); ``settings`` adds dataset settings to every plan where it
-    gives none (e.g. ``{"gpu_count": 2}``). ``source`` / ``revision`` name the release read against. ``launching``
-    (:class:`Launching`): ``accelerate_config``, ``arguments``, ``verl_version``.
+    that do not give one (without it, a VERL or TRL run's is the one its data files name, :mod:`.workloads`);
+    ``settings`` adds dataset settings to every plan where it gives none (e.g. ``{"gpu_count": 2}``). ``source`` /
+    ``revision`` name the release read against. ``launching`` (:class:`Launching`): ``accelerate_config``,
+    ``arguments``, ``verl_version``.
     """
     kind = kind or detect_kind(plans)
     if kind not in KINDS:
@@ -103,6 +104,7 @@ def _read(
         found = config_records(
             plans, kind, measured, settings or {}, accelerate=accelerate, arguments=launching.get("arguments"),
             command_line=isinstance(plans, str) and is_command_line(plans), verl_version=launching.get("verl_version"),
+            infer_workload=workload is None and "workload_id" not in settings,
         )  # fmt: skip
         records, origins, written = found.records, found.origins, found.written
         flags, sources, notes, hidden = found.flags, found.sources, found.notes, found.environment

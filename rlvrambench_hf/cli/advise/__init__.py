@@ -87,6 +87,13 @@ def add_advise(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model-revision", metavar="REV", help="Hub revision of a model outside the release (default main)")
     p.add_argument("--nearest", type=int, default=3, metavar="K", help="measured configurations to list (default 3)")
     p.add_argument(
+        "--details",
+        action="store_true",
+        help="under each plan's answer, what it rests on: each phase's peak and the error band's parts, the floors "
+        "with their arithmetic, the reference methods' own predictions with their track record, the distance to the "
+        "measured cloud, every change, the scope flags and every read: line, under a legend of the words",
+    )
+    p.add_argument(
         "--output",
         metavar="F.json|F.csv|F.parquet",
         help="write the answer as JSON, or one row per plan as CSV or Parquet (atomically)",
