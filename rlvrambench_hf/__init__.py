@@ -122,9 +122,9 @@ def loading_script_path() -> str:
 
 
 def example_path(name: str) -> str:
-    """The installed launch file of a shipped example (``rlvrambench advise --verl example:NAME``): a VERL script
-    under ``rlvrambench_hf/examples/verl/`` (a TRL one under ``examples/trl/``), to run the advisor on or to copy.
-    An unknown name is an :class:`InputError` that lists the examples."""
+    """The installed launch script of a shipped example (``rlvrambench advise --verl example:NAME``): a VERL script
+    under ``rlvrambench_hf/examples/verl/``, or a TRL one under ``examples/trl/`` with the files it names beside it,
+    to run the advisor on or to copy. An unknown name is an :class:`InputError` that lists the examples."""
     from importlib import resources
 
     folder = resources.files("rlvrambench_hf").joinpath("examples")
@@ -133,7 +133,7 @@ def example_path(name: str) -> str:
         for tool in folder.iterdir()
         if tool.is_dir()
         for entry in tool.iterdir()
-        if entry.is_file()
+        if entry.is_file() and entry.name.endswith(".sh")
     }
     if name not in found:
         from .errors import quote

@@ -55,40 +55,30 @@ def infer_workload(
     """The workload the data keys of ``given`` (the user's own, dotted keys as written) name, the key that names
     it, and the ``read:`` line that says so; ``where`` gives each key's source (a file and line). No workload when
     no key or several workloads are named (the line then asks for ``--workload``)."""
-    listed = ", ".join(measured.workloads)
+    ask = f"name the one your data resembles with --workload ({', '.join(measured.workloads)})"
     looked: list[str] = []
     for key in DATA_KEYS:
         value = _dotted(given, key)
         if value is _ABSENT or value is None:
             continue
         named = named_workloads(value, measured)
-        place = f"{key} ({where.get(key, origin)})"
+        place = re.sub(r" \(from the environment: ([^()]*)\)$", r", from the environment: \1", where.get(key, origin))
         if len(named) == 1:
-            return named[0], key, f"workload {named[0]}, named by {place} (--workload names another)"
+            return named[0], key, f"workload {named[0]}: {key} names it ({place}); --workload names another"
         if len(named) > 1:
-            return (
-                None,
-                None,
-                (
-                    f"workload not inferred: {place} names {' and '.join(named)}; name the one your run resembles "
-                    f"with --workload ({listed})"
-                ),
-            )
-        looked.append(place)
-    said = (
-        f"{' nor '.join(looked)} names a workload the release measured"
-        if looked
-        else f"the launch file names no data files or dataset ({', '.join(DATA_KEYS)})"
+            return None, None, f"workload not inferred: {key} ({place}) names {' and '.join(named)}; {ask}"
+        looked.append(f"{key} ({place})")
+    if len(looked) > 1:
+        said = f"neither {' nor '.join(looked)} names a workload the release measured"
+    elif looked:
+        said = f"{looked[0]} names no workload the release measured"
+    else:
+        said = f"the launch file names no data files or dataset ({', '.join(DATA_KEYS)})"
+    without = (
+        "records of any workload with these settings match, no level or donor applies, and the per-phase model takes "
+        "every response at its cap"
     )
-    return (
-        None,
-        None,
-        (
-            f"workload not inferred: {said}; name the one your data resembles with --workload ({listed}); without it no "
-            "measured record, level or donor applies, and the per-phase model takes every response at its cap and the "
-            "largest runtime memory of the measured workloads"
-        ),
-    )
+    return None, None, f"workload not inferred: {said}; {ask}; without it, {without}"
 
 
 def _dotted(tree: Mapping[str, Any], key: str) -> object:

@@ -38,9 +38,10 @@ def run_plans(args: argparse.Namespace, settings: dict[str, str]) -> int:
     )
     answers = advise(plans, source, hardware=hardware, model_revision=args.model_revision, nearest=args.nearest)
     write_answers(answers, args.output)
-    text = render(answers, kind, args.details)
-    if example is not None:  # named as the user named it, with where to copy it from
-        text = text.replace(given, example) + f"\n{example} is {given}: copy it to start your own"
+    text = render(answers, kind, args.details, {given: example} if example else None)
+    if example is not None:  # where to copy it from
+        beside = " with the files beside it that it names" if kind == "trl" else ""
+        text += f"\n{example} is {given}: copy it{beside} to start your own"
     print(printable(text))
     return 0
 
@@ -91,10 +92,13 @@ def write_answers(answers: Answers, path: str | None) -> None:
     write_sweep(answers, path)
 
 
-def render(answers: Answers, kind: Kind = "planned", with_details: bool = False) -> str:
+def render(
+    answers: Answers, kind: Kind = "planned", with_details: bool = False, names: dict[str, str] | None = None
+) -> str:
     """Each plan's answer in plain words (:func:`~rlvrambench_hf.advisor.output.headline.headline`) and the
     ``read:`` line of its workload; with ``with_details``, what it rests on under a legend (:mod:`.details`). A
-    sweep (more than :data:`DETAIL_LIMIT` plans) gets a verdict line per plan and the count of verdicts."""
+    sweep (more than :data:`DETAIL_LIMIT` plans) gets a verdict line per plan and the count of verdicts. ``names``:
+    files named as the user named them (a shipped example's path -> ``example:NAME``)."""
     from ...advisor.output.headline import headline
     from ...advisor.output.sweep import verdict_counts, verdict_lines
     from .details import LEGEND, details
@@ -106,7 +110,7 @@ def render(answers: Answers, kind: Kind = "planned", with_details: bool = False)
     out: list[str] = []
     for i in range(len(answers)):
         answer = answers.answer(i)
-        out += [*([""] if out else []), *headline(answer, kind), *workload_lines(answers.plans, i)]
+        out += [*([""] if out else []), *headline(answer, kind), *workload_lines(answers.plans, i, names or {})]
     if with_details:
         out += ["", LEGEND]
         for i in range(len(answers)):
@@ -114,14 +118,20 @@ def render(answers: Answers, kind: Kind = "planned", with_details: bool = False)
     else:
         out += ["", "(--details: each phase's peak, the floors, the reference methods' own predictions, the scope "
                 "flags and every read: line)"]  # fmt: skip
-    return "\n".join(out)
+    return _renamed("\n".join(out), names or {})
 
 
-def workload_lines(plans: Plans, row: int) -> list[str]:
+def _renamed(text: str, names: dict[str, str]) -> str:
+    for path, name in names.items():
+        text = text.replace(path, name)
+    return text
+
+
+def workload_lines(plans: Plans, row: int, names: dict[str, str]) -> list[str]:
     """The ``read:`` line that says which workload a launch file's data files name (or that asks for one)."""
     import textwrap
 
-    notes = [note for note in plans.row_notes(row) if note.startswith("workload ")]
+    notes = [_renamed(note, names) for note in plans.row_notes(row) if note.startswith("workload ")]
     return [
         line
         for note in notes
