@@ -24,15 +24,14 @@ PHASES = {
     "actor_update": "the training step",
     "weight_sync": "weights copied to vLLM",
 }
-#: The memory floors in a few words, and the phase they bind at.
+#: The memory floors in a few words (each binds when vLLM starts).
 FLOORS = {
     "generation_weights": "vLLM's copy of the weights against vLLM's budget",
     "actor_shards_at_startup": "the actor's FSDP shards beside vLLM's budget",
     "kv_cache_one_sequence": "one max_model_len sequence's KV cache in vLLM's budget less its weights",
 }
-#: Why a band grows, in a few words (a part not listed is named as it is).
+#: Why a band grows beyond the in-domain band, in a few words (a part not listed is named as it is).
 BAND_PARTS = {
-    "in_domain": "the model's held-out error",
     "model_not_calibrated": "a model outside the calibration",
     "size_outside_range": "a size outside the calibration models'",
     "tokens_outside_range": "more tokens per micro-batch than measured",
@@ -290,11 +289,12 @@ def _buy_back(answer: Answer, overrides: Sequence[str], keys: Keys) -> list[str]
 def basis(answer: Answer) -> str:
     """What the answer rests on, in one line, with the scope flags' titles."""
     v = answer.verdict
+    decided = v.basis if v.state is not None else None
     rests = {
         "measured": "basis: measured (the release ran these settings)",
         "floor": "basis: floor (arithmetic that cannot hold, whatever the model predicts)",
         "predicted": "basis: predicted by the per-phase memory model, not a measurement",
-    }.get(v.basis or "", "basis: none (no verdict)")
+    }.get(decided or "", "basis: none (no verdict)")
     flags = [_title(f) for f in answer.scope_flags]
     if not flags:
         return f"{rests}; scope: within the measured families, settings and hardware"

@@ -113,7 +113,7 @@ def _read(
     where = Where(origins.__getitem__, written, _hidden(hidden))
     table = _filled(table, workload, settings, measured, where)
     required = REQUIRED + (("workload_id",) if kind == "planned" else ())
-    _check_required(table, required, where, kind, sources)
+    _check_required(table, required, where, kind, sources, measured.workloads)
     _check_models(table, measured, where)
     check_ranges(table, where)
     table = table.set_column(
@@ -232,7 +232,12 @@ def _filled(
 
 
 def _check_required(
-    table: pa.Table, required: Sequence[str], where: Where, kind: str, sources: Sequence[Mapping[str, str]] = ()
+    table: pa.Table,
+    required: Sequence[str],
+    where: Where,
+    kind: str,
+    sources: Sequence[Mapping[str, str]] = (),
+    workloads: Sequence[str] = (),
 ) -> None:
     """A one-line error naming the required settings a plan does not give (a ``max_model_len`` left null for the
     model's own context length is given: the answer reads it from the model's config.json)."""
@@ -249,7 +254,8 @@ def _check_required(
         return
     rows = pc.is_null(table.column(missing[0]))
     first, count = pc.index(rows, True).as_py(), pc.sum(rows).as_py()
-    hint = " (name it with --workload)" if missing == ["workload_id"] else ""
+    listed = f": {', '.join(workloads)}" if workloads else ""
+    hint = f" (name the measured one it resembles with --workload{listed})" if missing == ["workload_id"] else ""
     written = ", ".join(where.name(m) for m in missing)
     scope = "" if table.num_rows == 1 else f" ({count} of {table.num_rows} plans, the first: {where.origin(first)})"
     prefix = where.origin(first) if table.num_rows == 1 else "plans"

@@ -1,6 +1,6 @@
-"""``advise --planned / --verl / --trl``: the answers to the plans of a file, printed from the typed answers (one
-verdict line per plan, then each plan's details or, for a sweep, the count of verdicts) and written by
-``--output``."""
+"""``advise --planned / --verl / --trl``: the answers to the plans of a file, printed from the typed answers (each
+plan's answer in plain words, then with ``--details`` what it rests on; for a sweep, a verdict line per plan and the
+count of verdicts) and written by ``--output``. ``example:NAME`` names a launch file shipped with the package."""
 
 from __future__ import annotations
 
@@ -52,10 +52,10 @@ EXAMPLE = "example:"
 
 def shipped_example(given: str, kind: Kind) -> tuple[str, str | None]:
     """``given``, or for ``example:NAME`` the installed file of that example and the name as the user wrote it."""
-    if not given.startswith(EXAMPLE) or kind == "planned":
-        return given, None
     from pathlib import Path
 
+    if not given.startswith(EXAMPLE) or kind == "planned" or Path(given).exists():  # a file of that name is the file
+        return given, None
     from ... import example_path
 
     path = example_path(given[len(EXAMPLE) :])
