@@ -86,8 +86,8 @@ def why(answer: Answer) -> list[str]:
     v = answer.verdict
     if v.not_modelled:
         return _not_modelled(answer)
-    if v.basis == "measured":
-        return _measured(answer)
+    if v.basis == "measured":  # and the floors that cannot hold beside it, which its changes make hold
+        return _measured(answer) + [_floor(f, answer) for f in answer.failed_floors]
     if v.basis == "floor":
         return [_floor(f, answer) for f in answer.failed_floors]
     if v.state is None:
@@ -124,7 +124,10 @@ def _predicted(answer: Answer) -> list[str]:
     band = memory.band_mib
     parts = [p for p in (memory.band.parts if memory.band else ()) if p.part != "in_domain" and p.mib > 0]
     largest = max(parts, key=lambda p: p.mib, default=None)
-    reason = f", most of it for {BAND_PARTS.get(largest.part, largest.part)}" if largest is not None else ""
+    reason = ""
+    if largest is not None:  # the part that widens it most, and how much of it that is
+        share = "most of it" if largest.mib >= band / 2 else "its largest part"
+        reason = f", {share} for {BAND_PARTS.get(largest.part, largest.part)}"
     peak = memory.peak_mib or 0.0
     if v.near_limit and v.state == "within_margin":
         lines.append(
@@ -161,7 +164,10 @@ def _measured(answer: Answer) -> list[str]:
     elif state in ("within_margin", "above_margin"):
         lines.append(f"measured: {ran}: {WORDS[state]}")
     else:
-        lines.append(f"measured: {ran}, but its seeds give no repeated label (unresolved)")
+        lines.append(f"measured: {ran}, without a repeated label (unresolved)")
+        model = _model_peak(answer)
+        if model is not None:
+            lines.append(f"the per-phase model: {model}")
     if answer.measured_agree is False:
         lines.append("the matching records disagree: the most severe label is given")
     return lines
