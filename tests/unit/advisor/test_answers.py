@@ -133,7 +133,7 @@ def advisable(draw: st.DrawFn) -> dict:
 DEVICE_CAPACITIES = sorted({23028, 24564, 40960, 46068, 49140, 81559, 95830, 143771})
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     rows=st.lists(advisable(), min_size=1, max_size=4),
     capacities=st.lists(st.sampled_from(DEVICE_CAPACITIES), min_size=2, max_size=3, unique=True),
