@@ -64,7 +64,11 @@ def infer_workload(
         named = named_workloads(value, measured)
         place = re.sub(r" \(from the environment: ([^()]*)\)$", r", from the environment: \1", where.get(key, origin))
         if len(named) == 1:
-            return named[0], key, f"workload {named[0]}: {key} names it ({place}); --workload names another"
+            return (
+                named[0],
+                key,
+                f"workload {named[0]}: {key} names it ({place}); --workload NAME to read it as another",
+            )
         if len(named) > 1:
             return None, None, f"workload not inferred: {key} ({place}) names {' and '.join(named)}; {ask}"
         looked.append(f"{key} ({place})")
