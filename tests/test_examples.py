@@ -31,6 +31,7 @@ import re
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -181,16 +182,21 @@ def shell_setting(document: Path, snapshot: Path, folder: Path, scratch: Path):
 
 
 @pytest.fixture
-def elsewhere(tmp_path: Path, snapshot: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def elsewhere(tmp_path: Path, snapshot: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A scratch folder outside the checkout, the working directory and first entry of ``sys.path`` (as for a
-    Python session started there), with the documented environment: ``RLVRAMBENCH_SOURCE`` names the release."""
+    Python session started there), with the documented environment: ``RLVRAMBENCH_SOURCE`` names the release.
+    Modules the examples import from it (a ``mine.py`` of the docs) are forgotten afterwards, so that no later test
+    of this process imports the docs' module under a name of its own."""
     scratch = tmp_path / "session"
     scratch.mkdir()
     assert REPO_ROOT not in scratch.resolve().parents, "the examples must run outside the checkout"
     monkeypatch.chdir(scratch)
     monkeypatch.syspath_prepend(str(scratch))
     monkeypatch.setenv("RLVRAMBENCH_SOURCE", str(snapshot))
-    return scratch
+    yield scratch
+    for name, module in list(sys.modules.items()):
+        if str(getattr(module, "__file__", None) or "").startswith(str(scratch)):
+            del sys.modules[name]
 
 
 def test_the_metric_module_examples_run(hub, elsewhere):
