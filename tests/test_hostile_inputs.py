@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -43,12 +44,15 @@ from hostile_corpus import (
     ACCELERATE_INPUTS,
     CODE_INPUTS,
     FILE_INPUTS,
+    FORGED,
     LOG_INPUTS,
     OUTPUT_INPUTS,
     PLANNED_INPUTS,
+    PWNED,
     RELEASE_INPUTS,
     SCORE_INPUTS,
     SCRIPT_INPUTS,
+    SECRETS,
     SOURCE_INPUTS,
     TEXT_INPUTS,
     TRL_INPUTS,
@@ -337,6 +341,8 @@ def harness_env() -> dict[str, str]:
         HF_ENDPOINT="http://127.0.0.1:9",
         PYTHONPATH=f"{REPO_ROOT}{os.pathsep}{REPO_ROOT / 'tests'}",  # this checkout, wherever it is installed
         RLVRAMBENCH_USER_MEMORY_MIB="512",
+        RLVRAMBENCH_USER_DISK_MIB="64",
+        **SECRETS,  # secrets user code must not find and no output may show
     )
 
 
@@ -353,7 +359,7 @@ def cases() -> list[tuple[Target, Input]]:
     for target in TARGETS:
         outputs = OUTPUT_INPUTS if target.kind in BASES and writes(target) else []
         for item in corpus(target.kind) + outputs:
-            if target.cheap or item.expect in ("refused", "interrupt"):
+            if target.cheap or item.expect in ("refused", "interrupt", "killed"):
                 out.append((target, item))
     return out
 
@@ -411,10 +417,9 @@ def _run_target(target: Target, work: Path) -> dict[str, dict]:
             "{TRL}": str(trl),
         }
         argv = ["--source", str(SNAPSHOT)] if target.kind != "source" else ["--source", prepared.arg]
-        argv += [_fill(a, fill) for a in target.argv]
-        plans.append(
-            (item, prepared, out, {"argv": argv, "cwd": str(own), "stdin": prepared.stdin, "fifo": prepared.fifo})
-        )
+        argv += [_fill(a, fill) for a in target.argv] + prepared.options
+        case = {"argv": argv, "cwd": str(own), "stdin": prepared.stdin, "fifo": prepared.fifo}
+        plans.append((item, prepared, out, {**case, "signal": prepared.signal}))
     before = {item.name: digests(prepared.files) for item, prepared, _, _ in plans}
     cases_file, results_file = work / "cases.json", work / "results.json"
     cases_file.write_text(json.dumps([plan[3] for plan in plans]))
@@ -425,8 +430,9 @@ def _run_target(target: Target, work: Path) -> dict[str, dict]:
         capture_output=True,
     )
     assert done.returncode == 0, done.stderr.decode()[-3000:]
-    for (item, prepared, out, _), result in zip(plans, json.loads(results_file.read_text())):
+    for (item, prepared, out, case), result in zip(plans, json.loads(results_file.read_text())):
         result["changed"] = digests(prepared.files) != before[item.name]
+        result["pwned"] = (Path(case["cwd"]) / PWNED).exists()
         result["left"] = sorted(p.name for p in out.rglob("*") if p.name != "lost+found")
         outcomes[item.name] = result
         shutil.rmtree(out, ignore_errors=True)
@@ -439,7 +445,7 @@ def _fill(arg: str, values: dict[str, str]) -> str:
     return arg
 
 
-ALLOWED = {"refused": {2}, "accepted": {0}, "either": {0, 2}, "interrupt": {130}}
+ALLOWED = {"refused": {2}, "accepted": {0}, "either": {0, 2}, "interrupt": {130}, "killed": {-1, -9, -15}}
 
 
 def allowed(target: Target, item: Input) -> set[int]:
@@ -469,8 +475,12 @@ def test_hostile_input(harness, target: Target, item: Input) -> None:
     status, stderr = result["status"], result["stderr"]
     assert status in allowed(target, item), (status, stderr[-2000:])
     assert "Traceback" not in stderr, stderr[-2000:]
-    assert result["left_processes"] == 0, "user code left processes running"
-    if status in target.success and item.prints:
+    assert result["left_processes"] == 0, f"user code left processes running: {result.get('left_commands')}"
+    contained_checks(target, result)
+    if item.expect == "killed":
+        assert stderr == "", stderr[-2000:]  # a command killed by a signal prints nothing
+        assert result["left"] == [], f"a killed command left {result['left']}"
+    elif status in target.success and item.prints:
         assert len(stderr) < 8192, f"{len(stderr):,} characters on stderr"
     elif status in target.success:
         assert stderr == "", stderr
@@ -482,6 +492,27 @@ def test_hostile_input(harness, target: Target, item: Input) -> None:
     assert not result["changed"], "an input was changed"
     if item.seconds is not None:
         assert result["seconds"] <= item.seconds, f"took {result['seconds']:.1f} s"
+
+
+# ---- contained user code and escaped output (issue 38, items 1 and 5) ----
+#: Characters that must never reach a terminal raw: C0 controls but line feed, DEL, C1 controls, and the format
+#: characters (bidi overrides, zero-width ones).
+RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+#: Targets whose printing is another engineer's (advise's own text): their raw characters are theirs to escape.
+ADVICE_KINDS = {"verl script", "verl yaml", "trl", "log", "accelerate"}
+
+
+def contained_checks(target: Target, result: dict) -> None:
+    """Whatever a case did: no forged line among the command's output, no code of a child's reply run in the
+    command, no secret of the environment printed, and (beyond advise's own text) no raw control character."""
+    stdout, stderr = result["stdout"], result["stderr"]
+    assert FORGED not in stdout, "user code's lines appeared on the command's output"
+    assert not result["pwned"], "a child's reply ran code in the command"
+    shown = [name for name, value in SECRETS.items() if value in stdout + stderr]
+    assert not shown, f"secrets printed: {shown}"
+    if target.kind not in ADVICE_KINDS and target.argv[:2] != ("estimate", "advise"):
+        raw = RAW.search(stdout + stderr)
+        assert raw is None, f"a raw {raw.group()!r} reached the terminal" if raw else ""
 
 
 def test_the_harness_covers_every_target_with_its_whole_corpus() -> None:
