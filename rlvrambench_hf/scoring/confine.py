@@ -119,30 +119,26 @@ def confine(plan: Plan, keep: int, output: int, report: int) -> int:  # pragma: 
     _drop_capabilities()
     sealed = seccomp.install((plan.command, plan.keeper), plan.groups)
     os.write(report, b"S" if sealed else b"W")
-    os.close(report)
+    os.dup2(0, report, inheritable=False)  # told once: the keeper's pipe is closed, its number kept
     return socket_fd
 
 
 def _descriptors(keep: int, output: int, report: int) -> tuple[int, int]:  # pragma: no cover - in the child
-    """Standard input from /dev/null, output and error to ``output``, the socket ``keep`` as descriptor 3 and
-    ``report`` as 4 (neither inherited by programs user code runs). Every other descriptor the child inherited
-    now points to /dev/null: nothing the command had open stays reachable, and a library that still holds one of
-    their numbers (pyarrow's fork handler closes its own pipe) closes /dev/null, not a file of the user code."""
+    """Standard input from /dev/null, output and error to ``output``; the socket ``keep`` and ``report`` moved to
+    numbers of their own (not inherited by programs user code runs). Every other descriptor now points to
+    /dev/null: nothing the command had open stays reachable, and no number a library still holds is left closed
+    (pyarrow's fork handler aborts when the pipe it made cannot be closed) or taken by another file."""
     import fcntl
 
-    socket_fd, output_fd, report_fd = (fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in (keep, output, report))
+    socket_fd, output_fd, report_fd = (fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100) for fd in (keep, output, report))
     null = os.open(os.devnull, os.O_RDWR)
-    for fd, target in ((null, 0), (output_fd, 1), (output_fd, 2), (socket_fd, 3), (report_fd, 4)):
-        os.dup2(fd, target)
-    os.set_inheritable(3, False)
-    os.set_inheritable(4, False)
+    os.dup2(null, 0)
+    os.dup2(output_fd, 1)
+    os.dup2(output_fd, 2)
     for fd in _open_descriptors():
-        if fd > 4:
+        if fd > 2 and fd not in (socket_fd, report_fd):
             os.dup2(0, fd, inheritable=False)
-    for fd in (null, socket_fd, output_fd, report_fd):
-        if fd > 4:
-            os.close(fd)
-    return 3, 4
+    return socket_fd, report_fd
 
 
 def _open_descriptors() -> list[int]:  # pragma: no cover - runs in the child
