@@ -1123,3 +1123,17 @@ ACCELERATE_INPUTS = [
     edit("accelerate: a list as the processes", "num_processes: 2", "num_processes: [1, 2]"),
     edit("accelerate: a zero-width space in a key", "num_processes: 2", "num_processes\u200b: 2"),
 ]
+
+
+# ---- output lines name files escaped (issue 38, item 5) ----
+
+
+def named_folder(folder: Path) -> Path:
+    """A folder whose name holds an escape sequence, a bell, a C1 control and a bidi override (issue 38, item 5:
+    a file name in a command's output line is printed escaped)."""
+    target = folder / "out\x1b[2J\x07\x9b31m\u202eevil"
+    target.mkdir()
+    return target
+
+
+OUTPUT_INPUTS.append(Input("outputs in a folder named with control characters", outputs_in(named_folder), "accepted"))

@@ -43,6 +43,7 @@ from functools import partial
 from types import FrameType
 from typing import Any
 
+from ..errors import escaped
 from . import wire
 from .confine import DEFAULT_MEMORY_MIB, DISK_ENV, MEMORY_ENV, Plan, disk_budget, memory_budget
 from .keeper import StatusPipe, keeper_main
@@ -75,7 +76,7 @@ _SERIAL = itertools.count(1)
 
 def shown(text: str) -> str:
     """``text`` with every character that is not printable escaped (``\\x1b``, ``\\u202e``), tabs included."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return escaped(text, keep="")
 
 
 class Output:
