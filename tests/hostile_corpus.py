@@ -14,6 +14,7 @@ import gzip
 import json
 import os
 import random
+import re
 import shutil
 import socket
 import struct
@@ -37,6 +38,7 @@ class Prepared:
     skip: str | None = None  # why this case cannot be made here
     signal: dict | None = None  # {"name": "TERM", "processes": N}: the command is killed once N processes run below it
     options: list[str] = field(default_factory=list)  # options added after the target's own (a later one wins)
+    unprivileged: bool = False  # the command runs without the right to read others' files (root: no DAC capability)
 
 
 Maker = Callable[[Path, bytes, str], Prepared]  # (the input's own folder, a valid file of the kind, its suffix)
@@ -1137,3 +1139,188 @@ def named_folder(folder: Path) -> Path:
 
 
 OUTPUT_INPUTS.append(Input("outputs in a folder named with control characters", outputs_in(named_folder), "accepted"))
+
+
+# ---- readers bounded by construction (issue 38, item 2): JSON and YAML bounded in nesting and integer digits for
+# every structured file a command reads; a local model folder's config.json and safetensors headers (the target
+# ``advise --verl`` with the folder as its model path); predictions read by pyarrow.
+
+
+def structured(value: bytes) -> Callable[[bytes], bytes]:
+    """The valid file with ``value`` added under a key of its own (JSON: wrapped in an object; YAML: a line)."""
+
+    def change(base: bytes) -> bytes:
+        if base.lstrip().startswith((b"{", b"[")):
+            return b'{"hostile": ' + value + b', "valid": ' + base + b"}"
+        return base.rstrip(b"\n") + b"\nhostile_value: " + value + b"\n"
+
+    return change
+
+
+FILE_INPUTS += [
+    Input("an integer of 5,000 digits", data(structured(b"9" * 5000)), formats=("json", "yaml")),
+    Input("an integer of 400 digits", data(structured(b"9" * 400)), formats=("json", "yaml")),
+    Input("nested 200 deep", data(structured(b"[" * 200 + b"]" * 200)), formats=("json", "yaml")),
+]
+
+#: A Qwen2.5-0.5B config.json (the facts of its Hub repository, as estimation/knownconfigs.py ships them).
+MODEL_CONFIG = {
+    **{"model_type": "qwen2", "hidden_size": 896, "num_hidden_layers": 24, "num_attention_heads": 14},
+    **{"num_key_value_heads": 2, "intermediate_size": 4864, "vocab_size": 151936, "max_position_embeddings": 32768},
+    **{"tie_word_embeddings": True, "torch_dtype": "bfloat16"},
+}
+
+
+def tensors_header(shapes: object = None) -> dict:
+    """A safetensors header of two layers of that model (shapes as its checkpoint has them; no data follows)."""
+    header: dict = {"__metadata__": {"format": "pt"}}
+    header["model.embed_tokens.weight"] = {"dtype": "BF16", "shape": [151936, 896], "data_offsets": [0, 0]}
+    for i in range(2):
+        for name, shape in (("self_attn.q_proj", [896, 896]), ("mlp.down_proj", [896, 4864])):
+            given = shape if shapes is None else shapes
+            header[f"model.layers.{i}.{name}.weight"] = {"dtype": "BF16", "shape": given, "data_offsets": [0, 0]}
+    return header
+
+
+def safetensors(header: object, length: int | None = None) -> bytes:
+    raw = json.dumps(header).encode() if not isinstance(header, bytes) else header
+    return struct.pack("<Q", len(raw) if length is None else length) + raw
+
+
+def model_folder(folder: Path, files: dict[str, bytes | str | None] | None = None) -> Path:
+    """A model folder: a valid config.json and model.safetensors, each replaced as ``files`` says (bytes: the
+    content; "fifo", "socket", "folder", "/dev/zero": that instead; "unreadable": the valid file, mode 000)."""
+    target = folder / "model"
+    target.mkdir()
+    valid = {"config.json": json.dumps(MODEL_CONFIG).encode(), "model.safetensors": safetensors(tensors_header())}
+    for name, content in {**valid, **(files or {})}.items():
+        path = target / name
+        if content == "fifo":
+            os.mkfifo(path)
+        elif content == "socket":
+            unix_socket(target, "").rename(path)
+        elif content == "folder":
+            path.mkdir()
+        elif content == "/dev/zero":
+            path.symlink_to("/dev/zero")
+        elif content == "unreadable":
+            path.write_bytes(valid[name])
+            path.chmod(0)
+        elif isinstance(content, bytes):
+            path.write_bytes(content)
+    return target
+
+
+def with_model(files: dict[str, bytes | str | None] | None = None, sparse_to: int | None = None) -> Maker:
+    """The valid launch script with its model path set to a model folder made by :func:`model_folder` (the file
+    ``sparse_to`` names grown to that many bytes by a hole: it takes no disk space)."""
+
+    def make(folder: Path, base: bytes, suffix: str) -> Prepared:
+        target = model_folder(folder, files)
+        if sparse_to is not None:
+            name = next(iter(files or {"config.json": None}))
+            with open(target / name, "r+b") as handle:
+                handle.truncate(sparse_to)
+        script = re.sub(rb"MODEL_PATH=\S+", b"MODEL_PATH=" + str(target).encode(), base, count=1)
+        prepared = write(folder, script, suffix)
+        prepared.unprivileged = any(v == "unreadable" for v in (files or {}).values())
+        return prepared
+
+    return make
+
+
+def model_input(name: str, expect: str = "refused", seconds: float | None = 20, **made: object) -> Input:
+    return Input(f"model folder: {name}", with_model(**made), expect, formats=("model",), seconds=seconds)
+
+
+_CONFIG = "config.json"
+MODEL_INPUTS = [
+    Input("a FIFO fed the valid content", fifo, "accepted"),
+    Input("/dev/stdin fed the valid content", from_stdin, "accepted"),
+    model_input("valid (config.json and safetensors headers)", "accepted", files={}),
+    model_input("config.json alone", "accepted", files={"model.safetensors": None}),
+    model_input("config.json of 3 GiB (sparse)", files={_CONFIG: json.dumps(MODEL_CONFIG).encode()}, sparse_to=3 << 30),
+    model_input("config.json a FIFO nobody writes", files={_CONFIG: "fifo"}),
+    model_input("config.json a socket", files={_CONFIG: "socket"}),
+    model_input("config.json a folder", files={_CONFIG: "folder"}),
+    model_input("config.json a link to /dev/zero", files={_CONFIG: "/dev/zero"}),
+    model_input("config.json another user's (unreadable)", files={_CONFIG: "unreadable"}),
+    model_input("config.json not JSON", files={_CONFIG: b"{oops"}),
+    model_input("config.json a JSON list", files={_CONFIG: b"[1, 2]"}),
+    model_input("config.json nested 100,000 deep", files={_CONFIG: b"[" * 100_000 + b"]" * 100_000}),
+    model_input("config.json nested 200 deep", files={_CONFIG: b'{"a": ' + b"[" * 200 + b"]" * 200 + b"}"}),
+    model_input(
+        "config.json with an integer of 5,000 digits",
+        files={_CONFIG: json.dumps(MODEL_CONFIG).replace("896", "9" * 5000, 1).encode()},
+    ),
+    model_input(
+        "config.json with an integer of 400 digits",
+        files={_CONFIG: json.dumps(MODEL_CONFIG).replace("896", "9" * 400, 1).encode()},
+    ),
+    *(
+        model_input(
+            f"config.json hidden_size {value}", files={_CONFIG: json.dumps({**MODEL_CONFIG, "hidden_size": v}).encode()}
+        )
+        for value, v in (("0", 0), ("-3", -3), ("true", True), ("2**40", 2**40), ("'896'", "896"))
+    ),
+    model_input("safetensors header that is text", files={"model.safetensors": safetensors(b"not json at all")}),
+    model_input("safetensors header that is a list", files={"model.safetensors": safetensors([1, 2])}),
+    model_input(
+        "safetensors null shapes",
+        files={
+            "model.safetensors": safetensors(
+                tensors_header(shapes=None) | {"x.weight": {"dtype": "BF16", "shape": None}}
+            )
+        },
+    ),
+    model_input(
+        "safetensors negative shapes", files={"model.safetensors": safetensors(tensors_header(shapes=[-5, 896]))}
+    ),
+    model_input("safetensors text shapes", files={"model.safetensors": safetensors(tensors_header(shapes=["a", "b"]))}),
+    model_input(
+        "safetensors boolean shapes", files={"model.safetensors": safetensors(tensors_header(shapes=[True, 2]))}
+    ),
+    model_input(
+        "safetensors a shape of 5,000 digits",
+        files={"model.safetensors": safetensors(b'{"x.weight": {"dtype": "BF16", "shape": [' + b"9" * 5000 + b"]}}")},
+    ),
+    model_input("safetensors header nested 100,000 deep", files={"model.safetensors": safetensors(b"[" * 100_000)}),
+    model_input(
+        "safetensors header length beyond the file", files={"model.safetensors": safetensors(tensors_header(), 10_000)}
+    ),
+    model_input("safetensors header length 2**63", files={"model.safetensors": safetensors(tensors_header(), 2**63)}),
+    model_input("safetensors of 3 bytes", files={"model.safetensors": b"abc"}),
+    model_input("safetensors a FIFO nobody writes", files={"model.safetensors": "fifo"}),
+    model_input("safetensors another user's (unreadable)", files={"model.safetensors": "unreadable"}),
+    model_input(
+        "safetensors of 3 GiB (sparse) with a valid header",
+        "accepted",
+        files={"model.safetensors": safetensors(tensors_header())},
+        sparse_to=3 << 30,
+    ),
+]
+
+
+def jsonl_deep(base: bytes) -> bytes:
+    """A JSON Lines row nested 100,000 deep before the valid rows (pyarrow's reader overflows its stack on it)."""
+    return b'{"hostile": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n" + base
+
+
+def parquet_described(base: bytes) -> bytes:
+    """The valid predictions as Parquet whose ``datasets`` description (schema metadata) is nested 100,000 deep."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    table = pacsv.read_csv(io.BytesIO(base)).replace_schema_metadata({b"huggingface": b"[" * 100_000})
+    buffer = io.BytesIO()
+    pq.write_table(table.cast(pa.schema([pa.field(n, pa.string()) for n in table.column_names])), buffer)
+    return buffer.getvalue()
+
+
+PREDICTIONS_INPUTS = [
+    Input("JSON Lines nested 100,000 deep", data(jsonl_deep), formats=("csv",)),
+    Input("Parquet whose datasets description is nested 100,000 deep", data(parquet_described), "accepted", ("csv",)),
+]

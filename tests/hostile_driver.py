@@ -15,7 +15,8 @@ the driver instead of init, so ``left_processes`` also counts every process belo
 case that was not there before it (then ends them, so that one case cannot spoil the next). A case with ``"signal":
 {"name": "TERM", "processes": N}`` runs the command as a process of its own instead, waits until N processes run
 below it (the command's children and what user code started), sends it the signal, and reports its exit status
-(negative: the signal that ended it) and what it left running.
+(negative: the signal that ended it) and what it left running. A case with ``"unprivileged": true`` runs without
+the right to read others' files (root's DAC capabilities set aside meanwhile).
 """
 
 from __future__ import annotations
@@ -191,6 +192,7 @@ def _run(case: dict, main: object) -> dict:
     os.dup2(err.fileno(), 2)
     sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)))
     started = time.monotonic()
+    reads_all = _reads_others_files(not case.get("unprivileged"))
     try:
         os.chdir(case["cwd"])
         status: object = main(case["argv"])  # type: ignore[operator]
@@ -201,6 +203,7 @@ def _run(case: dict, main: object) -> dict:
         status = "escaped"
     finally:
         seconds = time.monotonic() - started
+        _reads_others_files(reads_all)
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
         for fd, copy in zip((0, 1, 2), saved):
@@ -213,6 +216,26 @@ def _run(case: dict, main: object) -> dict:
             writer.kill()
             writer.wait()
     return {"status": status, "stdout": _text(out), "stderr": _text(err), "seconds": seconds}
+
+
+def _reads_others_files(allowed: bool) -> bool:
+    """Give this process the right to read any file (root's CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH in its effective
+    set, where it has them) or take it away, so that a file of mode 000 cannot be read, as for a user who is not its
+    owner; whether it had the right before."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        header, data = (ctypes.c_uint32 * 2)(0x20080522, 0), (ctypes.c_uint32 * 6)()
+        if libc.capget(header, data) != 0:
+            return True
+        mask = (1 << 1) | (1 << 2)
+        before = data[0] & mask == mask & data[1]
+        data[0] = (data[0] | (data[1] & mask)) if allowed else (data[0] & ~mask)
+        libc.capset(header, data)
+        return before
+    except (OSError, AttributeError):
+        return True
 
 
 def _text(handle: object) -> str:

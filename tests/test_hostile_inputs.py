@@ -46,8 +46,10 @@ from hostile_corpus import (
     FILE_INPUTS,
     FORGED,
     LOG_INPUTS,
+    MODEL_INPUTS,
     OUTPUT_INPUTS,
     PLANNED_INPUTS,
+    PREDICTIONS_INPUTS,
     PWNED,
     RELEASE_INPUTS,
     SCORE_INPUTS,
@@ -122,6 +124,10 @@ TARGETS = [
     Target("estimate advise --verl YAML", ("estimate", "advise", "--verl", "{IN}"), "verl yaml"),
     Target("estimate advise --trl", ("estimate", "advise", "--trl", "{IN}", "--workload", "math"), "trl"),
     Target("advise --log", ("advise", "--log", "{IN}"), "log"),
+    # issue 38, item 2: a local model folder as the launch script's model path (config.json, safetensors headers)
+    Target(
+        "advise --verl SCRIPT with a local model folder", ("advise", "--verl", "{IN}", "--workload", "gsm8k"), "model"
+    ),
     Target(
         "advise --trl --accelerate-config",
         ("advise", "--trl", "{TRL}", "--workload", "math", "--accelerate-config", "{IN}"),
@@ -300,6 +306,18 @@ def scores_base(work: Path) -> tuple[bytes, str]:
     return scores.read_bytes(), ".json"
 
 
+def model_base(work: Path) -> tuple[bytes, str]:
+    """The VERL launch script with a model folder of this machine as its model path (a valid config.json and
+    safetensors headers, hostile_corpus.model_folder)."""
+    from hostile_corpus import model_folder
+
+    valid = work / "valid-model"
+    valid.mkdir(exist_ok=True)
+    folder = valid / "model" if (valid / "model").is_dir() else model_folder(valid)
+    script = VERL_SCRIPT.replace("MODEL_PATH=$HOME/models/Qwen2.5-3B-Instruct", f"MODEL_PATH={folder}", 1)
+    return script.encode(), ".sh"
+
+
 BASES: dict[str, tuple[Callable[[Path], tuple[bytes, str]], str]] = {
     "predictions": (predictions_base, "csv"),
     "followup": (followup_base, "csv"),
@@ -312,6 +330,7 @@ BASES: dict[str, tuple[Callable[[Path], tuple[bytes, str]], str]] = {
     "scores": (scores_base, "json"),
     "log": (log_base, "log"),
     "accelerate": (accelerate_base, "yaml"),
+    "model": (model_base, "model"),
 }
 #: The inputs of one kind of file, beside the FILE_INPUTS of its format.
 OWN_INPUTS = {
@@ -322,6 +341,9 @@ OWN_INPUTS = {
     "scores": SCORE_INPUTS,
     "log": LOG_INPUTS,
     "accelerate": ACCELERATE_INPUTS,
+    "model": MODEL_INPUTS,
+    "predictions": PREDICTIONS_INPUTS,
+    "followup": PREDICTIONS_INPUTS,
 }
 
 
@@ -419,7 +441,7 @@ def _run_target(target: Target, work: Path) -> dict[str, dict]:
         argv = ["--source", str(SNAPSHOT)] if target.kind != "source" else ["--source", prepared.arg]
         argv += [_fill(a, fill) for a in target.argv] + prepared.options
         case = {"argv": argv, "cwd": str(own), "stdin": prepared.stdin, "fifo": prepared.fifo}
-        plans.append((item, prepared, out, {**case, "signal": prepared.signal}))
+        plans.append((item, prepared, out, {**case, "signal": prepared.signal, "unprivileged": prepared.unprivileged}))
     before = {item.name: digests(prepared.files) for item, prepared, _, _ in plans}
     cases_file, results_file = work / "cases.json", work / "results.json"
     cases_file.write_text(json.dumps([plan[3] for plan in plans]))
