@@ -15,7 +15,8 @@ the driver instead of init, so ``left_processes`` also counts every process belo
 case that was not there before it (then ends them, so that one case cannot spoil the next). A case with ``"signal":
 {"name": "TERM", "processes": N}`` runs the command as a process of its own instead, waits until N processes run
 below it (the command's children and what user code started), sends it the signal, and reports its exit status
-(negative: the signal that ended it) and what it left running. A case with ``"unprivileged": true`` runs without
+(negative: the signal that ended it) and what it left running (with ``"to": "keeper"``, the signal goes to the
+command's child instead: the keeper of its user code). A case with ``"unprivileged": true`` runs without
 the right to read others' files (root's DAC capabilities set aside meanwhile).
 """
 
@@ -162,7 +163,11 @@ def _killed(case: dict) -> dict:
         if seen >= wanted["processes"]:
             break
         time.sleep(0.05)
-    if command.poll() is None:
+    if command.poll() is None and wanted.get("to") == "keeper":  # the command's child: the keeper of its user code
+        for pid in below(command.pid):
+            if _stat(pid) is not None and _stat(pid)[0] == command.pid:  # type: ignore[index]
+                os.kill(pid, getattr(signal, "SIG" + wanted["name"]))
+    elif command.poll() is None:
         command.send_signal(getattr(signal, "SIG" + wanted["name"]))
     try:
         status: object = command.wait(30)

@@ -218,6 +218,18 @@ def test_a_killed_command_leaves_nothing_running(tmp_path: Path, name: str, stat
     assert not (tmp_path / "out.json").exists()
 
 
+def test_what_escapes_a_killed_keeper_comes_back_to_the_command_and_is_ended(tmp_path: Path) -> None:
+    """The keeper killed (SIGKILL) while the policy waits: the child dies with it (its death signal), what it
+    started is re-parented to the command (a subreaper) and ended there; the command fails with one line."""
+    case = policy_case(tmp_path, ESCAPED_THEN_WAITS, "Waits", signal={"name": "KILL", "processes": 5, "to": "keeper"})
+    [result] = drive(tmp_path, [case])
+    assert result["processes_seen"] >= 5, result
+    lines = result["stderr"].splitlines()
+    assert result["status"] == 2 and len(lines) == 1 and "ended the process it ran in" in lines[0], result
+    assert result["left_processes"] == 0, result["left_commands"]
+    assert not (tmp_path / "out.json").exists()
+
+
 def own_session(folder: Path, body: str, attr: str, **extra: str) -> subprocess.CompletedProcess:
     """The policy's replay as a command in a session of its own (an attack on its process group reaches no one
     else), in a fresh interpreter; ``RLVRAMBENCH_TEST_NO_SECCOMP`` is honoured by the script below only."""

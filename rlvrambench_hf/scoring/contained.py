@@ -32,6 +32,7 @@ import atexit
 import contextlib
 import itertools
 import os
+import select
 import shutil
 import signal
 import sys
@@ -41,7 +42,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 from types import FrameType
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import escaped
 from . import wire
@@ -155,10 +156,13 @@ class Child:
         _LIVE.add(self)
 
     def receive(self, timeout: float | None) -> Reply | None:
-        """The next message, None when none came within ``timeout``; ``("died", how)`` when the child is gone."""
+        """The next message, None when none came within ``timeout``; ``("died", how)`` when the child is gone (its
+        socket closed, or its keeper says it ended or is gone itself: a process the child started may hold the
+        socket open)."""
+        waited = self._wait(timeout)
+        if waited is not True:
+            return waited
         try:
-            if not self.conn.poll(timeout):
-                return None
             data = self.conn.recv_bytes(REPLY_LIMIT)
         except (EOFError, ConnectionError):
             return ("died", self.ending())
@@ -177,6 +181,24 @@ class Child:
                 return ("stray", f"left {len(left)} process(es) running; user code must not leave processes "
                         "running when it returns (they were ended)")  # fmt: skip
         return reply
+
+    def _wait(self, timeout: float | None) -> Literal[True] | Reply | None:
+        """True once the socket can be read, None after ``timeout``, ``("died", how)`` when the keeper says the
+        child ended (or is gone itself)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(deadline - time.monotonic(), 0)
+            try:
+                ready, _, _ = select.select([self.conn.fileno(), self._status.fd], [], [], left)
+            except (OSError, ValueError):
+                return True  # a closed socket: reading it says so
+            if not ready:
+                return None
+            if self.conn.fileno() in ready:
+                return True
+            self._read_status(0, until_end=True)
+            if self._status.ended or self._status.gone:
+                return ("died", self.ending())
 
     def ask(self, request: tuple[Any, ...], timeout: float | None) -> Reply | None:
         """Send ``request`` and wait for its reply (None: the time ran out, and the child was stopped)."""

@@ -166,6 +166,7 @@ class StatusPipe:
 
     def __init__(self, fd: int) -> None:
         self.fd, self.buffer, self.ended, self.closed = fd, b"", False, False
+        self.gone = False  # the keeper closed the pipe (it ended, or was killed, without a word)
 
     def lines(self, seconds: float, *, until_end: bool) -> Iterator[list[str]]:
         deadline = time.monotonic() + seconds
@@ -177,20 +178,17 @@ class StatusPipe:
                 yield words
                 if not until_end:
                     return
-            if self.ended:
-                return
-            left = deadline - time.monotonic()
-            if left < 0:
+            if self.ended or self.gone:
                 return
             try:
-                ready, _, _ = select.select([self.fd], [], [], left)
+                ready, _, _ = select.select([self.fd], [], [], max(deadline - time.monotonic(), 0))
                 block = os.read(self.fd, 4096) if ready else None
             except (OSError, ValueError):
                 return
-            if block == b"":
-                return  # the keeper is gone without a word
-            if block:
-                self.buffer += block
+            if not block:
+                self.gone = block == b""
+                return
+            self.buffer += block
 
     def close(self) -> None:
         if not self.closed:
