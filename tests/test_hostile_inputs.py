@@ -520,21 +520,18 @@ def test_hostile_input(harness, target: Target, item: Input) -> None:
 #: Characters that must never reach a terminal raw: C0 controls but line feed, DEL, C1 controls, and the format
 #: characters (bidi overrides, zero-width ones).
 RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
-#: Targets whose printing is another engineer's (advise's own text): their raw characters are theirs to escape.
-ADVICE_KINDS = {"verl script", "verl yaml", "trl", "log", "accelerate"}
 
 
 def contained_checks(target: Target, result: dict) -> None:
     """Whatever a case did: no forged line among the command's output, no code of a child's reply run in the
-    command, no secret of the environment printed, and (beyond advise's own text) no raw control character."""
+    command, no secret of the environment printed, and no raw control character on any output."""
     stdout, stderr = result["stdout"], result["stderr"]
     assert FORGED not in stdout, "user code's lines appeared on the command's output"
     assert not result["pwned"], "a child's reply ran code in the command"
     shown = [name for name, value in SECRETS.items() if value in stdout + stderr]
     assert not shown, f"secrets printed: {shown}"
-    if target.kind not in ADVICE_KINDS and target.argv[:2] != ("estimate", "advise"):
-        raw = RAW.search(stdout + stderr)
-        assert raw is None, f"a raw {raw.group()!r} reached the terminal" if raw else ""
+    raw = RAW.search(stdout + stderr)
+    assert raw is None, f"a raw {raw.group()!r} reached the terminal" if raw else ""
 
 
 def test_the_harness_covers_every_target_with_its_whole_corpus() -> None:
