@@ -534,6 +534,25 @@ def contained_checks(target: Target, result: dict) -> None:
     assert raw is None, f"a raw {raw.group()!r} reached the terminal" if raw else ""
 
 
+@pytest.mark.unit
+def test_what_reaches_a_terminal_is_escaped(capsys: pytest.CaptureFixture[str]) -> None:
+    """The pieces the harness's RAW check stands on: a table cell, the output guard, a --debug traceback."""
+    from rlvrambench_hf.cli._common import escaping_output, format_table
+    from rlvrambench_hf.errors import InputError, debug_text, escaped
+
+    hostile = "a\x1b[2J\x07\x9b31m\u202e\u200b\r\tb"
+    assert escaped(hostile) == "a\\x1b[2J\\x07\\x9b31m\\u202e\\u200b\\r\\tb" and escaped("plain\n") == "plain\n"
+    table = format_table(["method", "n"], [[hostile, 1], ["plain", 2]])
+    assert RAW.search(table) is None and table.splitlines()[2].rindex("1") == table.splitlines()[3].rindex("2")
+    with escaping_output():
+        print(f"wrote {hostile}")
+    assert capsys.readouterr().out == f"wrote {escaped(hostile)}\n"
+    try:
+        raise InputError("x") from ValueError(hostile)
+    except InputError as exc:
+        assert RAW.search(debug_text(exc)) is None and "\\u202e" in debug_text(exc)
+
+
 def test_the_harness_covers_every_target_with_its_whole_corpus() -> None:
     kinds = {t.kind for t in TARGETS}
     assert kinds == {*BASES, "budgets", "policy", "estimator", "source", "release", "release copy", "nothing"}
