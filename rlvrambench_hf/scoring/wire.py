@@ -14,7 +14,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import InputError, OutputError, RLVRAMBenchError, SchemaError, UserCodeError, UserCodeInterrupted
+from ..errors import (
+    InputError,
+    OutputError,
+    RLVRAMBenchError,
+    SchemaError,
+    UserCodeError,
+    UserCodeInterrupted,
+    quote,
+)
 
 #: The package's errors a child may report by name (anything else is an InputError).
 _ERRORS: dict[str, type[RLVRAMBenchError]] = {
@@ -62,7 +70,7 @@ def decode(data: bytes) -> tuple[Any, ...]:
             return (kind, rest[0], rest[1][:TEXT_LIMIT], rest[2][:TEXT_LIMIT])
     if kind == "refused" and len(rest) == 1 and isinstance(rest[0], dict):
         return ("refused", _error(rest[0]))
-    raise WireError(f"not a reply of a known shape ({kind[:20]!r})")
+    raise WireError(f"not a reply of a known shape ({quote(kind, 20)})")
 
 
 def _error(given: dict[str, Any]) -> RLVRAMBenchError:
