@@ -20,10 +20,8 @@ forks the **child** that imports and runs the user code after confining itself (
   line behind a margin, so that it cannot pass for the command's own lines.
 - **Replies are data**: JSON of plain values (:mod:`.wire`), at most :data:`REPLY_LIMIT` bytes, never unpickled;
   the command checks them again itself (:mod:`.bounded`).
-- **Exits that are not answers**: ``os._exit``, a crash or a signal never look like success. Neither does user
-  code that forks (a forked copy that returns is ended quietly: only the process the command started answers) or
-  leaves a non-daemon thread running when it returns: both are errors (``("stray", what)``), and the child ends
-  with ``os._exit`` whatever its threads do.
+- **Exits that are not answers**: ``os._exit``, a crash or a signal never look like success; nor does user code
+  that forks or leaves a thread running (:mod:`.serve`).
 """
 
 from __future__ import annotations
@@ -44,7 +42,7 @@ from functools import partial
 from types import FrameType
 from typing import Any, Literal
 
-from ..errors import escaped
+from ..errors import OutputError, escaped
 from . import wire
 from .confine import DEFAULT_MEMORY_MIB, DISK_ENV, MEMORY_ENV, Plan, disk_budget, memory_budget
 from .keeper import StatusPipe, keeper_main
@@ -125,11 +123,12 @@ class Child:
 
         _prepare_command()
         command = os.getpid()
+        folder = _working_folder()
         self.conn, child_end = multiprocessing.get_context("fork").Pipe()
         out_read, out_write = os.pipe()
         status_read, status_write = os.pipe()
         report_read, report_write = os.pipe()
-        self.folder = tempfile.mkdtemp(prefix="rlvrambench-user-")
+        self.folder = folder
         self.cgroup = Cgroup.make(f"rlvrambench-{command}-{next(_SERIAL)}") if LINUX else None
         self._known = children_of(command) if LINUX else set()  # the command's own children: not the user's
         groups = tuple({os.getpgid(0), os.getsid(0)} - {0, 1})
@@ -301,6 +300,13 @@ class Child:
             and ((p.ppid == me and p.pid not in self._known) or p.sid in sessions)
         }
         return roots | (descendants(roots, processes) - keepers - {me})
+
+
+def _working_folder() -> str:
+    try:
+        return tempfile.mkdtemp(prefix="rlvrambench-user-")
+    except OSError as exc:
+        raise OutputError(f"no working folder for user code can be made in {tempfile.gettempdir()} ({exc})") from None
 
 
 def _path(cgroup: Cgroup | None) -> str | None:
