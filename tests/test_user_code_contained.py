@@ -451,3 +451,18 @@ def contained_error() -> Exception:
     from rlvrambench_hf.errors import InputError
 
     return InputError("bad", path="p.csv")
+
+
+@pytest.mark.unit
+def test_what_counts_as_a_secret_of_the_environment() -> None:
+    from rlvrambench_hf.scoring.confine import secret
+
+    secrets = ["HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH", "GITHUB_TOKEN", "MY_SERVICE_TOKEN"]
+    secrets += ["OPENAI_API_KEY", "SOME_KEY", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"]
+    secrets += ["DB_PASSWORD", "PGPASSWORD", "MYSQL_PWD", "MY_SECRET", "GOOGLE_APPLICATION_CREDENTIALS"]
+    secrets += ["AZURE_CLIENT_SECRET", "AZURE_STORAGE_CONNECTION_STRING", "SSH_AUTH_SOCK", "NETRC"]
+    assert all(secret(name, "x") for name in secrets), [n for n in secrets if not secret(n, "x")]
+    plain = ["PATH", "HOME", "PYTHONPATH", "TOKENIZERS_PARALLELISM", "GIT_AUTHOR_NAME", "KEYBOARD", "LANG"]
+    assert not any(secret(name, "x") for name in plain)
+    assert secret("PIP_INDEX_URL", "https://user:pw@pypi.example/simple")  # a value that holds one
+    assert secret("NOTES", "hf_" + "a" * 34) and not secret("NOTES", "hello")
