@@ -1,11 +1,15 @@
 # Set-up and entry points. `make demo` runs the main job on the real data; `make test` runs the tests.
 # Both create .venv/ (the package and its CLI, .venv/bin/rlvrambench) when it is missing or stale. `make test-fast`
 # runs the unit layer alone (pytest -m unit: a generated mini release, no real data, no server).
+#
+# The release copy: RLVRAMBENCH_SOURCE, the one name the package, the CLI, the metric and the docs read (a folder, or
+# a Hub repo id for `make demo`; the tests need a folder). Default: ../shared/rlvrambench/hub beside the checkout.
+# RLVRAMBENCH_SNAPSHOT and SNAPSHOT, its older names, are still honoured when RLVRAMBENCH_SOURCE is not set.
 PYTHON ?= python3
 VENV := .venv
 OLAH_VENV := .venv-olah
-SNAPSHOT ?= $(abspath ../shared/rlvrambench/hub)
-export RLVRAMBENCH_SNAPSHOT ?= $(SNAPSHOT)
+RLVRAMBENCH_SOURCE ?= $(or $(RLVRAMBENCH_SNAPSHOT),$(SNAPSHOT),$(abspath ../shared/rlvrambench/hub))
+export RLVRAMBENCH_SOURCE
 
 .PHONY: install browser demo lint package-check test test-fast bench clean
 
@@ -28,7 +32,7 @@ browser:
 		apt-get install -y -qq chromium >/dev/null) || echo "chromium not installed: the report rendering test will skip"
 
 demo: $(VENV)/.installed
-	$(VENV)/bin/rlvrambench --source $(SNAPSHOT) demo
+	$(VENV)/bin/rlvrambench --source "$(RLVRAMBENCH_SOURCE)" demo
 
 # Lint and types: ruff (rules and formatting) and mypy --strict, configured in pyproject.toml.
 lint: $(VENV)/.installed

@@ -1,7 +1,7 @@
 """Timing of the admission replay: ``rlvrambench replay`` as a whole process, against a bare interpreter.
 
 Prints medians (seconds) and ratios; it asserts nothing. The source is the release snapshot
-($RLVRAMBENCH_SNAPSHOT, else ../shared/rlvrambench/hub).
+($RLVRAMBENCH_SOURCE, else ../shared/rlvrambench/hub).
 
     .venv/bin/python bench/bench_admission.py [--repeat 9]
 """

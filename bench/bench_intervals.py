@@ -1,7 +1,7 @@
 """Timing of intervals: each scorer with and without ``intervals`` (2,000 resamples), in process.
 
 Prints medians (seconds) and the ratio with/without; it asserts nothing. The source is the release snapshot
-($RLVRAMBENCH_SNAPSHOT, else ../shared/rlvrambench/hub).
+($RLVRAMBENCH_SOURCE, else ../shared/rlvrambench/hub).
 
     .venv/bin/python bench/bench_intervals.py [--repeat 5]
 """

@@ -1,7 +1,7 @@
 """Timing of ``rlvrambench release build`` (and ``verify``) on the whole release snapshot.
 
 Prints medians (seconds) and ratios; it asserts nothing. The source is the release snapshot
-($RLVRAMBENCH_SNAPSHOT, else ../shared/rlvrambench/hub).
+($RLVRAMBENCH_SOURCE, else ../shared/rlvrambench/hub).
 
     .venv/bin/python bench/bench_release.py [--repeat 5]
 

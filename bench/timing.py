@@ -10,7 +10,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SNAPSHOT = Path(os.environ.get("RLVRAMBENCH_SNAPSHOT") or ROOT.parent / "shared" / "rlvrambench" / "hub").resolve()
+#: The release folder: $RLVRAMBENCH_SOURCE when it names a folder, else $RLVRAMBENCH_SNAPSHOT (its older name), else
+#: ../shared/rlvrambench/hub beside the checkout.
+SNAPSHOT = (
+    Path(
+        next(
+            (v for v in (os.environ.get("RLVRAMBENCH_SOURCE"),) if v and Path(v).expanduser().is_dir()),
+            os.environ.get("RLVRAMBENCH_SNAPSHOT") or ROOT.parent / "shared" / "rlvrambench" / "hub",
+        )
+    )
+    .expanduser()
+    .resolve()
+)
 
 
 def median_seconds(run: Callable[[], object], runs: int) -> float:

@@ -65,7 +65,7 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = [
     "DEFAULT_REPO_ID",
     "DEFAULT_REVISION",

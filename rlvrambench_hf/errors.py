@@ -15,11 +15,11 @@ of at most :data:`MESSAGE_LIMIT` characters, non-printable characters escaped, a
 
 from __future__ import annotations
 
-import os
 import re
-import sys
 from collections.abc import Iterable
 from typing import Any
+
+from .redaction import redact as redact  # re-exported: every face redacts through errors
 
 #: The longest message (characters); a longer one keeps its head and its tail around :data:`CUT`.
 MESSAGE_LIMIT = 300
@@ -33,15 +33,6 @@ SHOWN_ITEMS = 3
 CUT = "…"
 #: Exit status of an error, and of an interrupt.
 EXIT_ERROR, EXIT_INTERRUPTED = 2, 130
-
-_TOKEN_VARIABLES = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
-_REDACTIONS = (
-    (re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#@\s]*@"), r"\1***@"),  # https://user:password@host
-    (re.compile(r"(?i)\b(authorization\s*[:=]\s*)(?:(?:bearer|basic|token)\s+)?[^\s,;]+"), r"\1***"),
-    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"), r"\1 ***"),
-    (re.compile(r"\b(hf_|api_org_)[A-Za-z0-9]{8,}"), r"\1***"),
-    (re.compile(r"(?i)([?&](?:token|access_token|api_key|password|signature)=)[^&#\s]+"), r"\1***"),
-)
 
 
 class RLVRAMBenchError(Exception):
@@ -186,6 +177,16 @@ def quote(value: object, limit: int = VALUE_LIMIT) -> str:
     return f"an object of type {type_name(value)}"
 
 
+def printable(text: str) -> str:
+    """``text`` as a terminal may be given it: every character that is not printable (the ESC of an escape
+    sequence, BEL and the other C0 and C1 controls, bidirectional overrides, ...) escaped as Python writes it
+    (``\\x1b``, ``\\u202e``); line breaks kept. For whole lines of a command's text, whose names and values came
+    from the user (a file's name, a planned value, a log's excerpt)."""
+    if text.isprintable():
+        return text
+    return "\n".join(line if line.isprintable() else "".join(_visible(c) for c in line) for line in text.split("\n"))
+
+
 def type_name(value: object) -> str:
     """The name of ``value``'s class, escaped and cut (read without running the class's own code)."""
     name = type.__dict__["__name__"].__get__(type(value), type)
@@ -209,32 +210,13 @@ def summary(items: Iterable[object], *, shown: int = SHOWN_ITEMS, quoted: bool =
     return text + (f" and {count - shown:,} more" if count > shown else "")
 
 
-def redact(text: str) -> str:
-    """``text`` without credentials: the user-info of every URL, Hugging Face tokens (and the token in use),
-    ``Authorization`` values and token query parameters become ``***``."""
-    for token in _tokens():
-        text = text.replace(token, "***")
-    for pattern, replacement in _REDACTIONS:
-        text = pattern.sub(replacement, text)
-    return text
-
-
-def _tokens() -> list[str]:
-    tokens = [os.environ.get(name, "") for name in _TOKEN_VARIABLES]
-    if "huggingface_hub" in sys.modules:  # the token huggingface_hub would send (its file too)
-        try:
-            tokens.append(sys.modules["huggingface_hub"].get_token() or "")
-        except Exception:  # an unreadable token file: nothing to redact from it
-            pass
-    return [t.strip() for t in tokens if len(t.strip()) >= 8]
-
-
 def one_line(text: str, limit: int = MESSAGE_LIMIT) -> str:
     """``text`` as one line of at most ``limit`` characters: credentials redacted, line breaks and other
     non-printable characters escaped, and the middle of a longer text replaced by `` … `` (head and tail kept)."""
     window = 4 * limit
     if len(text) > 2 * window:  # never escape megabytes: the cut below keeps far less than these two slices
-        text = f"{text[:window]} {CUT} {text[-window:]}"
+        first, last = text[:window], text[-window:]  # cut at spaces, so that no credential is cut below its shape
+        text = f"{first[: first.rfind(' ') + 1 or window]} {CUT} {last[last.find(' ') + 1 :]}"
     pieces = [_visible(c) for c in redact(text).strip()]
     if sum(map(len, pieces)) > limit:  # a long path gives way first: the names and the remedy after it stay whole
         pieces = [_visible(c) for c in _LONG_PATH.sub(_path_tail, redact(text).strip())]

@@ -7,43 +7,40 @@ readers need to seek. A missing file, a folder or one that cannot be opened is o
 library's text. A regular file is opened so that nothing can make the open wait (a FIFO put in its place), its
 size checked on the open handle (:func:`open_regular`; a model folder's files must be regular). A plan file is
 opened within a size limit (:func:`opened`, :func:`read_text`), its content checked as text (:func:`check_text`) and
-parsed as JSON or YAML (:func:`parse_json`, :func:`parse_structured`: the line and column of an error, libyaml's C
-loader where installed, YAML refused above :data:`MAX_YAML_BYTES`; bounded in values once aliases are expanded, in
-nesting and in the digits of an integer)."""
+parsed as JSON or YAML within bounds (:mod:`.structured`'s :func:`parse_json`, :func:`parse_structured`)."""
 
 from __future__ import annotations
 
 import errno
-import functools
-import json
 import os
 import re
 import stat
 import sys
 from collections.abc import Callable
-from typing import IO, Any
+from typing import IO
 
-from .errors import InputError, RLVRAMBenchError, first_line, quote
+from .errors import InputError, first_line, quote
+from .structured import MAX_DEPTH as MAX_DEPTH
+from .structured import MAX_INT_DIGITS as MAX_INT_DIGITS
+from .structured import MAX_NODES as MAX_NODES
+from .structured import MAX_YAML_BYTES as MAX_YAML_BYTES
+from .structured import count_nodes as count_nodes
+from .structured import parse_json as parse_json
+from .structured import parse_structured as parse_structured
 
 #: The largest file read whole unless its reader says otherwise (a score file, an attempts list: the release's are
 #: under 1 MB); a regular file or a stream beyond it is refused before it is read.
 MAX_DOCUMENT_BYTES = 64 << 20
 #: The most that :func:`read_stream` reads by default.
 STREAM_LIMIT = MAX_DOCUMENT_BYTES
-#: Most YAML / JSON nodes a config may hold once aliases are expanded (a YAML alias bomb stops here).
-MAX_NODES = 200_000
 #: How much is read first from a stream, so that data refused on its first bytes is not read to the end.
 HEAD_BYTES = 1 << 16
 #: Largest config file read (a VERL or TRL config, a launch script, a planned YAML / JSON list), bytes.
 MAX_CONFIG_BYTES = 16 * 2**20
 #: Largest launch script read (VERL's launch scripts are a few KiB; the shell reader is slower than YAML's), bytes.
 MAX_SCRIPT_BYTES = 2**20
-#: Largest YAML text parsed (VERL's generated trainer config is 40 KiB; 4 MiB of YAML is a data file, not a config).
-MAX_YAML_BYTES = 4 * 2**20
 #: Largest planned CSV read (100,000 plans take about 15 MB), bytes.
 MAX_CSV_BYTES = 256 * 2**20
-#: The deepest nesting, and the most digits of an integer, a JSON or YAML file may have (configs nest a few levels).
-MAX_DEPTH, MAX_INT_DIGITS = 100, 30
 _KINDS = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a device"}
 #: The first line of YAML or JSON: a mapping key, a list item or the start of a JSON value.
 _STRUCTURED = re.compile(r"\s*(?:[{\[]|- |-$|[\"']?[A-Za-z_][\w.-]*[\"']?\s*:(?:\s|$))")
@@ -166,15 +163,40 @@ def user_json(path: str | os.PathLike[str], label: str) -> object:
 
 def standard_input(label: str, *, refused: Callable[[bytes], bool] | None = None, limit: int = STREAM_LIMIT) -> bytes:
     """The bytes of standard input, at most ``limit`` (refused when it is a terminal: nothing was piped in)."""
+    try:
+        return read_stream(stdin_handle(label), label, refused=refused, limit=limit)
+    except OSError as exc:
+        raise InputError(f"cannot read {label}: {reason(exc)}") from None
+
+
+def stdin_handle(label: str) -> IO[bytes]:
+    """Standard input as bytes, or one line saying why it cannot be read (closed, or a terminal: nothing piped in)."""
     stdin = sys.stdin
     if stdin is None or stdin.closed:
         raise InputError(f"{label}: standard input is closed")
     if stdin.isatty():
         raise InputError(f"{label}: standard input is a terminal; pipe the data in (… | rlvrambench …) or name a file")
-    try:
-        return read_stream(stdin.buffer, label, refused=refused, limit=limit)
-    except OSError as exc:
-        raise InputError(f"cannot read {label}: {reason(exc)}") from None
+    return stdin.buffer
+
+
+def read_ends(
+    handle: IO[bytes], *, head: int, tail: int, refused: Callable[[bytes], bool] | None = None, block: int = 1 << 20
+) -> tuple[bytes, bytes, int]:
+    """The first ``head`` bytes of what ``handle`` streams, the last ``tail`` bytes after them and how many bytes it
+    streamed in all: a stream of any length read to its end in bounded memory (``head + tail + block``). Reading
+    stops at the first block that ``refused(block)`` refuses (binary data), which ends the tail."""
+    first = handle.read(head)
+    if refused is not None and refused(first):
+        return first, b"", len(first)
+    kept, total = bytearray(), len(first)
+    while chunk := handle.read(block):
+        total += len(chunk)
+        kept += chunk
+        if len(kept) > tail + block:
+            del kept[: len(kept) - tail]
+        if refused is not None and refused(chunk):
+            break
+    return first, bytes(kept[-tail:] if tail else b""), total
 
 
 def reason(exc: OSError) -> str:
@@ -190,54 +212,6 @@ def reason(exc: OSError) -> str:
     return "the system gave no reason"
 
 
-def parse_json(content: bytes | str, label: str, error: type[RLVRAMBenchError] = InputError) -> object:
-    """``content`` (the bytes or text of ``label``) as a JSON value, or one line of ``error`` saying why not: not
-    UTF-8 (where), not JSON (what, where), nested more than :data:`MAX_DEPTH` deep, or an integer of more than
-    :data:`MAX_INT_DIGITS` digits."""
-    try:
-        text = content.decode("utf-8-sig") if isinstance(content, bytes) else content
-    except UnicodeDecodeError as exc:
-        raise error(f"{label} is not UTF-8 (byte {exc.start:,} cannot be decoded); save it as UTF-8") from None
-    try:
-        value = _LongInteger.loads(text)
-    except json.JSONDecodeError as exc:
-        raise error(f"{label} is not valid JSON ({exc.msg} at line {exc.lineno:,}, column {exc.colno:,})") from None
-    except RecursionError:
-        raise error(f"{label}: nested more than {MAX_DEPTH} deep") from None
-    except _LongInteger as exc:
-        raise error(f"{label} holds {exc}") from None
-    count_nodes(value, label, None, error)
-    return value
-
-
-class _LongInteger(ValueError):
-    """An integer of more than :data:`MAX_INT_DIGITS` digits, refused before Python converts it."""
-
-    @staticmethod
-    def check(text: str) -> str:
-        if (digits := len(text.lstrip("+-").replace("_", ""))) > MAX_INT_DIGITS:
-            raise _LongInteger(f"an integer of {digits:,} digits (at most {MAX_INT_DIGITS} are read)")
-        return text
-
-    @staticmethod
-    def loads(text: str) -> object:
-        return json.loads(text, parse_int=lambda digits: int(_LongInteger.check(digits)))
-
-
-@functools.cache
-def _yaml_loader() -> type:
-    """A safe YAML loader (libyaml's, 10-20x faster, where installed) whose integers are bounded in digits."""
-    import yaml
-
-    class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-        def construct_yaml_int(self, node: Any) -> int:
-            _LongInteger.check(str(node.value))
-            return int(super().construct_yaml_int(node))
-
-    Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
-    return Loader
-
-
 def check_text(data: bytes, name: str) -> None:
     """Refuse binary content: a NUL byte or bytes that are not UTF-8."""
     if b"\0" in data:
@@ -246,51 +220,6 @@ def check_text(data: bytes, name: str) -> None:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"{name}: is not UTF-8 text (byte {exc.start})") from None
-
-
-def parse_structured(text: str, name: str, suffix: str) -> object:
-    """YAML (any suffix but ``.json``; at most :data:`MAX_YAML_BYTES`) or JSON text as plain values; bounded in
-    size once expanded."""
-    import yaml
-
-    if suffix != ".json" and len(text) > MAX_YAML_BYTES:  # characters: at least as many bytes
-        raise InputError(
-            f"{name}: {len(text):,} characters of YAML is more than the {MAX_YAML_BYTES >> 20} MiB a config may have"
-        )
-    try:
-        data = _LongInteger.loads(text) if suffix == ".json" else yaml.load(text, Loader=_yaml_loader())
-    except _LongInteger as exc:
-        raise InputError(f"{name}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{name}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        raise InputError(f"{name}: not valid YAML{where}: {exc.problem or exc.context}") from None
-    except (ValueError, yaml.YAMLError) as exc:
-        kind = "JSON" if suffix == ".json" else "YAML"
-        raise InputError(f"{name}: not valid {kind}: {first_line(exc)}") from None
-    except RecursionError:
-        raise InputError(f"{name}: nested more than {MAX_DEPTH} deep") from None
-    count_nodes(data, name)
-    return data
-
-
-def count_nodes(
-    data: object, name: str, limit: int | None = MAX_NODES, error: type[RLVRAMBenchError] = InputError
-) -> None:
-    """Refuse a structure of more than ``limit`` nodes (shared YAML aliases count each time) or nested more than
-    :data:`MAX_DEPTH` deep."""
-    stack, seen = [(data, 1)], 0
-    while stack:
-        node, depth = stack.pop()
-        seen += 1
-        if limit is not None and seen > limit:
-            raise error(f"{name}: more than {limit} values (a YAML alias bomb?); refused")
-        if isinstance(node, dict | list):
-            if depth > MAX_DEPTH:
-                raise error(f"{name}: nested more than {MAX_DEPTH} deep")
-            stack.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
 
 
 def opened(path: str | os.PathLike[str], what: str, limit: int = MAX_CONFIG_BYTES) -> str | bytes:

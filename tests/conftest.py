@@ -27,7 +27,19 @@ import pytest
 
 from hubserver import REPO_ROOT, HubServer, free_port
 
-SNAPSHOT = Path(os.environ.get("RLVRAMBENCH_SNAPSHOT") or REPO_ROOT.parent / "shared" / "rlvrambench" / "hub").resolve()
+
+def release_copy() -> Path:
+    """The release folder the tests read and serve: ``$RLVRAMBENCH_SOURCE`` when it names a folder (``make test``
+    passes it), else ``$RLVRAMBENCH_SNAPSHOT`` (its older name), else ``../shared/rlvrambench/hub`` beside the
+    checkout. (The tests then set ``RLVRAMBENCH_SOURCE`` themselves, where an example or a command reads it.)"""
+    given = os.environ.get("RLVRAMBENCH_SOURCE")
+    if given and Path(given).expanduser().is_dir():
+        return Path(given).expanduser().resolve()
+    return Path(os.environ.get("RLVRAMBENCH_SNAPSHOT") or REPO_ROOT.parent / "shared" / "rlvrambench" / "hub").resolve()
+
+
+SNAPSHOT = release_copy()
+os.environ["RLVRAMBENCH_SNAPSHOT"] = str(SNAPSHOT)  # for pytest-xdist's workers: RLVRAMBENCH_SOURCE is cleared below
 REPO_ID = "kobzaond/RLVRAMBench"
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")  # gw0, gw1, ... under pytest-xdist
 _SESSION_DIR = Path(tempfile.mkdtemp(prefix=f"rlvrambench-tests-{_WORKER}-"))
@@ -60,7 +72,7 @@ os.environ.update(
 def snapshot() -> Path:
     """The real release files (read-only)."""
     if not (SNAPSHOT / "README.md").is_file():
-        pytest.fail(f"release snapshot not found at {SNAPSHOT}; set RLVRAMBENCH_SNAPSHOT")
+        pytest.fail(f"release copy not found at {SNAPSHOT}; set RLVRAMBENCH_SOURCE to the release folder")
     return SNAPSHOT
 
 

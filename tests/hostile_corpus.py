@@ -52,6 +52,7 @@ class Input:
     formats: tuple[str, ...] = ("csv", "json", "yaml", "sh")  # the file formats it applies to
     seconds: float | None = None  # the most the command may take (an input that costs quadratic time)
     prints: bool = False  # a success may print (a bounded excerpt of what user code printed) on standard error
+    hidden: str | None = None  # text that must appear in no output (a value from the environment)
 
 
 #: The formats of data files, for the inputs that have no meaning in a launch script (a shell script has no cells,
@@ -867,6 +868,27 @@ def copies(first: str, line: str, times: int = 15_000) -> str:
     return "\n".join([first, *(line.format(i=i) for i in range(times))])
 
 
+#: A secret the harness's environment holds (``SOME_API_KEY``): no output may show it.
+HARNESS_SECRET = "sk-hostile-harness-secret-value"
+#: An argument loop over the script's arguments (``--gpus N``, ``--model M``), defaults before it.
+ARGUMENT_LOOP = """GPUS=${GPUS:-2}
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --gpus) GPUS="$2"; shift 2 ;;
+    --model=*) MODEL_PATH="${1#*=}"; shift ;;
+    *) echo "unknown option: $1" >&2; exit 1 ;;
+  esac
+done"""
+
+
+def doubling(steps: int, arithmetic: bool) -> str:
+    """A chain of variables each twice the one before (``A1="A0+A0"``: arithmetic over names; ``A1=$A0$A0``:
+    text)."""
+    first = "A0=1" if arithmetic else "A0=x"
+    rest = [f'A{i}="A{i - 1}+A{i - 1}"' if arithmetic else f"A{i}=$A{i - 1}$A{i - 1}" for i in range(1, steps + 1)]
+    return "\n".join([first, *rest])
+
+
 # VERL launch scripts (the base is ``VERL_SCRIPT`` of test_hostile_inputs.py). A value the script would compute
 # when it runs (``$(...)``, backquotes, ``$1``, an unset variable) is an error only in a setting the advisor reads.
 SCRIPT_INPUTS = [
@@ -935,6 +957,68 @@ SCRIPT_INPUTS = [
         "either",
     ),
     edit("script: an array index of 12 digits", "trainer.nnodes=1", "trainer.nnodes=${A[999999999999]}", "either"),
+    # bounded by construction (issue 38): evaluation steps, expansion size, tokens, lines, digits
+    Input(
+        "script: arithmetic over names that double 64 times",
+        data(
+            lambda b: prefixed(doubling(64, arithmetic=True))(
+                b.replace(b"train_batch_size=32", b"train_batch_size=$((A64))")
+            )
+        ),  # fmt: skip
+        seconds=10,
+    ),
+    Input("script: text that doubles 30 times", data(prefixed(doubling(30, arithmetic=False))), seconds=10),
+    edit("script: 20,000 unclosed ${", "data.train_batch_size=32", "data.train_batch_size=" + "${" * 20_000),
+    edit("script: 20,000 unclosed $(", "data.train_batch_size=32", "data.train_batch_size=" + "$(" * 20_000),
+    Input(
+        "script: 300,000 blank lines before the overrides",
+        edited("main_ppo \\\n", "main_ppo \\\n" + "\n" * 300_000),
+        seconds=10,
+    ),
+    Input("script: 300,000 blank lines before the script", data(prefixed("\n" * 300_000)), "accepted", seconds=10),
+    Input("script: a loop that never ends when read", data(prefixed("while true; do sleep 60; done")), "accepted"),
+    Input("script: 100,000 commands", data(prefixed("echo;" * 100_000)), seconds=10),
+    edit("script: an integer of 5,000 digits", "data.train_batch_size=32", "data.train_batch_size=" + "9" * 5000),
+    # values from the environment are named, never printed (the harness's environment has these)
+    Input(
+        "script: an environment value in a setting",
+        edited("trainer.nnodes=1", "trainer.nnodes=$HF_ENDPOINT"),
+        hidden="127.0.0.1:9",
+    ),
+    Input(
+        "script: a secret of the environment in a setting",
+        edited("trainer.nnodes=1", "trainer.nnodes=$SOME_API_KEY"),
+        hidden=HARNESS_SECRET,
+    ),
+    Input(
+        "script: a secret of the environment in a name",
+        edited('trainer.experiment_name="grpo-', 'trainer.experiment_name="$SOME_API_KEY-'),
+        "accepted",
+        hidden=HARNESS_SECRET,
+    ),
+    Input(
+        "script: ${oc.env:...} of a secret in a setting",
+        edited("trainer.nnodes=1", "trainer.nnodes='${oc.env:SOME_API_KEY}'"),
+        hidden=HARNESS_SECRET,
+    ),
+    Input(
+        "script: ${oc.env:...} of the environment in a setting",
+        edited("trainer.nnodes=1", "trainer.nnodes='${oc.env:HF_ENDPOINT}'"),
+        hidden="127.0.0.1:9",
+    ),
+    # read as bash runs it, or refused with its line
+    Input("script: a launch in a quoted here-document run by bash", data(lambda b: b"bash <<'EOF'\n" + b + b"EOF\n")),
+    Input(
+        "script: a launch in a here-document that is data",
+        data(prefixed("cat <<EOF > notes.txt\npython3 -m verl.trainer.main_ppo data.train_batch_size=1\nEOF")),
+        "accepted",
+    ),
+    edit(
+        "script: a negative Ulysses size",
+        "trainer.nnodes=1",
+        "trainer.nnodes=1 actor_rollout_ref.actor.ulysses_sequence_parallel_size=-2",
+    ),  # fmt: skip
+    Input("script: an argument loop run without arguments", data(prefixed(ARGUMENT_LOOP)), "accepted"),
 ]
 
 # VERL config YAML (the base is ``verl_yaml_base`` of test_hostile_inputs.py).
@@ -955,11 +1039,60 @@ VERL_YAML_INPUTS = [
     Input("verl yaml: a scalar, not a mapping", data(lambda b: b"grpo\n")),
     # the defaults list of an uncomposed config is ignored (docs/advisor.md)
     Input(
+        "verl yaml: ${oc.env:...} of the environment as a count",
+        edited("train_batch_size: 32", "train_batch_size: ${oc.env:HF_ENDPOINT}"),
+        hidden="127.0.0.1:9",
+    ),
+    Input(
+        "verl yaml: ${oc.env:...} of a secret",
+        edited("train_batch_size: 32", "train_batch_size: ${oc.env:SOME_API_KEY}"),
+        hidden=HARNESS_SECRET,
+    ),
+    edit("verl yaml: a boolean written as 16 (OmegaConf: true)", "hybrid_engine: true", "hybrid_engine: 16", "either"),
+    edit("verl yaml: a fork's group size (n_agent)", "    n: 2", "    n: 1\n    n_agent: 2", "either"),
+    edit(
+        "verl yaml: a negative Ulysses size",
+        "    strategy: fsdp",
+        "    strategy: fsdp\n    ulysses_sequence_parallel_size: -2",
+    ),  # fmt: skip
+    edit("verl yaml: an integer of 5,000 digits", "train_batch_size: 32", "train_batch_size: " + "9" * 5000),
+    Input(
         "verl yaml: a defaults list naming a missing config",
         data(lambda b: b"defaults:\n- no_such_config\n" + b),
         "accepted",
     ),
 ]
+
+_TRL_FIELDS = (
+    "model_name_or_path='Qwen/Qwen2.5-3B-Instruct', num_processes=2, use_vllm=True, vllm_gpu_memory_utilization=0.6, "
+    "max_prompt_length=512, max_completion_length=512, per_device_train_batch_size=8"
+)
+#: A script that Python decodes as UTF-7 (its cookie): a line that reads as a comment in UTF-8 sets a field.
+UTF7_COOKIE = (
+    f"# -*- coding: utf-7 -*-\nargs = GRPOConfig({_TRL_FIELDS}, num_generations=2)\n#+AAo-args.num_generations = 4\n"
+)
+LATER_FIELD = f"args = GRPOConfig({_TRL_FIELDS}, num_generations=2)\nargs.num_generations = 4\n"
+DICT_FIELDS = f"args = GRPOConfig(**{{'num_generations': 2}}, {_TRL_FIELDS})\n"
+COMPUTED_FIELDS = f"import json\nkw = json.load(open('x.json'))\nargs = GRPOConfig(**kw, {_TRL_FIELDS})\n"
+HUGE_FIELD = f"args = GRPOConfig({_TRL_FIELDS}, num_generations={'9' * 5000})\n"
+
+
+def trl_script(source: str) -> Maker:
+    """A TRL training script (read as source, never run) instead of the GRPOConfig YAML."""
+    return lambda folder, base, suffix: write(folder, source.encode(), ".py", "train")
+
+
+def trl_launcher(folder: Path, base: bytes, suffix: str) -> Prepared:
+    """The GRPOConfig YAML launched by a shell script: ``accelerate launch --num_processes 2 train.py --config``."""
+    config = write(folder, base, suffix, "recipe")
+    script = (
+        "#!/bin/bash\nNUM_GPUS=2\naccelerate launch --num_processes $NUM_GPUS --num_machines 1 "
+        "src/grpo.py --config recipe.yaml\n"
+    )
+    prepared = write(folder, script.encode(), ".sh", "launch")
+    prepared.files += config.files
+    return prepared
+
 
 # TRL GRPOConfig YAML (the base is ``trl_base`` of test_hostile_inputs.py).
 TRL_INPUTS = [
@@ -971,7 +1104,8 @@ TRL_INPUTS = [
     edit("trl: 2**70 batch", "per_device_train_batch_size: 8", f"per_device_train_batch_size: {2**70}"),
     edit("trl: a boolean batch", "per_device_train_batch_size: 8", "per_device_train_batch_size: true"),
     edit("trl: negative prompt length", "max_prompt_length: 512", "max_prompt_length: -1"),
-    edit("trl: a quoted length", "max_completion_length: 512", "max_completion_length: '512'"),
+    # TrlParser sets the config's values as defaults, which argparse converts with the field's type
+    edit("trl: a quoted length", "max_completion_length: 512", "max_completion_length: '512'", "either"),
     edit("trl: gradient accumulation 0", "gradient_accumulation_steps: 8", "gradient_accumulation_steps: 0"),
     edit("trl: num_generations 0", "num_generations: 2", "num_generations: 0"),
     edit("trl: num_generations -2", "num_generations: 2", "num_generations: -2"),
@@ -981,6 +1115,15 @@ TRL_INPUTS = [
     edit("trl: num_machines .nan", "max_steps: 200", "max_steps: 200\nnum_machines: .nan"),
     edit("trl: a list as the model", "model_name_or_path: Qwen/Qwen2.5-3B-Instruct", "model_name_or_path: [a, b]"),
     edit("trl: a zero-width space in a key", "num_generations: 2", "num_generations\u200b: 2"),
+    edit("trl: an integer of 5,000 digits", "num_generations: 2", "num_generations: " + "9" * 5000),
+    edit("trl: num_machines 0", "max_steps: 200", "max_steps: 200\nnum_machines: 0"),
+    edit("trl: num_machines -1", "max_steps: 200", "max_steps: 200\nnum_machines: -1"),
+    Input("trl: a script whose encoding cookie changes its code", trl_script(UTF7_COOKIE), "either"),
+    Input("trl: a script that sets a field after the config", trl_script(LATER_FIELD), "either"),
+    Input("trl: a script with GRPOConfig(**{...})", trl_script(DICT_FIELDS), "either"),
+    Input("trl: a script with GRPOConfig(**kwargs)", trl_script(COMPUTED_FIELDS)),
+    Input("trl: a script with an integer of 5,000 digits", trl_script(HUGE_FIELD)),
+    Input("trl: an accelerate launcher naming the config", trl_launcher, "either"),
     # outside the measured stack, so flagged, not refused (docs/advisor.md: scope flags)
     edit("trl: use_vllm false", "use_vllm: true", "use_vllm: false", "either"),
     edit("trl: vllm_mode server", "vllm_mode: colocate", "vllm_mode: server", "either"),
@@ -1076,9 +1219,13 @@ OUTPUT_INPUTS = [
 ]
 
 
-#: A failure log is text of any shape: what cannot be read as text, or at all, is refused; anything else is answered
-#: (a log without a failure message says so), within the same bounds. The pipes must give the same answer.
+#: A failure log is text of any shape and size: what cannot be read as text, or at all, or holds none, is refused;
+#: anything else is answered (a log without a failure message says so), within the same bounds. The pipes must give
+#: the same answer.
 _LOG_REFUSED = {
+    "empty",
+    "blank lines",
+    "/dev/null",
     "NUL bytes",
     "random binary",
     "missing file",
@@ -1092,7 +1239,7 @@ _LOG_REFUSED = {
     "a 5,000-character path",
     "a 2 GiB file (sparse)",
 }
-_LOG_ACCEPTED = {"a FIFO fed the valid content", "/dev/stdin fed the valid content", "empty", "blank lines"}
+_LOG_ACCEPTED = {"a FIFO fed the valid content", "/dev/stdin fed the valid content"}
 
 
 def _as_log(item: Input) -> Input:
@@ -1100,20 +1247,92 @@ def _as_log(item: Input) -> Input:
     return dataclasses.replace(item, expect=expect, formats=("log",))
 
 
-#: A secret a log may hold (the output must never show it): a URL's user-info and a Hub token.
-LOG_SECRET = b"https://user:hunter2@mirror.example/x hf_" + b"a" * 34 + b"\n"
+#: Credentials of every common shape a log may hold (made up, of the right form), and the part of each that the
+#: output must never show.
+LOG_SECRETS = (
+    ("https://user:hunter2hunter2@mirror.example/x", "hunter2hunter2"),
+    ("hf_" + "a1b2" * 9, "a1b2" * 6),
+    ("OPENAI_API_KEY=sk-proj-Q2mX8vR4tY7uI0oP3aS6dF9gH1jK5lZ8", "Q2mX8vR4tY7uI0"),
+    ("sk-ant-api03-Wq1Er2Ty3Ui4Op5As6Df7Gh8Jk9-Lz0", "Wq1Er2Ty3Ui4Op"),
+    ("ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "a1B2c3D4e5F6g7"),
+    ("github_pat_11ABCDEFG0a1B2c3D4e5F6_g7H8i9J0k1L2m3N4o5P6", "0a1B2c3D4e5F6"),
+    ("AKIAQ3EGUPD7RKXXN2VB", "UPD7RKXXN2VB"),
+    ("aws_secret_access_key=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", "9fJ3kL0pQ2wE5r"),
+    ("xoxb-918273645012-9182736450123-QwErTyUiOpAsDfGhJkLzXc", "QwErTyUiOpAsDf"),
+    ("WANDB_API_KEY=0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c", "0f1e2d3c4b5a6978"),
+    ("AIzaSyD4f5G6h7J8k9L0zXcVbNmQwErTyUiOpAs", "SyD4f5G6h7J8k9"),
+    ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJyb290In0.Xk4mQ9vB2nL7pR0sT3wY6zA1cE5gH8jK", "Xk4mQ9vB2nL7pR"),
+    ("Authorization: Bearer Pq7Rs8Tu9Vw0Xy1Za2Bc3De4", "Pq7Rs8Tu9Vw0Xy"),
+    ("MY_SERVICE_TOKEN=Lq3Wd8Jk2Pz7Xv5Nm1Bc4", "Lq3Wd8Jk2Pz7Xv"),
+    ("DB_PASSWORD=Pw0rdPw0rdPw0rd", "Pw0rdPw0rdPw0rd"),
+)
+#: The secrets on the log's failure line itself (the excerpt the answer quotes) and on a line of their own.
+LOG_SECRET = b" ".join(s.encode() for s, _ in LOG_SECRETS) + b"\n"
 
 
 def log_case(name: str, transform: Callable[[bytes], bytes], seconds: float | None = None) -> Input:
     return Input(f"log: {name}", data(transform), "accepted", ("log",), seconds)
 
 
+def _with_secrets(base: bytes) -> bytes:
+    lines = base.split(b"\n")
+    failing = max(i for i, line in enumerate(lines) if b"out of memory" in line)
+    lines[failing] += b" " + LOG_SECRET.strip()
+    return LOG_SECRET + b"\n".join(lines)
+
+
+#: A training log's step line: a log of 100 MB is mostly these (the failure at its end).
+_STEP = b"(TaskRunner pid=1) step:1 - actor/pg_loss:0.0132 - perf/max_memory_allocated_gb:31.2 - timing_s/gen:41.2\n"
+
+
+def _large(base: bytes, mib: int = 100) -> bytes:
+    return _STEP * (mib * 2**20 // len(_STEP)) + base
+
+
+def _distinct_memory_lines(base: bytes) -> bytes:
+    """40 MiB of distinct lines that all say "memory" and "error" (no two alike, even with digits folded)."""
+    rng = random.Random(5)
+    words = [f"memory{c} error{c} killed{c} out{c}".encode() for c in "abcdefghijklmnopqrstuvwxyz"]
+    lines = [b" ".join(rng.choice(words) + bytes([97 + rng.randrange(26)]) for _ in range(8)) for _ in range(420_000)]
+    return b"\n".join(lines) + b"\n" + base
+
+
+def _wrapped(base: bytes, width: int = 80) -> bytes:
+    """Each line cut every ``width`` columns, as a terminal wraps it and a copy from it keeps."""
+    return b"\n".join(line[i : i + width] for line in base.split(b"\n") for i in range(0, max(len(line), 1), width))
+
+
+def _noise(base: bytes) -> bytes:
+    """Bytes that are not UTF-8 (a progress bar cut inside a character, a stray escape), no NUL: under 5%."""
+    noise = bytes(_RANDOM.randrange(0x80, 0x100) for _ in range(40))
+    return base[:200] + noise + base[200:]
+
+
+def large_from_stdin(folder: Path, base: bytes, suffix: str) -> Prepared:
+    content = folder / "content"
+    content.write_bytes(_large(base))
+    return Prepared("-", stdin=str(content))
+
+
+def large_fifo(folder: Path, base: bytes, suffix: str) -> Prepared:
+    return fifo(folder, _large(base), suffix)
+
+
 LOG_INPUTS = [
     *(_as_log(i) for i in FILE_INPUTS if "sh" in i.formats),
-    log_case("a credentialed URL and a token", lambda b: LOG_SECRET + b),
+    log_case("secrets of every shape", _with_secrets),
     log_case("the OOM sentence 2,000 times", lambda b: b * 2000, seconds=20),
     log_case("an OOM sentence without numbers", lambda b: b"torch.OutOfMemoryError: CUDA out of memory.\n"),
     log_case("figures beyond any number", lambda b: b.replace(b"5.75 GiB", b"9" * 400 + b" GiB")),
+    log_case("wrapped by the terminal at 80 columns", _wrapped),
+    log_case("wrapped by the terminal at 61 columns", lambda b: _wrapped(b, 61)),
+    log_case("binary noise without NUL bytes", _noise),
+    log_case("a 100 MB log", _large, seconds=60),
+    log_case("40 MiB of distinct lines naming memory", _distinct_memory_lines, seconds=90),
+    Input("log: a 100 MB log on standard input", large_from_stdin, "accepted", ("log",), 60),
+    Input("log: a 100 MB log through a FIFO", large_fifo, "accepted", ("log",), 60),
+    Input("log: NUL bytes at its end", data(lambda b: b + b"\x00" * 64), "refused", ("log",)),
+    Input("log: only start-up lines, no failure", data(lambda b: _STEP * 50), "accepted", ("log",)),
 ]
 ACCELERATE_INPUTS = [
     edit("accelerate: num_processes 0", "num_processes: 2", "num_processes: 0"),
@@ -1124,6 +1343,9 @@ ACCELERATE_INPUTS = [
     edit("accelerate: a ZeRO stage of 7", "zero_stage: 2", "zero_stage: 7"),
     edit("accelerate: a list as the processes", "num_processes: 2", "num_processes: [1, 2]"),
     edit("accelerate: a zero-width space in a key", "num_processes: 2", "num_processes\u200b: 2"),
+    edit("accelerate: num_machines 0", "num_machines: 1", "num_machines: 0"),
+    edit("accelerate: num_machines -1", "num_machines: 1", "num_machines: -1"),
+    edit("accelerate: an integer of 5,000 digits", "num_processes: 2", "num_processes: " + "9" * 5000),
 ]
 
 

@@ -113,8 +113,10 @@ def _outcome(configuration_id: str, state: str, peak: float | None, attempts: in
 
 
 def _runs_and_attempts(states: dict[str, str], peaks: dict[str, float | None]) -> tuple[list, list, list]:
-    """Three eligible runs per configuration (one attempt and one stage record each), and one excluded attempt."""
+    """Three eligible runs per configuration (one attempt and one stage record each: a pool configuration's with the
+    stage and peak of :func:`miniworld.stage_record`), and one excluded attempt."""
     runs, attempts, stages = [], [], []
+    pool = {r["configuration_id"]: r for r in world.pool_settings()}
     for configuration_id, state in states.items():
         for seed in range(1, world.RUNS_PER_CONFIGURATION + 1):
             suffix = "" if seed == 1 else f"-{seed}"
@@ -142,7 +144,10 @@ def _runs_and_attempts(states: dict[str, str], peaks: dict[str, float | None]) -
                     "documented_completion": state != world.F,
                 }
             )
-            stages.append({"run_id": run, "configuration_id": configuration_id, "stage": "rollout"})
+            stage = {"stage": "rollout"}
+            if configuration_id in pool:  # a pool configuration measures one stage per seed, with its peak
+                stage = world.stage_record(pool[configuration_id], seed)
+            stages.append({"run_id": run, "configuration_id": configuration_id, **stage})
     attempts.insert(
         world.RUNS_PER_CONFIGURATION,  # after cfg-a's eligible attempts
         {

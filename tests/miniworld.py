@@ -11,7 +11,8 @@ Four parts, each small enough to check by hand:
 - **follow-up**: the four targets as a resolved-and-unresolved panel with frozen predictions, and a three-row
   expanded-host panel; each planned seed slot's process (state, peak, failure kind and stage, launched or not).
 
-Every configuration has three eligible runs (one attempt and one stage record each); ``cfg-a`` also has one excluded
+Every configuration has three eligible runs (one attempt and one stage record each: a pool configuration's measure
+its rollout, actor update and reference log-probabilities, :func:`stage_record`); ``cfg-a`` also has one excluded
 attempt. :mod:`unit.minipanels` turns the panels into their result records, :mod:`unit.miniseals` writes the seals,
 and :mod:`minirelease` fills every other column from the column's kind and writes the files.
 """
@@ -158,6 +159,42 @@ def pool_peaks() -> dict[str, float | None]:
         for m in POOL_MODELS
         for (w, level, g), p in zip(GRID, POOL_PEAKS[m])
     }
+
+
+#: The stage each seed's one stage record of a pool configuration measures (seed 1 the rollout; seeds 2 and 3 the
+#: token phases, so that every configuration has one measurement of each and the per-phase model has its evidence).
+SEED_STAGES = {1: "rollout", 2: "actor_update", 3: "reference_logprob"}
+#: Share of the full-length token terms (logits, activations) a token phase really held: GSM8K answers stop well
+#: before their cap, MATH answers run to it (plausible figures of the mini world, not the release's).
+TOKEN_SHARE = {"gsm8k": 0.6, "math": 1.1}
+MIB = 2.0**20
+
+
+def stage_record(configuration: dict, seed: int) -> dict:
+    """The stage, peak and coverage of a pool configuration's stage record of ``seed``: the rollout's peak is the
+    configuration's; a token phase holds the actor's fp32 shards, Adam's states (the actor update), the
+    configuration's own runtime residual (peak - u x C - shards) and its share of the full-length logits and
+    activations (gradient checkpointing on). A failed configuration's records are partial, with no peak."""
+    c, stage = configuration, SEED_STAGES[seed]
+    peak = pool_peaks()[c["configuration_id"]]
+    if peak is None:
+        return {"stage": stage, "observed_peak_mib": None, "coverage": "terminal_stage_partial"}
+    _, _, _, p, r, layers, hidden, vocab = MODELS[c["model_id"]][:8]
+    g, u, share = c["gpu_count"], c["vllm_gpu_memory_utilization"], TOKEN_SHARE[c["workload_id"]]
+    shards = 4.0 * (p + r) / g / MIB
+    runtime = peak - u * DEVICE_CAPACITY_MIB - shards
+    length = min(c["max_model_len"], c["max_prompt_length"] + c["max_response_length"])
+    per_gpu = c["train_batch_size"] * c["rollout_n"] / g
+    if stage == "rollout":
+        value = float(peak)
+    elif stage == "actor_update":
+        tokens = min(c["actor_micro_batch"], per_gpu) * length
+        activations = (2.0 * tokens * hidden * (layers + 1) + 34.0 * tokens * hidden) / MIB
+        value = shards + 12.0 * r / g / MIB + runtime + share * (activations + 2.0 * tokens * vocab / MIB)
+    else:
+        tokens = min(max(c["rollout_logprob_micro_batch"], c["ref_logprob_micro_batch"]), per_gpu) * length
+        value = shards + runtime + share * 2.0 * tokens * vocab / MIB
+    return {"stage": stage, "observed_peak_mib": round(value), "coverage": "completed_run"}
 
 
 def target_settings() -> list[dict]:

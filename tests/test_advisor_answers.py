@@ -385,6 +385,11 @@ def test_an_admission_candidate_is_matched_on_the_settings_its_table_records(sna
 
 
 def test_the_stored_fit_answers_as_a_fresh_fit_and_a_damaged_one_is_refitted(snapshot: Path, tmp_path: Path) -> None:
+    """A fit entry whose payload is intact but whose parameters have the wrong shape is refitted and rewritten (the
+    whole stored context is removed first, so that the fit is what the run reads; tests/test_advisor_store.py checks
+    the context's own entry)."""
+    import hashlib
+
     home = tmp_path / "hf"
     argv = [
         "--source",
@@ -395,18 +400,25 @@ def test_the_stored_fit_answers_as_a_fresh_fit_and_a_damaged_one_is_refitted(sna
         str(snapshot / "benchmark/estimation/targets.csv"),
     ]
     outputs = []
+    folder = home / "assets" / "rlvrambench_hf" / "advisor" / "default"
     for run in range(3):
         output = tmp_path / f"answer-{run}.json"
         result = run_cli(*argv, "--output", str(output), env=cli_env(HF_HOME=str(home)))
         assert result.returncode == 0, result.stderr
         outputs.append(json.loads(output.read_text()))
-        (stored,) = list((home / "assets" / "rlvrambench_hf" / "advisor").rglob("fit-*.json"))
-        if run == 1:  # damage it: the next run must notice and fit again
-            data = json.loads(stored.read_text())
+        (stored,) = folder.glob("fit-*")
+        if run == 1:  # damage it, with a payload digest that matches: the next run must notice and fit again
+            for entry in folder.glob("context-*"):
+                entry.unlink()
+            kind, header, payload = stored.read_bytes().split(b"\n", 2)
+            data = json.loads(payload)
             data["classifier"]["coefficients"] = [[0.0]]
-            stored.write_text(json.dumps(data))
+            payload = json.dumps(data).encode()
+            fields = {**json.loads(header), "payload_sha256": hashlib.sha256(payload).hexdigest()}
+            stored.write_bytes(b"\n".join([kind, json.dumps(fields).encode(), payload]))
     assert outputs[0] == outputs[1] == outputs[2]
-    assert len(json.loads(stored.read_text())["classifier"]["coefficients"]) == 3  # rewritten whole
+    payload = stored.read_bytes().split(b"\n", 2)[2]
+    assert len(json.loads(payload)["classifier"]["coefficients"]) == 3  # rewritten whole
 
 
 def test_an_unreachable_hub_is_asked_once_for_the_models_of_a_call(monkeypatch, snapshot: Path, context) -> None:

@@ -120,11 +120,13 @@ CASES: dict[str, tuple] = {
                                  "the script or environment"),
     "verl command substitution": (lambda w, r: _verl(w, "trainer.n_gpus_per_node=2",
                                                      "trainer.n_gpus_per_node=$(nvidia-smi -L | wc -l)"),
-                                  "trainer.n_gpus_per_node uses $(...) (a command substitution), which is computed "
-                                  "when the script runs"),
-    "verl missing setting": (lambda w, r: _verl(w, "data.train_batch_size=32", ""),
-                             "run.sh line 3: missing VERL setting(s) data.train_batch_size: not set, and VERL is not "
-                             "installed here to give its defaults"),
+                                  "trainer.n_gpus_per_node uses $(nvidia-smi -L | wc -l), which is computed when the "
+                                  "script runs"),
+    # VERL not installed: its defaults ship with the package; the per-GPU micro-batch is null in them
+    "verl missing setting": (lambda w, r: _verl(w, "ppo_micro_batch_size_per_gpu=8", ""),
+                             "run.sh line 3: missing VERL setting(s) "
+                             "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: not set, and null in VERL 0.9.1's "
+                             "defaults"),
     "verl NaN": (lambda w, r: _verl(w, "gpu_memory_utilization=0.6", "gpu_memory_utilization=nan"),
                  "run.sh line 3: actor_rollout_ref.rollout.gpu_memory_utilization: nan is not a finite number"),
     "verl 2**70": (lambda w, r: _verl(w, "rollout.n=2", f"rollout.n={2**70}"),
@@ -151,7 +153,7 @@ CASES: dict[str, tuple] = {
                    "grpo.yaml: vllm_gpu_memory_utilization: 'high' is not a number"),
     "trl no prompt cap": (lambda w, r: _trl(w, max_prompt_length=None),
                           "grpo.yaml: missing TRL setting(s) max_prompt_length: not set (this TRL does not cap "
-                          "prompts: give the longest prompt of your data in tokens, --setting max_prompt_length=N"),
+                          "prompts: --setting max_prompt_length=N)"),
     "setting not NAME=VALUE": (lambda w, r: [*_trl(w), "--setting", "max_prompt_length"],
                                "--setting 'max_prompt_length': write NAME=VALUE, e.g. max_prompt_length=1024"),
     "setting unknown": (lambda w, r: [*_trl(w), "--setting", "lr=1e-5"],
@@ -163,8 +165,8 @@ CASES: dict[str, tuple] = {
     "setting twice": (lambda w, r: [*_trl(w), "--setting", "max_prompt_length=1", "--setting", "max_prompt_length=2"],
                       "--setting 'max_prompt_length' is given twice with different values"),
     "trl missing": (lambda w, r: _trl(w, num_processes=None),
-                    "grpo.yaml: missing TRL setting(s) num_processes: not set (give them in the TRL config, or the "
-                    "accelerate config with --accelerate-config)"),
+                    "grpo.yaml: missing TRL setting(s) num_processes: not set (the GPU count: --setting gpu_count=N, "
+                    "or --accelerate-config FILE)"),
     "accelerate processes disagree": (lambda w, r: _accelerate(w, "num_processes: 4\n"),
                                       "grpo.yaml: num_processes = 2 but the accelerate config accelerate.yaml gives 4"),
     "accelerate not a config": (lambda w, r: _accelerate(w, "- a list\n"),
@@ -172,8 +174,9 @@ CASES: dict[str, tuple] = {
                                 "num_processes:, ...)"),
     "accelerate with verl": (lambda w, r: [*_verl(w), "--accelerate-config", _write(w, "a.yaml", "num_processes: 2\n")],
                              "an accelerate config goes with a TRL run (--trl), not with a VERL one"),
-    "verl refuses its config": (lambda w, r: _verl(w, "data.train_batch_size=32", "data.train_batch_size=32 "
-                                                   "actor_rollout_ref.actor.ppo_mini_batch_size=64"),
+    "verl refuses its config": (lambda w, r: [*_verl(w, "data.train_batch_size=32", "data.train_batch_size=32 "
+                                                     "actor_rollout_ref.actor.ppo_mini_batch_size=64"),
+                                              "--verl-version", "0.9.1"],
                                 "run.sh line 3: VERL refuses this config before running: data.train_batch_size = 32 is "
                                 "below actor_rollout_ref.actor.ppo_mini_batch_size = 64"),
 }  # fmt: skip

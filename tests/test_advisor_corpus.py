@@ -31,6 +31,8 @@ class Case:
     facts: dict = field(default_factory=dict)
     refused: str | None = None
     settings: dict | None = None
+    arguments: tuple[str, ...] | None = None  # the script's own arguments (advise ... -- ARGS)
+    verl_version: str | None = None
 
 
 CASES = (
@@ -91,8 +93,46 @@ CASES = (
     Case("trl/openr1_sft_distill_packing.yaml", "zero3.yaml", refused=r"an SFTConfig \(max_length, packing\), not a "
          r"GRPOConfig: the advisor answers GRPO runs"),
     Case("trl/trl_docs_quickstart.yaml", "ddp.yaml", refused=r"missing TRL setting\(s\) max_prompt_length: not set "
-         r"\(this TRL does not cap prompts"),
+         r"\(this TRL does not cap prompts: --setting max_prompt_length=N"),
+    # round three (issue 36): argument loops, older forks, OmegaConf's values, EasyR1, fork keys, TRL's data flow
+    Case("verl/args_while_case_qwen2_5_3b.sh", facts={"model_id": "Qwen/Qwen2.5-3B-Instruct", "gpu_count": 2,
+         "rollout_n": 5, "vllm_gpu_memory_utilization": 0.5}),
+    Case("verl/args_while_case_qwen2_5_3b.sh", arguments=("--model", "Qwen/Qwen2.5-7B-Instruct", "--gpus", "4", "-n",
+         "8", "--util=0.6", "trainer.total_training_steps=10"), facts={"model_id": "Qwen/Qwen2.5-7B-Instruct",
+         "gpu_count": 4, "rollout_n": 8, "vllm_gpu_memory_utilization": 0.6, "total_training_steps": 10}),
+    Case("verl/args_while_case_qwen2_5_3b.sh", arguments=("--epochs", "3"), refused=r"line 14: the script \(with the "
+         r"arguments given\) exits here, before any VERL launch"),
+    Case("verl/args_getopts_positional.sh", facts={"gpu_count": 2, "vllm_gpu_memory_utilization": 0.4,
+         "model_id": "Qwen/Qwen2.5-3B-Instruct", "rollout_engine": "vllm", "total_training_steps": 50}),
+    Case("verl/args_getopts_positional.sh", arguments=("-g", "4", "-u", "0.6", "Qwen/Qwen2.5-7B-Instruct", "sglang"),
+         facts={"gpu_count": 4, "vllm_gpu_memory_utilization": 0.6, "model_id": "Qwen/Qwen2.5-7B-Instruct",
+                "rollout_engine": "sglang"}),
+    Case("verl/fork_older_verl_tinyzero_style.sh", verl_version="0.2.0", facts={"train_batch_size": 64,
+         "actor_micro_batch": 4, "rollout_tp_size": 2, "max_model_len": 1280, "rollout_engine": "vllm"}),
+    Case("verl/fork_older_verl_tinyzero_style.sh", verl_version="0.4.1", refused=r"VERL refuses this config before "
+         r"running: data\.train_batch_size = 64 is below actor_rollout_ref\.actor\.ppo_mini_batch_size = 128"),
+    Case("verl/omegaconf_values_and_expr.sh", facts={"use_remove_padding": True, "gradient_checkpointing": True,
+         "train_batch_size": 64, "max_response_length": 1024, "actor_micro_batch": 8, "max_model_len": 1536,
+         "vllm_gpu_memory_utilization": 0.5, "free_cache_engine": True, "ref_logprob_micro_batch": 16}),
+    Case("verl/fork_search_r1_n_agent.sh", facts={"rollout_n": 5, "actor_micro_batch": 4, "parameter_offload": True,
+         "rollout_logprob_micro_batch": 8}),
+    Case("verl/easyr1_qwen2_5_3b_math_grpo_lora.sh", facts={"model_id": "Qwen/Qwen2.5-3B-Instruct", "gpu_count": 2,
+         "lora_rank": 64, "adaptation": "LoRA", "rollout_n": 5, "train_batch_size": 128, "actor_micro_batch": 2,
+         "rollout_logprob_micro_batch": 8, "ref_logprob_micro_batch": 8, "rollout_tp_size": 1, "max_model_len": 2048,
+         "vllm_gpu_memory_utilization": 0.6, "parameter_offload": True, "free_cache_engine": True}),
+    Case("verl/easyr1_unknown_key.sh", refused=r"line 6: EasyR1's config has no key worker\.rollout\.max_num_seqs "
+         r"\(EasyR1 refuses it before running\)"),
+    Case("trl/train_grpo_dataflow.py", settings={"gpu_count": 2, "max_prompt_length": 256}, facts={
+         "model_id": "Qwen/Qwen2.5-3B-Instruct", "lora_rank": 32, "adaptation": "LoRA", "rollout_n": 8,
+         "max_response_length": 1024, "vllm_gpu_memory_utilization": 0.45, "actor_micro_batch": 8}),
+    Case("trl/train_grpo_dataflow.py", refused=r"missing TRL setting\(s\) num_processes(, max_prompt_length| and 1 "
+         r"more): not set \(the GPU count: --setting gpu_count=N, or --accelerate-config FILE"),
+    Case("trl/launch_openr1_accelerate.sh", facts={"model_id": "Qwen/Qwen2.5-1.5B-Instruct", "gpu_count": 7,
+         "nnodes": 1, "strategy": "deepspeed", "zero_stage": 2, "vllm_mode": "server", "rollout_n": 16,
+         "train_batch_size": 16 * 7 * 4 // 16}),
 )  # fmt: skip
+#: Files the launch files read (a config they name), not launch files themselves.
+SUPPORT = ("verl/easyr1/", "trl/recipes/")
 
 #: Pairs of flag fragments that cannot both hold for one plan.
 CONTRADICTIONS = (
@@ -113,14 +153,15 @@ def _read(case: Case, snapshot: Path, corpus: Path = CORPUS):
     kind = "trl" if case.path.startswith("trl/") else "verl"
     accelerate = corpus / "accelerate" / case.accelerate if case.accelerate else None
     return read_plans(corpus / case.path, kind=kind, workload="gsm8k", source=snapshot, accelerate_config=accelerate,
-                      settings=case.settings)  # fmt: skip
+                      settings=case.settings, arguments=case.arguments, verl_version=case.verl_version)  # fmt: skip
 
 
 def test_the_corpus_holds_every_shape() -> None:
     files = {p.relative_to(CORPUS).as_posix() for p in CORPUS.rglob("*") if p.is_file()}
-    launch = {f for f in files if not f.startswith("accelerate/")}
+    launch = {f for f in files if not f.startswith(("accelerate/", *SUPPORT))}
     assert launch == {c.path for c in CASES} and len(launch) >= 25
-    assert {c.accelerate for c in CASES if c.accelerate} == {f.split("/")[1] for f in files if "accelerate/" in f}
+    assert {c.accelerate for c in CASES if c.accelerate} | {"zero2.yaml"} == {
+        f.split("/")[1] for f in files if f.startswith("accelerate/")}  # fmt: skip
 
 
 def test_every_launch_file_is_answered_or_refused_with_its_reason(
@@ -250,3 +291,105 @@ def test_verl_per_size_h100_scripts_fit_on_an_h100_and_not_on_the_release_a100(
         assert h100["device"]["name"] == "H100 80GB" and not h100["device"]["measured"]
         (a100,) = document(advise(plans, snapshot, context=context))["configurations"]
         assert a100["verdict"]["state"] == "memory_failure", case.path
+
+
+# --- round three (issue 36): refuse only what the answer uses; VERL's own defaults without VERL (issue 34) ---
+
+
+def test_no_refusal_is_for_a_value_that_no_floor_phase_or_scope_uses(
+    snapshot: Path, verl_defaults: Path, monkeypatch, tmp_path: Path
+) -> None:
+    """Each refusal of the corpus that names a value the script computes names a key the answer uses; and every
+    answered VERL script stays answered when each key no floor, phase or scope reads is computed when it runs
+    (``$(hostname)``), with a ``read:`` line saying it was not read."""
+    from rlvrambench_hf.advisor.plan.mapping import UNUSED_SETTINGS, VERL_MAPPING
+    from rlvrambench_hf.advisor.read.verl.compose import used_keys
+
+    monkeypatch.syspath_prepend(str(verl_defaults))
+    used = used_keys({})
+    for case in CASES:
+        found = re.search(r": (\S+) uses ", case.refused or "")
+        assert found is None or found.group(1).replace("\\", "") in used, case.path
+    unused = [k for m in VERL_MAPPING if m.setting in UNUSED_SETTINGS for k in m.keys]
+    assert unused and not set(unused) & used
+    answered = [c for c in CASES if c.path.endswith(".sh") and c.path.startswith("verl/") and not c.refused
+                and "easyr1" not in c.path]  # fmt: skip
+    assert len(answered) >= 20
+    for case in answered:
+        text = (CORPUS / case.path).read_text()
+        computed = " ".join(f"{key}=$(hostname)" for key in unused)
+        edited = re.sub(r"(verl\.trainer\.main_ppo)(?=\s)", rf"\1 {computed}", text, count=1)
+        assert edited != text, case.path
+        copy = tmp_path / case.path
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_text(edited)
+        for extra in (CORPUS / case.path).parent.glob("*.yaml"):  # configs a launch names beside it
+            (copy.parent / extra.name).write_text(extra.read_text())
+        plans = _read(case, snapshot, tmp_path)
+        notes = plans.row_notes(0)
+        assert all(any(n.startswith(f"not read: {key} uses $(") for n in notes) for key in unused), notes
+
+
+def test_without_verl_an_unset_key_reads_as_verl_reads_it(snapshot: Path) -> None:
+    """VERL not installed here: its own defaults, shipped with the package, say how an unset key reads. VERL's 7B
+    LoRA tuning script for one H100 leaves free_cache_engine unset: on, as VERL has it. Without max_model_len, VERL
+    0.7 and later give vLLM the model's own context (32,768 for Qwen2.5-7B), which one H100 at utilization 0.2
+    cannot hold beside the weights: vLLM refuses to start, and so does the answer (the KV-cache floor)."""
+    from rlvrambench_hf.advisor.plan.hardware import Hardware
+    from rlvrambench_hf.advisor.read.verl.config import verl_folders
+
+    assert verl_folders() == []  # this test runs without VERL
+    tuning = next(c for c in CASES if c.path == "verl/tuning_7b_grpo_lora_h100.sh")
+    plans = _read(tuning, snapshot)
+    assert plans.settings(0)["free_cache_engine"] is True
+    assert plans.source("free_cache_engine", 0) == (
+        "VERL 0.9.1's default (verl/trainer/config/_generated_ppo_trainer.yaml, shipped with this package)"
+    )
+    assert any(n.startswith("for VERL 0.9.1, the newest release this package knows") for n in plans.row_notes(0))
+    script = CORPUS / tuning.path
+    text = script.read_text().replace("    actor_rollout_ref.rollout.max_model_len=1536 \\\n", "")
+    assert text != script.read_text()
+    unset = read_plans(text.replace("$MODEL_PATH", "Qwen/Qwen2.5-7B-Instruct"), kind="verl", workload="gsm8k",
+                       source=snapshot)  # fmt: skip
+    assert unset.settings(0)["max_model_len"] == 32768
+    (answer,) = document(advise(unset, snapshot, hardware=Hardware.of(None, None, gpu="H100")))["configurations"]
+    assert (answer["verdict"]["state"], answer["verdict"]["basis"]) == ("memory_failure", "floor")
+    (kv,) = [f for f in answer["floors"] if f["check"] == "kv_cache_one_sequence"]
+    assert kv["holds"] is False and "32,768 tokens" in kv["arithmetic"]
+    older = read_plans(text, kind="verl", workload="gsm8k", source=snapshot, verl_version="0.6.1")
+    assert older.settings(0)["max_model_len"] == 512 + 1024  # before 0.7: prompt + response
+
+
+def test_the_shipped_defaults_are_the_wheels(verl_trainer_configs: Path) -> None:
+    """The defaults this package ships for VERL 0.9 are those of the 0.9.1 wheel's composed trainer config."""
+    import yaml
+
+    from rlvrambench_hf.advisor.read.verl.versions import DEFAULTS, NEWEST, Version, default_tree
+
+    generated = yaml.safe_load((verl_trainer_configs / "_generated_ppo_trainer.yaml").read_text())
+    shipped, source = default_tree(Version(NEWEST, "given", "0.9.1"))
+    assert source.startswith("verl/trainer/config/_generated_ppo_trainer.yaml")
+    for key in DEFAULTS:
+        wheel, ours = generated, shipped
+        for part in key.split("."):
+            wheel, ours = wheel[part], ours[part]
+        assert ours == wheel, key
+
+
+def test_an_older_forks_script_is_a_flag_when_the_version_is_not_known(snapshot: Path) -> None:
+    """VERL not installed and no --verl-version: the check VERL 0.3 added (train_batch_size below the PPO
+    mini-batch) is a flag, not a refusal; VERL 0.2 ran such a run."""
+    fork = Case("verl/fork_older_verl_tinyzero_style.sh")
+    flags = _read(fork, snapshot).row_flags(0)
+    assert any(f.startswith("data.train_batch_size = 64 is below actor_rollout_ref.actor.ppo_mini_batch_size = "
+                            "128: VERL 0.3.0.post1 and later refuse this") for f in flags)  # fmt: skip
+
+
+def test_easyr1_is_read_by_its_schema_and_named_by_its_keys(snapshot: Path) -> None:
+    easy = _read(next(c for c in CASES if c.path.startswith("verl/easyr1_qwen")), snapshot)
+    assert easy.as_written("rollout_n", 0).startswith("worker.rollout.n (")
+    assert easy.as_written("actor_micro_batch", 0).startswith("worker.actor.micro_batch_size_per_device_for_update")
+    assert easy.source("lora_rank", 0).endswith("line 11 (worker.actor.model.lora.rank)")
+    assert easy.source("max_prompt_length", 0).endswith("easyr1/qwen2_5_7b_math.yaml (data.max_prompt_length)")
+    notes = easy.row_notes(0)
+    assert notes[0].startswith("for EasyR1") and any("worker.actor.optim.lr" in n for n in notes)

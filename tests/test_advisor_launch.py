@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rlvrambench_hf.advisor import read_plans
-from rlvrambench_hf.advisor.plan.mapping import NULL_CONTEXT_FLAG
+from rlvrambench_hf.advisor.plan.mapping import NO_REFERENCE_FLAG
 from rlvrambench_hf.advisor.read.verl.config import Config, hydra_value, lookup, merged
 from rlvrambench_hf.advisor.read.verl.launch import read_launches, unresolved
 from rlvrambench_hf.errors import InputError
@@ -62,18 +62,13 @@ def test_parameter_expansions_as_the_shell_has_them_for_a_script_run_without_arg
 
 def test_defaults_nested_too_deeply_are_one_line() -> None:
     deep = "GPUS=" + "${GPUS:-" * 5000 + "2" + "}" * 5000 + "\npython3 -m verl.trainer.main_ppo a.n=$GPUS\n"
-    with pytest.raises(InputError, match=r"^run.sh line 1: variables nested more than 32 deep$"):
+    with pytest.raises(InputError, match=r"^run.sh line 1: quotes and expansions nested more than 32 deep$"):
         read_launches(deep, "run.sh", {})
 
 
 def test_what_the_script_computes_is_marked_not_run() -> None:
     got = overrides("python3 -m verl.trainer.main_ppo a.b=$(nproc) a.c=`date` a.d=$1 a.e=${NOPE}\n")
-    assert [unresolved(v or "") for v in got.values()] == [
-        "$(...) (a command substitution)",
-        "`...` (a command substitution)",
-        "$1",
-        "${NOPE}",
-    ]
+    assert [unresolved(v or "") for v in got.values()] == ["$(nproc)", "`...`", "$1", "$NOPE"]
 
 
 def test_hydra_prefixes_config_options_and_launchers() -> None:
@@ -177,7 +172,7 @@ VERL_TREE = {
     "actor_rollout_ref": {
         "hybrid_engine": True,
         "model": {"path": "microsoft/Phi-4-mini-instruct", "lora_rank": 64, "target_modules": "all-linear"},
-        "actor": {"strategy": "fsdp2", "ppo_micro_batch_size_per_gpu": 16,
+        "actor": {"strategy": "fsdp2", "ppo_micro_batch_size_per_gpu": 16, "ppo_mini_batch_size": 32,
                   "fsdp_config": {"param_offload": False, "optimizer_offload": False}},
         "rollout": {"name": "vllm", "tensor_model_parallel_size": 1, "gpu_memory_utilization": 0.7, "n": 2,
                     "max_model_len": None, "max_num_seqs": 128, "free_cache_engine": True,
@@ -189,12 +184,19 @@ VERL_TREE = {
 
 
 def test_a_verl_config_mapping_is_read_directly(snapshot: Path) -> None:
+    # VERL's version not known here: read as the newest release, which gives vLLM the model's own context length
     plans = read_plans(DictConfigLike(VERL_TREE), workload="math", source=snapshot)
     got = plans.settings(0)
-    assert (got["model_id"], got["gpu_count"], got["configuration_level"], got["max_model_len"]) == (
-        "microsoft/Phi-4-mini-instruct", 4, "c3", 1024)  # fmt: skip
-    null_context = NULL_CONTEXT_FLAG.format(key="actor_rollout_ref.rollout.max_model_len", value=1024)
-    assert plans.row_flags(0) == [null_context] and plans.origins == ["VERL config"]
+    assert (got["model_id"], got["gpu_count"], got["max_model_len"]) == ("microsoft/Phi-4-mini-instruct", 4, 131072)
+    assert "the model's own context length, max_position_embeddings 131,072" in plans.source("max_model_len", 0)
+    assert plans.origins == ["VERL config"] and "configuration_level" not in got
+    # VERL before 0.7 gives vLLM prompt + response: the measured level c3
+    older = read_plans(DictConfigLike(VERL_TREE), workload="math", source=snapshot, verl_version="0.6.1")
+    assert (older.settings(0)["max_model_len"], older.settings(0)["configuration_level"]) == (1024, "c3")
+    assert older.source("max_model_len", 0) == (
+        "not set: VERL 0.6.1 gives vLLM prompt + response = 1024 tokens (its vLLM rollout)"
+    )
+    assert older.row_flags(0) == [NO_REFERENCE_FLAG] and older.row_notes(0)[0] == "for VERL 0.6.1 (--verl-version)"
     lora = {**VERL_TREE, "actor_rollout_ref": {**VERL_TREE["actor_rollout_ref"], "model": {
         "path": "microsoft/Phi-4-mini-instruct", "lora_rank": 8, "target_modules": ["q_proj", "v_proj"]}}}  # fmt: skip
     flags = read_plans(lora, workload="math", source=snapshot).row_flags(0)
@@ -221,7 +223,7 @@ def test_the_kind_is_detected_when_not_given(tmp_path: Path) -> None:
 def test_a_mandatory_value_left_unset_is_not_a_value() -> None:
     """VERL 0.9's packaged rollout.name is OmegaConf's ``???``: not an engine name, a setting VERL requires."""
     from rlvrambench_hf.advisor.plan.mapping import VERL_SCOPE
-    from rlvrambench_hf.advisor.read.verl.config import scope_flags
+    from rlvrambench_hf.advisor.read.verl.record import scope_flags
 
     tree = {"actor_rollout_ref": {"rollout": {"name": "???", "n": "???"}}}
     config = Config(tree, "run.sh line 1", "verl/trainer/config/_generated_ppo_trainer.yaml")
@@ -239,9 +241,10 @@ def test_dynamic_batch_sizes_are_flagged_and_their_micro_batches_read_from_the_t
     assert "use_dynamic_bsz True: micro-batches sized by tokens (the measurements use fixed per-GPU micro-batches)" in (
         flags
     )
-    del actor["ppo_micro_batch_size_per_gpu"]
-    with pytest.raises(InputError, match=r"ppo_micro_batch_size_per_gpu: not set, .*; with use_dynamic_bsz its token"):
-        read_plans(tree, workload="math", source=snapshot)
+    del actor["ppo_micro_batch_size_per_gpu"]  # VERL's default token budget (16384) gives it
+    default = read_plans(tree, workload="math", source=snapshot)
+    assert default.settings(0)["actor_micro_batch"] == 16384 // (512 + 512)
+    assert "VERL 0.9.1's default" in default.source("actor_micro_batch", 0)
     # with its token budget, the micro-batch is the number of full-length sequences the budget holds
     actor["ppo_max_token_len_per_gpu"] = 4 * (512 + 512) + 100
     plans = read_plans(tree, workload="math", source=snapshot)
@@ -311,7 +314,13 @@ def test_config_problems_are_the_errors_verl_raises_before_running(snapshot: Pat
     small = _tree(data__train_batch_size=16, actor_rollout_ref__actor__ppo_mini_batch_size=32)
     with pytest.raises(InputError, match=r"VERL refuses this config before running: data.train_batch_size = 16 is "
                        r"below actor_rollout_ref.actor.ppo_mini_batch_size = 32"):  # fmt: skip
-        read_plans(small, workload="math", source=snapshot)
+        read_plans(small, workload="math", source=snapshot, verl_version="0.9.1")
+    # VERL 0.2 ran it (the check came in 0.3): no refusal; VERL's version not known: a flag, not a refusal
+    ran = read_plans(small, workload="math", source=snapshot, verl_version="0.2.0")
+    assert ran.settings(0)["train_batch_size"] == 16
+    flags = read_plans(small, workload="math", source=snapshot).row_flags(0)
+    assert any(f.startswith("data.train_batch_size = 16 is below") and "VERL 0.3.0.post1 and later refuse" in f
+               for f in flags)  # fmt: skip
     uneven = _tree(data__train_batch_size=3, actor_rollout_ref__rollout__n=1)
     with pytest.raises(InputError, match=r"train_batch_size × rollout.n = 3 is not divisible by the 4 GPUs"):
         read_plans(uneven, workload="math", source=snapshot)
@@ -374,10 +383,167 @@ def test_a_local_model_path_not_on_this_machine_is_read_as_its_hub_id(snapshot: 
 def test_a_long_list_of_missing_keys_is_bounded_by_whole_names(snapshot: Path) -> None:
     from rlvrambench_hf.errors import MESSAGE_LIMIT
 
+    nulls = {"data": dict.fromkeys(("train_batch_size", "max_prompt_length", "max_response_length")),
+             "trainer": {"n_gpus_per_node": None}, "actor_rollout_ref": {
+                 "model": {"path": "Qwen/Qwen2.5-3B-Instruct"},
+                 "rollout": dict.fromkeys(("n", "gpu_memory_utilization", "tensor_model_parallel_size"))}}  # fmt: skip
     with pytest.raises(InputError) as caught:
-        read_plans({"actor_rollout_ref": {"model": {"path": "Qwen/Qwen2.5-3B-Instruct"}}}, source=snapshot)
+        read_plans(nulls, source=snapshot)
     message = str(caught.value)
     assert len(message) <= MESSAGE_LIMIT and "…" not in message
     named = message.split("missing VERL setting(s) ", 1)[1].split(": not set")[0]
     *keys, more = named.split(", ")
     assert re.fullmatch(r"\S+ and \d+ more", more) and all(re.fullmatch(r"[a-z_]+(\.[a-z_]+)+", k) for k in keys)
+
+
+# --- scripts as bash runs them: arguments, loops, functions, bounds (issues 36 and 38) ---
+
+
+LOOP = (
+    "MODEL=Qwen/Qwen2.5-3B-Instruct\nGPUS=2\n"
+    "while [[ $# -gt 0 ]]; do\n  case $1 in\n    --model) MODEL=$2; shift 2;;\n"
+    '    --gpus=*) GPUS="${1#*=}"; shift;;\n'
+    "    --) shift; break;;\n    *) echo bad; exit 1;;\n  esac\ndone\n"
+    'python3 -m verl.trainer.main_ppo a.model=$MODEL a.gpus=$GPUS "$@"\n'
+)
+
+
+def test_argument_loops_read_the_arguments_given_and_the_defaults_without() -> None:
+    assert overrides(LOOP) == {"a.model": "Qwen/Qwen2.5-3B-Instruct", "a.gpus": "2"}
+    (launch,) = read_launches(LOOP, "run.sh", {}, ["--model", "m/x", "--gpus=8", "--", "a.extra=1"])
+    assert {k: v for _, k, v in launch.overrides} == {"a.model": "m/x", "a.gpus": "8", "a.extra": "1"}
+    with pytest.raises(InputError, match=r"^run.sh line 8: the script \(with the arguments given\) exits here"):
+        read_launches(LOOP, "run.sh", {}, ["--nope"])
+    getopts = (
+        "N=1\nwhile getopts 'n:vx' opt; do case $opt in n) N=$OPTARG;; v) V=yes;; esac; done\nshift $((OPTIND-1))\n"
+        "python3 -m verl.trainer.main_ppo a.n=$N a.v=${V:-no} a.first=${1:-none} a.count=$#\n"
+    )
+    (launch,) = read_launches(getopts, "run.sh", {}, ["-vn", "4", "rest", "more"])
+    assert {k: v for _, k, v in launch.overrides} == {"a.n": "4", "a.v": "yes", "a.first": "rest", "a.count": "2"}
+    assert overrides(getopts) == {"a.n": "1", "a.v": "no", "a.first": "none", "a.count": "0"}
+    positional = "set -- x y\nf() { echo; G=$1; }\nf \"$2\"\nfor w in a b; do L=$w; done\n" \
+                 "python3 -m verl.trainer.main_ppo a.g=$G a.l=$L a.all=\"$*\"\n"  # fmt: skip
+    assert overrides(positional) == {"a.g": "y", "a.l": "b", "a.all": "x y"}
+
+
+def test_a_test_the_running_script_decides_marks_what_it_changes() -> None:
+    text = (
+        'A=1\nB=2\nE=\nif [ -f /etc/some-file ]; then A=3; fi\n[ -z "$E" ] && B=5\n'
+        "command -v nvidia-smi && C=$(nvidia-smi -L | wc -l)\n"
+        "python3 -m verl.trainer.main_ppo a.a=$A a.b=$B a.c=$C\n"
+    )
+    got = overrides(text)
+    assert got["a.b"] == "5" and unresolved(got["a.a"] or "") == "$A" and unresolved(got["a.c"] or "") == "$C"
+    from rlvrambench_hf.advisor.read.shell.state import unresolved as why
+
+    assert why(got["a.a"] or "")[1] == "set by a test at line 4 that depends on what the script does when it runs"
+
+
+def test_expansions_and_substitutions_computed_without_running_anything() -> None:
+    text = (
+        "P=/models/Qwen2.5-3B.tar\nN=$(expr 4 \\* 8)\nE=$(echo 16)\nU=${P##*/}\nL=${#P}\nUP=${U^^}\n"
+        "python3 -m verl.trainer.main_ppo a.n=$N a.e=$E a.u=${U%.tar} a.l=$L a.up=$UP a.sub=${P:1:6} "
+        "a.rep=${P/Qwen/qwen} a.d=${D:=7} a.d2=$D\n"
+    )
+    assert overrides(text) == {"a.n": "32", "a.e": "16", "a.u": "Qwen2.5-3B", "a.l": "22", "a.up": "QWEN2.5-3B.TAR",
+                               "a.sub": "models", "a.rep": "/models/qwen2.5-3B.tar", "a.d": "7",
+                               "a.d2": "7"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        (
+            "A0=1\n"
+            + "\n".join(f'A{i}="A{i - 1}+A{i - 1}"' for i in range(1, 70))
+            + "\npython3 -m verl.trainer.main_ppo "
+            "data.train_batch_size=$((A69))\n",
+            r"data.train_batch_size uses \$\(\(A69\)\), which is arithmetic",
+        ),
+        ("A0=x\n" + "\n".join(f"A{i}=$A{i - 1}$A{i - 1}" for i in range(1, 31)), r"expands to more than 65,536"),
+        ("python3 -m verl.trainer.main_ppo a.b=" + "${" * 50_000, r"line 1: quotes and expansions nested more than"),
+        (
+            "for i in 0 1 2 3 4 5 6 7 8 9; do for j in 1 2 3 4 5 6 7 8 9; do for k in 1 2 3 4 5 6 7 8 9; do "
+            "for l in 1 2 3 4 5 6 7 8 9; do for m in 1 2 3 4 5 6 7 8 9; do :; done; done; done; done; done",
+            r"takes more than 50,000 steps",
+        ),
+        ("x " * 200_000, r"more than 100,000 words"),
+        ("f() { f; }\nf\n", r"functions call one another more than 64 deep"),
+        ("bash <<'EOF'\npython3 -m verl.trainer.main_ppo a.b=1\nEOF\n", r"line 1: a VERL launch in a here-document"),
+        ("while true; do\n", r"line 1: 'while' here has no 'done'"),
+    ],  # fmt: skip
+)
+def test_a_script_bounded_by_construction_is_one_line_and_quick(text: str, error: str, snapshot: Path) -> None:
+    import time
+
+    started = time.monotonic()
+    with pytest.raises(InputError, match=error) as caught:
+        read_plans(text + ("" if "main_ppo" in text else "\npython3 -m verl.trainer.main_ppo a.b=1\n"), kind="verl",
+                   source=snapshot)  # fmt: skip
+    assert time.monotonic() - started < 10 and "\n" not in str(caught.value)
+
+
+def test_values_of_the_environment_are_named_never_printed(snapshot: Path, monkeypatch) -> None:
+    monkeypatch.setenv("RUN_NODE_COUNT", "four-of-them")
+    monkeypatch.setenv("SOME_API_KEY", "sk-do-not-print-me")
+    base = "python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=Qwen/Qwen2.5-3B-Instruct "
+    for value, named in (("$RUN_NODE_COUNT", r"the value of \$RUN_NODE_COUNT \(from the environment\) is not an"),
+                         ("$SOME_API_KEY", r"uses \$SOME_API_KEY, which is an environment variable named as a secret"),
+                         ("'${oc.env:RUN_NODE_COUNT}'", r"\$RUN_NODE_COUNT \(from the environment\)"),
+                         ("'${oc.env:SOME_API_KEY}'", r"an environment variable named as a secret")):  # fmt: skip
+        with pytest.raises(InputError, match=named) as caught:
+            read_plans(base + f"trainer.nnodes={value}", kind="verl", source=snapshot)
+        assert "four-of-them" not in str(caught.value) and "sk-do-not" not in str(caught.value)
+    monkeypatch.setenv("RUN_NODE_COUNT", "2")
+    plans = read_plans(base + "trainer.nnodes=$RUN_NODE_COUNT actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4 "
+                       "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4", kind="verl", source=snapshot,
+                       workload="gsm8k")  # fmt: skip
+    assert plans.settings(0)["nnodes"] == 2
+    assert plans.source("nnodes", 0) == "command line line 1 (from the environment: $RUN_NODE_COUNT)"
+
+
+def test_a_null_context_of_a_model_not_at_hand_is_left_to_its_config_json(snapshot: Path) -> None:
+    """VERL 0.7 and later give vLLM the model's own context; for a model whose config.json is not at hand offline the
+    setting stays null (the answer reads the config.json), and no setting is missing for it."""
+    tree = _tree(actor_rollout_ref__model__path="some-org/some-new-model")
+    plans = read_plans(tree, workload="math", source=snapshot)
+    assert "max_model_len" not in plans.settings(0)
+    assert plans.source("max_model_len", 0) == (
+        "not set: VERL 0.7.1 and later give vLLM the model's own context length (read from its config.json)"
+    )
+
+
+def test_plain_values_are_read_as_hydras_parser_reads_them_without_importing_it(tmp_path: Path, snapshot: Path) -> None:
+    """A plain ``key=value`` (no quotes, lists, mappings, sweeps, interpolations) is read by Hydra's lexer rules by
+    hand, with Hydra's own result; reading a launch script of plain values never imports Hydra (a tenth of a
+    second)."""
+    import random
+    import subprocess
+    import sys
+
+    from rlvrambench_hf.advisor.read.verl.hydra import _ABSENT, _PLAIN, _by_hand, _hydra_parsed
+
+    chars, rng = "01_.eE+-ainfstrulx/@Q", random.Random(7)
+    texts = ["1", "007", "1_000", "1__0", "1e3", ".5", "5.", "-inf", "NaN", "True", "null", "Qwen/Qwen2.5-3B", "1.2.3"]
+    texts += ["".join(rng.choice(chars) for _ in range(rng.randint(1, 6))) for _ in range(3000)]
+    for text in (t for t in texts if _PLAIN.match(t)):
+        parsed = _hydra_parsed(text)
+        if parsed is not _ABSENT:
+            by_hand = _by_hand(text)
+            assert (by_hand == parsed and type(by_hand) is type(parsed)) or by_hand != by_hand, text  # NaN
+    plain = " ".join(f"{k}={v}" for k, v in (
+        ("data.train_batch_size", 32), ("actor_rollout_ref.rollout.n", 4), ("trainer.n_gpus_per_node", 2),
+        ("actor_rollout_ref.model.path", "Qwen/Qwen2.5-3B-Instruct"), ("actor_rollout_ref.model.lora_rank", 64),
+        ("actor_rollout_ref.actor.ppo_mini_batch_size", 16),
+        ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", 4),
+        ("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", 4)))  # fmt: skip
+    for extra, imported in (("", False), ("trainer.logger=['console']", True)):
+        script = tmp_path / "run.sh"
+        script.write_text(f"python3 -m verl.trainer.main_ppo {plain} {extra}\n")
+        code = (
+            "import sys\nfrom rlvrambench_hf.advisor import read_plans\n"
+            f"read_plans({str(script)!r}, kind='verl', workload='gsm8k', source={str(snapshot)!r})\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'hydra', 'huggingface_hub'}))\n"
+        )
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert done.stdout.strip() == ("['hydra']" if imported else "[]"), done.stderr[-500:]

@@ -25,7 +25,7 @@ from rlvrambench_hf import advisor
 from rlvrambench_hf.advisor import TRL_MAPPING, VERL_MAPPING, Plans, read_plans
 from rlvrambench_hf.advisor.output.document import document
 from rlvrambench_hf.advisor.plan.knobs import KNOB_BY_NAME
-from rlvrambench_hf.advisor.plan.mapping import NO_REFERENCE_FLAG, NULL_CONTEXT_FLAG, TRL_STACK_FLAG
+from rlvrambench_hf.advisor.plan.mapping import NO_REFERENCE_FLAG, TRL_STACK_FLAG
 from rlvrambench_hf.advisor.plan.plans import RowLabels
 from rlvrambench_hf.advisor.read.measured import LEVEL_PATTERN, LEVEL_SETTINGS
 from rlvrambench_hf.data.tables.reader import load_table
@@ -58,6 +58,8 @@ def verl_overrides(row: dict) -> list[str]:
             if written is not None:  # None: the write leaves that key as it is
                 words.append(f"{key}={_hydra(written)}")
     return words + [
+        "actor_rollout_ref.actor.use_kl_loss=true",  # the release's runs computed a fixed reference's log-probs
+        f"actor_rollout_ref.actor.ppo_mini_batch_size={row['train_batch_size']}",
         "actor_rollout_ref.rollout.name=vllm",
         "actor_rollout_ref.actor.strategy=fsdp",
         "actor_rollout_ref.model.target_modules=all-linear",
@@ -102,10 +104,12 @@ def launch_script(overrides: list[str], *, model_variable: bool = True) -> str:
     return "\n".join(lines) + "\n"
 
 
-def same_plans(a: Plans, b: Plans) -> None:
-    """The same settings (and the same knobs where both readers give them: a planned CSV gives none)."""
-    shared = [n for n in a.table.column_names if n in b.table.column_names]
-    assert shared == b.table.column_names or shared == a.table.column_names
+def same_plans(a: Plans, b: Plans, ignore: tuple[str, ...] = ()) -> None:
+    """The same settings (and the same knobs where both readers give them: a planned CSV gives none), but those in
+    ``ignore``."""
+    shared = [n for n in a.table.column_names if n in b.table.column_names and n not in ignore]
+    kept = [[n for n in t.table.column_names if n not in ignore] for t in (a, b)]
+    assert shared in kept
     left, right = a.table.select(shared), b.table.select(shared)
     assert left.equals(right), [n for n in shared if not left[n].equals(right[n])]
     assert [a.row_flags(i) for i in range(len(a))] == [b.row_flags(i) for i in range(len(b))]
@@ -135,7 +139,10 @@ def test_a_verl_launch_script_the_equivalent_yaml_and_the_planned_csv_give_the_s
     from_yaml = read_plans(config, kind="verl", workload="gsm8k", source=snapshot)
     from_csv = read_plans(planned, source=snapshot)
     same_plans(from_script, from_yaml)
-    same_plans(from_script, from_csv)
+    # what the measured row leaves blank, a VERL run takes from VERL's defaults (this package ships them)
+    unset = tuple(c for c in columns if row[c] is None)
+    assert unset and all(from_script.source(c, 0).startswith("VERL 0.9.1's default") for c in unset)
+    same_plans(from_script, from_csv, ignore=unset)
     # the local folder named as a measured model is that model; the level is inferred from the settings
     settings = from_script.settings(0)
     assert settings["model_id"] == "Qwen/Qwen2.5-3B-Instruct" and settings["configuration_level"] == "c2"
@@ -147,14 +154,28 @@ def test_a_verl_launch_script_the_equivalent_yaml_and_the_planned_csv_give_the_s
     advice = [advisor.advise_planned(p, snapshot)["configurations"][0] for p in (from_script, from_yaml, from_csv)]
     for entry in advice:
         entry.pop("origin")  # where each plan came from: the script, the YAML, the CSV
+        for name in unset:
+            entry["settings"].pop(name, None)
     # the script and the YAML also say the knobs a planned CSV leaves out, each as the release's stack ran it
     knobs = [{k: entry["settings"].pop(k, None) for k in KNOB_BY_NAME} for entry in advice]
     assert knobs[0] == knobs[1] and set(knobs[2].values()) == {None}
-    assert all(knobs[0][k] in (None, knob.measured) for k, knob in KNOB_BY_NAME.items()), knobs[0]
-    assert advice[0] == advice[1] == advice[2]
+    assert all(knobs[0][k] in (None, knob.measured) or from_script.source(k, 0).startswith("VERL 0.9.1's default")
+               for k, knob in KNOB_BY_NAME.items()), knobs[0]  # fmt: skip
+    assert advice[0] == advice[1]
+    # the same answer from the CSV; the model's arithmetic says where the knobs came from (VERL's defaults or not)
+    assert _figures(advice[0]) == _figures(advice[2])
     assert advice[0]["donor"]["configuration_id"] == MEASURED
     assert advice[0]["verdict"]["basis"] == "measured"
     assert MEASURED in [r["configuration_id"] for r in advice[0]["measured"]]
+
+
+def _figures(entry: object) -> object:
+    """An answer without the words of its arithmetic (the numbers stay)."""
+    if isinstance(entry, dict):
+        return {k: _figures(v) for k, v in entry.items() if k not in ("arithmetic", "source")}
+    if isinstance(entry, list):
+        return [_figures(v) for v in entry]
+    return entry
 
 
 def _through_a_fifo(path: Path, folder: Path, **options: object) -> Plans:
@@ -219,7 +240,10 @@ def test_every_configuration_of_the_release_round_trips_through_the_verl_reader(
         line = "python3 -m verl.trainer.main_ppo " + " ".join(verl_overrides(row))
         plans = read_plans(line, kind="verl", workload=row["legacy_dataset_id"], source=snapshot)
         back = plans.table.to_pylist()[0]
-        assert {k: back[k] for k in mapped} == {k: row[k] for k in mapped}, row["configuration_id"]
+        unset = [k for k in mapped if row[k] is None]  # what the row leaves blank, VERL's defaults give
+        assert all(plans.source(k, 0).startswith("VERL 0.9.1's default") for k in unset), row["configuration_id"]
+        assert {k: back[k] for k in mapped if k not in unset} == {k: row[k] for k in mapped if k not in unset}, row[
+            "configuration_id"]  # fmt: skip
         assert back["workload_id"] == row["workload_id"]
         if re.match(LEVEL_PATTERN, row["configuration_level"]):
             assert back["configuration_level"] == row["configuration_level"], row["configuration_id"]
@@ -266,22 +290,24 @@ def test_absent_settings_take_the_installed_verls_defaults(
     rollout, data = generated["actor_rollout_ref"]["rollout"], generated["data"]
     assert got["vllm_gpu_memory_utilization"] == rollout["gpu_memory_utilization"] == 0.5
     assert (got["max_prompt_length"], got["max_response_length"]) == (data["max_prompt_length"], 512)
-    assert got["max_model_len"] == data["max_prompt_length"] + data["max_response_length"]  # null: the sum
+    assert got["max_model_len"] == 32768  # null: VERL 0.7 and later give vLLM the model's own context length
+    assert plans.source("max_model_len", 0) == (
+        "not set: VERL 0.7.1 and later give vLLM the model's own context length, max_position_embeddings 32,768 "
+        "(its config.json, as the release's model metadata has it)"
+    )
     assert got["rollout_n"] == rollout["n"] == 1 and got["max_num_seqs"] == rollout["max_num_seqs"]
     assert got["parameter_offload"] is False and got["free_cache_engine"] is True
     assert got["gpu_count"] == 2 * generated["trainer"]["nnodes"]
     assert "configuration_level" not in got
     # each value says where it came from: the script's line, or VERL's defaults
-    assert plans.source("rollout_n", 0) == "VERL's default (verl/trainer/config/_generated_ppo_trainer.yaml)"
+    assert plans.source("rollout_n", 0) == "VERL 0.9.1's default (verl/trainer/config/_generated_ppo_trainer.yaml)"
     assert plans.source("actor_micro_batch", 0) == f"{script} line 6"
     assert plans.source("model_id", 0) == f"{script} line 2"
     assert plans.row_flags(0) == [
         NO_REFERENCE_FLAG,  # VERL's defaults turn no KL term on, so it loads no reference policy
-        "actor_rollout_ref.rollout.max_model_len not set: read as prompt + response = 1024 tokens, as every measured "
-        "run set it; VERL 0.7 and later and TRL give vLLM the model's own context length instead (set it to compare "
-        "like with like)",
         "configuration level: none (no measured level of gsm8k has these settings): no donor",
     ]
+    assert plans.row_notes(0)[0] == "for VERL 0.9.1 (installed here)"
     # with LoRA, VERL computes the reference log-probabilities in the actor at the rollout's micro-batch
     script.write_text(script.read_text().replace("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4", ""))
     no_ref = read_plans(script, kind="verl", workload="gsm8k", source=snapshot).settings(0)
@@ -292,7 +318,7 @@ def test_absent_settings_take_the_installed_verls_defaults(
                      env={**_env(), "PYTHONPATH": str(packaged_verl)})  # fmt: skip
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert "missing VERL setting(s) actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: not set, and " \
-           "null in VERL's defaults" in result.stderr  # fmt: skip
+           "null in VERL 0.9.1's defaults" in result.stderr  # fmt: skip
 
 
 def _env() -> dict[str, str]:
@@ -351,19 +377,22 @@ def test_a_trl_config_maps_where_the_meaning_holds_with_a_flag_on_the_stack(snap
     got = plans.settings(0)
     assert got["train_batch_size"] == 8 * 2 * 8 // 2  # completions per generation round / generations
     assert (got["actor_micro_batch"], got["rollout_logprob_micro_batch"], got["ref_logprob_micro_batch"]) == (8, 8, 8)
-    assert (got["gpu_count"], got["rollout_n"], got["max_model_len"]) == (2, 2, 1024)
+    assert (got["gpu_count"], got["rollout_n"], got["max_model_len"]) == (2, 2, 32768)  # TRL: the model's own
     assert (got["total_training_steps"], got["save_freq"], got["adaptation"]) == (100, 50, "LoRA")
-    assert got["configuration_level"] == "c2" and got["parameter_offload"] is False
+    assert "configuration_level" not in got and got["parameter_offload"] is False
     assert plans.row_flags(0) == [
         TRL_STACK_FLAG,
-        NULL_CONTEXT_FLAG.format(key="vllm_max_model_length", value=1024),  # not set: TRL gives vLLM the model's
+        "configuration level: none (no measured level of math has these settings): no donor",
     ]
+    with_length = read_plans(config, kind="trl", workload="math", source=snapshot,
+                             settings={"max_model_len": 1024}).settings(0)  # fmt: skip
+    assert with_length["configuration_level"] == "c2"
     # the knobs the memory model reads, with accelerate's meaning (no accelerate config: plain data parallelism)
     knobs = {k: got[k] for k in ("strategy", "gradient_checkpointing", "lora_rank", "rollout_engine", "vllm_mode")}
     assert knobs == {"strategy": "ddp", "gradient_checkpointing": True, "lora_rank": 64, "rollout_engine": "vllm",
                      "vllm_mode": "colocate"}  # fmt: skip
     assert plans.source("gpu_count", 0) == str(config) and plans.source("rollout_tp_size", 0) == str(config)
-    assert plans.source("max_model_len", 0) == "not given (same; null: prompt + completion)"
+    assert plans.source("max_model_len", 0).startswith("not set: TRL give vLLM the model's own context length")
     batch = next(m for m in TRL_MAPPING if m.setting == "train_batch_size")
     assert plans.written["train_batch_size"] == batch.written == ", ".join(batch.keys)
     # JSON, as trl grpo --config also takes it, gives the same plans
@@ -514,7 +543,8 @@ def test_a_packaged_config_name_is_found_beside_verls_trainer_module(
     assert got["strategy"] == "megatron" and got["parameter_offload"] is False
     assert plans.source("vllm_gpu_memory_utilization", 0) == f"{script} line 23"
     assert (
-        plans.source("max_num_seqs", 0) == "VERL's default (verl/trainer/config/_generated_ppo_megatron_trainer.yaml)"
+        plans.source("max_num_seqs", 0)
+        == "VERL 0.9.1's default (verl/trainer/config/_generated_ppo_megatron_trainer.yaml)"
     )
     assert "actor strategy 'megatron' (the measurements train with FSDP)" in plans.row_flags(0)
 
@@ -652,3 +682,124 @@ def test_offline_a_measured_model_without_metadata_gets_its_measured_records(
     assert plans.settings(0)["model_id"] == "Qwen/Qwen2.5-1.5B-Instruct"
     answer = document(advisor.advise(plans, snapshot, context=load_context(snapshot)))["configurations"][0]
     assert answer["verdict"]["basis"] == "measured" and answer["measured"]
+
+
+# --- TRL scripts read as Python runs them; launchers; the command line (issues 36 and 38) ---
+
+_FIELDS = (
+    "model_name_or_path='Qwen/Qwen2.5-3B-Instruct', num_processes=2, use_vllm=True, vllm_gpu_memory_utilization=0.6, "
+    "max_prompt_length=512, max_completion_length=512, per_device_train_batch_size=8"
+)
+
+
+@pytest.mark.parametrize(
+    ("source", "generations"),
+    [
+        (
+            f"# -*- coding: utf-7 -*-\nargs = GRPOConfig({_FIELDS}, num_generations=2)\n"
+            "#+AAo-args.num_generations = 4\n",
+            4,
+        ),
+        (f"args = GRPOConfig({_FIELDS}, num_generations=2)\nargs.num_generations = 4\n", 4),
+        (f"args = GRPOConfig(**{{'num_generations': 4}}, {_FIELDS})\n", 4),
+        (f"extra = dict(num_generations=4)\nargs = GRPOConfig({_FIELDS}, num_generations=2)\n", 2),
+    ],  # fmt: skip
+)
+def test_a_trl_script_reads_as_python_runs_it(source: str, generations: int, snapshot: Path, tmp_path: Path) -> None:
+    """The encoding cookie Python honours, a field set after the config is built, ``**`` of a dict literal."""
+    script = tmp_path / "train.py"
+    script.write_text(source)
+    assert read_plans(script, kind="trl", workload="math", source=snapshot).settings(0)["rollout_n"] == generations
+
+
+def test_what_a_trl_script_computes_is_refused_with_its_line(snapshot: Path, tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    for source, error in (
+        (f"import json\nkw = json.load(open('x'))\nargs = GRPOConfig(**kw, {_FIELDS})\n",
+         r"train.py line 3: GRPOConfig\(\*\*...\) takes its fields from a value computed when the script runs"),
+        (f"import os\nargs = GRPOConfig({_FIELDS}, num_generations=2)\nif os.environ.get('BIG'):\n"
+         "    args.num_generations = 16\n", r"train.py line 4: num_generations is computed when the script runs"),
+        (f"args = GRPOConfig({_FIELDS}, num_generations={'9' * 5000})\n", r"train.py line 1: an integer of more than"),
+        ("from trl import TrlParser, GRPOConfig, ModelConfig\nparser = TrlParser((GRPOConfig, ModelConfig))\n"
+         "args, model_args = parser.parse_args_and_config()\n"
+         "GRPOTrainer(model=model_args.model_name_or_path, args=args)\n",
+         r"line 3: the GRPOConfig comes from the command line \(TrlParser\): give its arguments after --"),
+    ):  # fmt: skip
+        script.write_text(source)
+        with pytest.raises(InputError, match=error):
+            read_plans(script, kind="trl", workload="math", source=snapshot)
+    # a TrlParser script with its arguments: --config recipe.yaml, then --field value over it
+    (tmp_path / "recipe.yaml").write_text(yaml.safe_dump({**TRL_YAML, "num_generations": 2}))
+    plans = read_plans(script, kind="trl", workload="math", source=snapshot,
+                       arguments=["--config", "recipe.yaml", "--num_generations", "4", "--use_peft"])  # fmt: skip
+    assert (plans.settings(0)["rollout_n"], plans.settings(0)["adaptation"]) == (4, "LoRA")
+
+
+def test_trl_reads_values_as_its_parser_converts_them_and_refuses_machines_below_one(
+    snapshot: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "grpo.yaml"
+    config.write_text(yaml.safe_dump({**TRL_YAML, "max_completion_length": "512"}))
+    plans = read_plans(config, kind="trl", workload="math", source=snapshot)
+    assert plans.settings(0)["max_response_length"] == 512
+    assert "'512' read as 512" in plans.source("max_response_length", 0)
+    for machines in (0, -1):
+        config.write_text(yaml.safe_dump({**TRL_YAML, "num_machines": machines}))
+        with pytest.raises(InputError, match=r"num_machines: -?[01] is not a positive count"):
+            read_plans(config, kind="trl", workload="math", source=snapshot)
+        accelerate = tmp_path / "acc.yaml"
+        accelerate.write_text(yaml.safe_dump({"distributed_type": "MULTI_GPU", "num_processes": 2,
+                                              "num_machines": machines}))  # fmt: skip
+        with pytest.raises(InputError, match=r"num_machines .* is not a count of machines"):
+            read_plans(CORPUS / "trl" / "grpo_peft_lora_ddp.yaml", kind="trl", workload="math", source=snapshot,
+                       accelerate_config=accelerate)  # fmt: skip
+
+
+def test_an_accelerate_launcher_is_a_trl_run_its_options_over_its_config(snapshot: Path, tmp_path: Path) -> None:
+    (tmp_path / "grpo.yaml").write_text(yaml.safe_dump(TRL_YAML))
+    (tmp_path / "ds.yaml").write_text((CORPUS / "accelerate" / "zero2.yaml").read_text())
+    launcher = tmp_path / "train.sh"
+    launcher.write_text("GPUS=${GPUS:-4}\naccelerate launch --config_file ds.yaml --num_processes $GPUS train.py "
+                        "--config grpo.yaml --max_steps 10\n")  # fmt: skip
+    plans = read_plans(launcher, kind="trl", workload="math", source=snapshot)
+    got = plans.settings(0)
+    assert (got["gpu_count"], got["strategy"], got["zero_stage"], got["total_training_steps"]) == (
+        4, "deepspeed", 2, 10)  # fmt: skip
+    assert plans.source("gpu_count", 0) == f"{launcher} line 2 (accelerate launch)"
+    launcher.write_text("accelerate launch train.py --config grpo.yaml --num_processes 2\n")
+    assert read_plans(launcher, kind="trl", workload="math", source=snapshot).settings(0)["gpu_count"] == 2
+
+
+def test_the_command_line_takes_the_scripts_arguments_and_the_verl_version(snapshot: Path, tmp_path: Path) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text((CORPUS / "verl" / "args_while_case_qwen2_5_3b.sh").read_text())
+    with_args = run_cli("--source", str(snapshot), "advise", "--verl", str(script), "--workload", "gsm8k", "--",
+                        "--gpus", "4", env=_env())  # fmt: skip
+    assert with_args.returncode == 0, with_args.stderr
+    assert f"read: {script} run with the arguments --gpus 4 (read from line 17)" in with_args.stdout
+    assert "trainer.n_gpus_per_node × trainer.nnodes -> gpu_count" not in with_args.stdout  # from the script's line
+    fork = run_cli("--source", str(snapshot), "advise", "--verl", str(CORPUS / "verl" / "fork_older_verl_tinyzero_style"
+                   ".sh"), "--workload", "gsm8k", "--verl-version", "0.4.1", env=_env())  # fmt: skip
+    assert fork.returncode == 2 and "VERL refuses this config before running" in fork.stderr
+    stray = run_cli("--source", str(snapshot), "advise", "--planned", str(script), "--", "x", env=_env())
+    assert stray.returncode == 2 and "a script's arguments (after --) go with --verl or --trl" in stray.stderr
+
+
+def test_a_safetensors_header_that_lies_is_one_line(tmp_path: Path) -> None:
+    """Negative, text or missing dimensions are no tensor's (issue 38): refused, naming the file and the tensor."""
+    import struct
+
+    from rlvrambench_hf.advisor.read.models import local_model_metadata
+
+    (tmp_path / "config.json").write_text(json.dumps(_release_configs_of_one()))
+    for shape in ([-5, 4], ["1", 2], None):
+        header = json.dumps({"model.embed": {"dtype": "BF16", "shape": shape, "data_offsets": [0, 0]}}).encode()
+        (tmp_path / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header)
+        with pytest.raises(InputError, match=r"model.safetensors: tensor 'model.embed' has no shape of dimensions"):
+            local_model_metadata(tmp_path)
+
+
+def _release_configs_of_one() -> dict:
+    return {"model_type": "qwen2", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 1000,
+            "torch_dtype": "bfloat16"}  # fmt: skip

@@ -59,6 +59,7 @@ def test_the_walk_finds_every_command():
 def test_every_command_has_a_description_and_every_option_a_help(path):
     parser = dict(ALL)[path]
     assert parser.description and len(parser.description) > 30, f"{' '.join(path)} has no description"
+    assert parser.description.rstrip().endswith("."), f"{' '.join(path)}: the description stops mid-sentence"
     for action in parser._actions:
         if isinstance(action, argparse._HelpAction):
             continue
@@ -70,6 +71,18 @@ def test_every_command_has_a_description_and_every_option_a_help(path):
     for action in parser._actions:
         for choice in action.choices or () if not isinstance(action, argparse._SubParsersAction) else ():
             assert choice in text, f"{' '.join(path)} --help does not list {choice}"
+
+
+def test_verify_help_names_every_kind_of_row_it_prints(snapshot):
+    """``verify --help`` says what its rows are, the card's figures included (issue 39)."""
+    text = " ".join(help_text("verify").split())
+    printed = invoke("--source", str(snapshot), "verify")
+    kinds = {line.split()[0] for line in printed.stdout.splitlines()[3:] if line.strip() and "passed," not in line}
+    assert kinds == {"digest", "seal", "rows", "keys", "relation", "figure"}, kinds
+    for words in ("SHA-256", "seals", "row counts", "key uniqueness", "relation", "figures the dataset card states"):
+        assert words in text, words
+    for figure in ("eligible processes", "recorded attempts", "estimation pool"):
+        assert figure in text and figure in printed.stdout, figure
 
 
 def test_choices_are_listed_from_the_cores():
@@ -102,6 +115,7 @@ def test_version_answers_before_any_core_is_imported():
         "rlvrambench_hf.cli",
         "rlvrambench_hf.cli._common",
         "rlvrambench_hf.errors",
+        "rlvrambench_hf.redaction",  # the formatter every error line goes through
     ]
     assert "pyarrow" not in loaded["libraries"] and "numpy" not in loaded["libraries"], loaded
 
@@ -212,8 +226,8 @@ HEAVY = ("scipy", "pandas", "datasets", "evaluate", "matplotlib", "sklearn")
 SHARED_CLI = {"rlvrambench_hf.cli", "rlvrambench_hf.cli._common", "rlvrambench_hf.cli._intervals"}
 
 # One representative call per command (after `baseline` where it needs predictions) and the heavy libraries it
-# uses: scipy for bootstrap intervals and the estimators' fits, scikit-learn for the logistic method (it imports
-# pandas itself), matplotlib for figures.
+# uses: scipy for bootstrap intervals and the estimators' fits (the logistic method follows scikit-learn's solver
+# with scipy's L-BFGS-B), matplotlib for figures.
 _BASELINE = ["baseline", "--output", "baseline.csv"]
 _EVALUATE = ["evaluate", "--predictions", "baseline.csv", "--output", "scores.json"]
 CALLS: dict[str, tuple[list[list[str]], tuple[str, ...]]] = {
@@ -229,7 +243,7 @@ CALLS: dict[str, tuple[list[list[str]], tuple[str, ...]]] = {
     "results": ([_BASELINE, _EVALUATE, ["results", "export", "scores.json", "--repo-id", "me/model"]], ()),
     "replay": ([["replay", "--rule", "source_copy", "--budgets", "0,1", "--output", "replay.json"]], ()),
     "followup": ([["followup", "score", "--study", "larger_model"]], ()),
-    "estimate": ([["estimate", "fit"]], ("scipy", "sklearn", "pandas")),
+    "estimate": ([["estimate", "fit"]], ("scipy",)),  # scikit-learn is named in the record, never imported
     "advise": ([["advise", "--verl", "run.sh", "--workload", "gsm8k"]], ("scipy", "sklearn", "pandas")),
     "plot": ([["plot", "stages", "--output", "stages.png"]], ("matplotlib",)),
     "report": ([["report", "--output", "site", "--followup-predictions", "no-such-study=x.csv"]], ()),
@@ -286,3 +300,26 @@ def test_a_command_imports_its_module_and_the_heavy_libraries_it_uses_only(snaps
     assert set(heavy_after) <= set(uses), (command.name, heavy_after)
     expected = [2 if command.name == "report" else 0] * len(argvs)  # report: refused before any work
     assert statuses == expected, result.stderr
+
+
+def test_the_advisor_help_imports_no_numerical_library_and_the_folds_name_scikit_learn_without_importing_it(
+    snapshot, tmp_path
+):
+    """``advise --help`` and ``estimate [advise] --help`` import neither numpy nor pyarrow; ``estimate
+    retrospective`` records scikit-learn's version without importing it (issue 39)."""
+    code = (
+        "import json, sys\nfrom rlvrambench_hf.cli import main\n"
+        "for argv in (['advise', '--help'], ['estimate', '--help'], ['estimate', 'advise', '--help']):\n"
+        "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+        "print('@@', json.dumps([m for m in ('numpy', 'pyarrow') if m in sys.modules]), file=sys.stderr)\n"
+        f"main(['--source', {str(snapshot)!r}, 'estimate', 'retrospective', '--output', 'r.json'])\n"
+        "print('@@', json.dumps([m for m in ('sklearn', 'scipy') if m in sys.modules]), file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=cli_env(), cwd=tmp_path, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    at_help, after = (json.loads(line[3:]) for line in result.stderr.splitlines() if line.startswith("@@ "))
+    assert at_help == [] and after == ["scipy"], (at_help, after)
+    environment = json.loads((tmp_path / "r.json").read_text())["numerical_environment"]
+    assert environment["scikit_learn"] and environment["scipy"] and environment["numpy"]

@@ -1,14 +1,21 @@
-"""Every Python example and shell session of README.md, docs/*.md and the metric card runs, against the release copy.
+"""Every example of README.md, docs/*.md and the metric card runs, from a folder outside the checkout.
 
-The ``python`` code blocks of a file run in order in one namespace, from the repository root, with
-``RLVRAMBENCH_SOURCE`` set to the release snapshot and ``HF_ENDPOINT`` at the olah server: a block that shows
-``>>>`` lines is checked as a doctest (its outputs must match), any other block is executed. A block preceded by
-``<!-- not executed: <reason> -->`` is skipped, and the reason must be given. Break an example and this fails.
+The examples of a file run in order, in one scratch folder of a temporary directory (never the repository), with
+only the documented environment: ``RLVRAMBENCH_SOURCE`` naming the release copy (the snapshot) and the Hub reached
+through ``HF_ENDPOINT`` (the olah server), ``rlvrambench`` on the ``PATH``. Break an example and this fails.
 
-A ``console`` block is a maintainer's shell session: each ``$ `` line runs in bash, in a scratch folder, and what
-it prints (standard output and error) must match the lines that follow it (``...`` matches anything). Its Hub is a
-server that takes commits (:mod:`commitserver`) holding ``kobzaond/RLVRAMBench`` as the release copy, reached the
-way a maintainer reaches huggingface.co: ``HF_ENDPOINT`` and ``HF_TOKEN`` in the environment.
+- ``python`` blocks run in one namespace, as a Python session started in that folder (it is the working directory
+  and the first entry of ``sys.path``): a block that shows ``>>>`` lines is checked as a doctest (its outputs must
+  match), any other block is executed. A block whose fence names a file (```` ```python file=my_policies.py ````,
+  the page saying "saved as ``my_policies.py``") is also written to that file first, as a reader saves it.
+- ``bash`` blocks run as one script each (``bash -e -o pipefail``): every command must succeed.
+- ``console`` blocks are a maintainer's shell session: each ``$ `` line runs in bash, and what it prints (standard
+  output and error) must match the lines that follow it (``...`` matches anything). A document with a session
+  reaches a Hub that takes commits (:mod:`commitserver`) holding ``kobzaond/RLVRAMBench`` as the release copy, the
+  way a maintainer reaches huggingface.co: ``HF_ENDPOINT`` and ``HF_TOKEN`` in the environment; its ``bash``
+  blocks run there too.
+
+A block preceded by ``<!-- not executed: <reason> -->`` is skipped, and the reason must be given.
 """
 
 from __future__ import annotations
@@ -33,8 +40,11 @@ DOCUMENTS = sorted(
     [REPO_ROOT / "README.md", REPO_ROOT / "metrics" / "rlvrambench" / "README.md", *(REPO_ROOT / "docs").glob("*.md")]
 )
 METRIC_MODULE = REPO_ROOT / "metrics" / "rlvrambench" / "rlvrambench.py"
-_FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```\s*$", re.S | re.M)
+_FENCE = re.compile(r"^```(\w*)([^\n]*)\n(.*?)^```\s*$", re.S | re.M)
+_FILE = re.compile(r"\bfile=([\w.-]+)")
 _SKIP = re.compile(r"<!--\s*not executed:\s*(.*?)\s*-->\s*$")
+#: The languages of the blocks that are examples (other fences are text: tables, layouts, synopses of options).
+LANGUAGES = ("python", "console", "bash")
 
 
 _OPTIONS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
@@ -47,21 +57,32 @@ class Example:
     code: str
     skip_reason: str | None
     language: str = "python"
+    file: str | None = None  # a python block the page saves as this file
 
 
 def examples(document: Path) -> list[Example]:
-    """The ``python`` and ``console`` blocks of ``document``, with their first line and skip reason."""
+    """The example blocks of ``document`` (:data:`LANGUAGES`), with their first line and skip reason."""
     text = document.read_text(encoding="utf-8")
     found = []
     for match in _FENCE.finditer(text):
-        if match.group(1) not in ("python", "console"):
+        if match.group(1) not in LANGUAGES:
             continue
         before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
         skip = _SKIP.search(before)
         if skip and not skip.group(1):
             raise AssertionError(f"{document}: a skipped example must say why")
         line = text.count("\n", 0, match.start()) + 2
-        found.append(Example(document, line, match.group(2), skip.group(1) if skip else None, match.group(1)))
+        saved = _FILE.search(match.group(2))
+        found.append(
+            Example(
+                document,
+                line,
+                match.group(3),
+                skip.group(1) if skip else None,
+                match.group(1),
+                saved.group(1) if saved else None,
+            )
+        )
     return found
 
 
@@ -69,6 +90,11 @@ def run_example(example: Example, namespace: dict) -> None:
     where = f"{example.document.relative_to(REPO_ROOT)}:{example.line}"
     if example.language == "console":
         run_session(example, namespace["__console__"])
+    elif example.language == "bash":
+        run_script(example, namespace["__console__"])
+    elif example.file is not None:
+        (namespace["__console__"][0] / example.file).write_text(example.code, encoding="utf-8")
+        exec(compile(example.code, where, "exec"), namespace)
     elif ">>>" in example.code:
         test = doctest.DocTestParser().get_doctest(example.code, namespace, where, str(example.document), example.line)
         runner = doctest.DocTestRunner(optionflags=_OPTIONS)
@@ -106,29 +132,59 @@ def run_session(example: Example, setting: tuple[Path, dict[str, str]]) -> None:
             )
 
 
-def console_setting(document: Path, snapshot: Path, folder: Path):
-    """For a document with ``console`` blocks: a started commit server holding the release copy as ``REPO_ID``,
-    a scratch folder and the session's environment (None when the document has no such block)."""
+def run_script(example: Example, setting: tuple[Path, dict[str, str]]) -> None:
+    """A ``bash`` block as one script: every command must succeed."""
+    folder, env = setting
+    done = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", example.code],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    if done.returncode != 0:
+        raise AssertionError(
+            f"{example.document.relative_to(REPO_ROOT)}:{example.line}: exit status {done.returncode}\n"
+            f"{done.stdout[-3000:]}{done.stderr[-3000:]}"
+        )
+
+
+def shell_setting(document: Path, snapshot: Path, folder: Path, scratch: Path):
+    """The commit server the document's ``console`` session needs (None without one) and the environment of its
+    shell blocks: the documented one (the release copy, a Hub, ``rlvrambench`` on the path)."""
+    shell = {
+        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
     if not any(e.language == "console" and e.skip_reason is None for e in examples(document)):
-        return None
+        return None, (scratch, cli_env(**shell))
     server = CommitServer(folder / "commit-hub").start()
     server.seed(REPO_ID, snapshot)
-    scratch = folder / "session"
-    scratch.mkdir()
     env = cli_env(
         HF_ENDPOINT=server.endpoint,
         HF_TOKEN=server.token,
         HF_HUB_DISABLE_XET="1",  # the server speaks the LFS transfer protocol, not Xet
         HF_HOME=str(folder / "hf-session"),
-        HF_HUB_DISABLE_PROGRESS_BARS="1",
-        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        **shell,
     )
     return server, (scratch, env)
 
 
-def test_the_metric_module_examples_run(snapshot, hub, monkeypatch):
-    monkeypatch.chdir(REPO_ROOT)
+@pytest.fixture
+def elsewhere(tmp_path: Path, snapshot: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A scratch folder outside the checkout, the working directory and first entry of ``sys.path`` (as for a
+    Python session started there), with the documented environment: ``RLVRAMBENCH_SOURCE`` names the release."""
+    scratch = tmp_path / "session"
+    scratch.mkdir()
+    assert REPO_ROOT not in scratch.resolve().parents, "the examples must run outside the checkout"
+    monkeypatch.chdir(scratch)
+    monkeypatch.syspath_prepend(str(scratch))
     monkeypatch.setenv("RLVRAMBENCH_SOURCE", str(snapshot))
+    return scratch
+
+
+def test_the_metric_module_examples_run(hub, elsewhere):
     spec = importlib.util.spec_from_file_location("rlvrambench_metric", METRIC_MODULE)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -144,21 +200,16 @@ def test_every_document_with_examples_is_collected():
 
 
 @pytest.mark.parametrize("document", DOCUMENTS, ids=lambda d: d.relative_to(REPO_ROOT).as_posix())
-def test_examples_run(document, snapshot, hub, monkeypatch, tmp_path):
-    monkeypatch.chdir(REPO_ROOT)
-    monkeypatch.setenv("RLVRAMBENCH_SOURCE", str(snapshot))
-    monkeypatch.setenv("RLVRAMBENCH_EXAMPLE_OUTPUT", str(tmp_path))
-    namespace: dict = {"__name__": "__example__"}
-    console = console_setting(document, snapshot, tmp_path)
-    if console is not None:
-        namespace["__console__"] = console[1]
+def test_examples_run(document, snapshot, hub, elsewhere, tmp_path):
+    server, setting = shell_setting(document, snapshot, tmp_path, elsewhere)
+    namespace: dict = {"__name__": "__example__", "__console__": setting}
     try:
         for example in examples(document):
             if example.skip_reason is None:
                 run_example(example, namespace)
     finally:
-        if console is not None:
-            console[0].stop()
+        if server is not None:
+            server.stop()
 
 
 def test_a_console_block_is_checked_command_by_command():
@@ -168,3 +219,36 @@ def test_a_console_block_is_checked_command_by_command():
     with pytest.raises(AssertionError, match="echo hello"):
         run_session(Example(REPO_ROOT / "README.md", 1, "$ echo hello\ngoodbye\n", None, "console"), setting)
     run_session(Example(REPO_ROOT / "README.md", 1, "$ echo hello world\nhello ...\n", None, "console"), setting)
+
+
+def test_a_bash_block_is_one_script_that_stops_at_a_failing_command(tmp_path):
+    setting = (tmp_path, dict(os.environ))
+    script = "echo one > a.txt \\\n  && cat a.txt | grep one\ncat <<'END' > b.txt\ntwo\nEND\n"
+    run_script(Example(REPO_ROOT / "README.md", 1, script, None, "bash"), setting)
+    assert (tmp_path / "b.txt").read_text() == "two\n"
+    with pytest.raises(AssertionError, match="exit status 1"):
+        run_script(Example(REPO_ROOT / "README.md", 1, "false | cat\ntouch after\n", None, "bash"), setting)
+    assert not (tmp_path / "after").exists()
+
+
+@pytest.mark.parametrize(
+    ("variables", "expected"),
+    [
+        ({}, str(REPO_ROOT.parent / "shared" / "rlvrambench" / "hub")),
+        ({"RLVRAMBENCH_SOURCE": "/data/RLVRAMBench"}, "/data/RLVRAMBench"),
+        ({"RLVRAMBENCH_SOURCE": "kobzaond/RLVRAMBench"}, "kobzaond/RLVRAMBench"),
+        ({"RLVRAMBENCH_SNAPSHOT": "/old/name"}, "/old/name"),  # the older names, when the new one is not set
+        ({"SNAPSHOT": "/older/name"}, "/older/name"),
+        ({"RLVRAMBENCH_SOURCE": "/new", "RLVRAMBENCH_SNAPSHOT": "/old"}, "/new"),
+    ],
+)
+def test_make_demo_reads_the_release_copy_from_RLVRAMBENCH_SOURCE(tmp_path, variables, expected):
+    """The README's ``make demo`` runs the demo on ``$RLVRAMBENCH_SOURCE`` (its older names still work), from any
+    folder through ``make -C``; ``make -n`` prints the command without running it."""
+    env = {k: v for k, v in os.environ.items() if k not in ("RLVRAMBENCH_SOURCE", "RLVRAMBENCH_SNAPSHOT", "SNAPSHOT")}
+    env |= variables
+    done = subprocess.run(
+        ["make", "-s", "-n", "-C", str(REPO_ROOT), "demo"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith(f'rlvrambench --source "{expected}" demo'), done.stdout

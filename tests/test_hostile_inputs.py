@@ -45,7 +45,9 @@ from hostile_corpus import (
     CODE_INPUTS,
     FILE_INPUTS,
     FORGED,
+    HARNESS_SECRET,
     LOG_INPUTS,
+    LOG_SECRETS,
     MODEL_INPUTS,
     OUTPUT_INPUTS,
     PLANNED_INPUTS,
@@ -365,6 +367,7 @@ def harness_env() -> dict[str, str]:
         RLVRAMBENCH_USER_MEMORY_MIB="512",
         RLVRAMBENCH_USER_DISK_MIB="64",
         **SECRETS,  # secrets user code must not find and no output may show
+        SOME_API_KEY=HARNESS_SECRET,  # a secret of the environment: no output may show it
     )
 
 
@@ -512,6 +515,8 @@ def test_hostile_input(harness, target: Target, item: Input) -> None:
         assert len(lines[0]) <= LINE_BOUND and lines[0].isprintable(), lines[0]
         assert result["left"] == [], f"a failed command left {result['left']}"
     assert not result["changed"], "an input was changed"
+    if item.hidden is not None:  # a value from the environment: named, never printed
+        assert item.hidden not in stderr + result.get("stdout", ""), "a value from the environment was printed"
     if item.seconds is not None:
         assert result["seconds"] <= item.seconds, f"took {result['seconds']:.1f} s"
 
@@ -551,6 +556,15 @@ def test_what_reaches_a_terminal_is_escaped(capsys: pytest.CaptureFixture[str]) 
         raise InputError("x") from ValueError(hostile)
     except InputError as exc:
         assert RAW.search(debug_text(exc)) is None and "\\u202e" in debug_text(exc)
+
+
+def test_no_secret_of_a_log_reaches_the_output(harness) -> None:
+    """The log that holds a credential of every common shape on its failure line is answered without any of them."""
+    target = next(t for t in TARGETS if t.kind == "log")
+    result = harness(target, next(i for i in LOG_INPUTS if i.name == "log: secrets of every shape"))
+    assert result["status"] == 0 and result["stdout"].startswith("memory failure"), result["stderr"][-2000:]
+    for _, shown in LOG_SECRETS:
+        assert shown not in result["stdout"] + result["stderr"], shown
 
 
 def test_the_harness_covers_every_target_with_its_whole_corpus() -> None:

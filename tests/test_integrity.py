@@ -216,9 +216,9 @@ OUTPUT_CASES = {
         ["--source", S, "export", "eligible_runs", "--format", "csv", "--output", "p.csv/x.csv"],
         "output p.csv/x.csv: p.csv is a file, not a directory",
     ),
-    "export into a missing folder": (
-        ["--source", S, "baseline", "--output", "nowhere/x.csv"],
-        "output folder nowhere does not exist",
+    "export under a file two levels up": (
+        ["--source", S, "baseline", "--output", "p.csv/nowhere/x.csv"],
+        "output p.csv/nowhere/x.csv: p.csv is a file, not a directory",
     ),
     "export over a FIFO": (
         ["--source", S, "export", "eligible_runs", "--format", "csv", "--output", "pipe"],
@@ -241,6 +241,20 @@ def test_output_that_would_clobber_an_input_is_refused_before_any_work(work, cas
     assert message in lines[0]
     assert listing(work) == before
     assert not list(Path(constants.HF_HUB_CACHE).glob("x.csv"))
+
+
+def test_an_output_in_missing_folders_creates_them_and_a_failed_command_leaves_none(tmp_path):
+    made = run("--source", S, "baseline", "--output", "scores/rules/baseline.csv", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert (tmp_path / "scores" / "rules" / "baseline.csv").read_text().startswith("query_id,predicted_state")
+    (tmp_path / "bad.csv").write_text("query_id,predicted_state\nq,safe\n")
+    failed = run("--source", S, "evaluate", "--predictions", "bad.csv", "--output", "new/deeper/s.json", cwd=tmp_path)
+    assert failed.returncode == 2 and len(failed.stderr.strip().splitlines()) == 1, failed.stderr
+    assert not (tmp_path / "new").exists()
+    failed = run("--source", S, "release", "build", "--version", "x", "--output", "new/rel", cwd=tmp_path)
+    assert failed.returncode == 2 and not (tmp_path / "new").exists(), failed.stderr
+    built = run("--source", S, "release", "build", "--version", "1.0.0", "--output", "new/rel", cwd=tmp_path)
+    assert built.returncode == 0 and (tmp_path / "new" / "rel" / "release.json").is_file(), built.stderr
 
 
 FULL_DISK_CASES = {

@@ -20,6 +20,10 @@ PACKAGE = REPO_ROOT / "rlvrambench_hf"
 SHIPPED = [REPO_ROOT / "metrics" / "rlvrambench" / "rlvrambench.py", REPO_ROOT / "loading_script" / "rlvrambench.py"]
 #: The longest a module may grow before it is split (the registry of tables is data, and counts the same).
 MAX_LINES = 360
+#: The most modules a folder of the package may hold before it is grouped into sub-packages (``__init__.py`` aside).
+MAX_MODULES = 15
+#: Folders over the bound, to be regrouped (folder -> modules it holds): each must still be over it.
+KNOWN_CROWDED: dict[str, int] = {"rlvrambench_hf/cli": 16}
 
 
 def modules() -> dict[str, Path]:
@@ -90,6 +94,33 @@ def test_no_module_is_longer_than_the_bound():
     assert not long, long
 
 
+def crowded_folders(root: Path = PACKAGE) -> dict[str, int]:
+    """The folders of the package holding more than :data:`MAX_MODULES` modules, with how many they hold."""
+    counts: dict[str, int] = {}
+    for path in root.rglob("*.py"):
+        if path.name != "__init__.py" and "__pycache__" not in path.parts:
+            folder = path.parent.relative_to(root.parent).as_posix()
+            counts[folder] = counts.get(folder, 0) + 1
+    return {folder: n for folder, n in counts.items() if n > MAX_MODULES}
+
+
+def test_no_folder_holds_more_modules_than_the_bound():
+    crowded = crowded_folders()
+    assert crowded.keys() <= KNOWN_CROWDED.keys(), {f: n for f, n in crowded.items() if f not in KNOWN_CROWDED}
+    assert crowded.keys() == KNOWN_CROWDED.keys(), (
+        f"regrouped, remove from KNOWN_CROWDED: {KNOWN_CROWDED.keys() - crowded.keys()}"
+    )
+
+
+def test_the_folder_bound_counts_modules_of_one_folder(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    for name in ["__init__", *(f"m{i}" for i in range(MAX_MODULES + 1))]:
+        (package / f"{name}.py").write_text("")
+    (package / "sub" / "a.py").write_text("")
+    assert crowded_folders(package) == {"pkg": MAX_MODULES + 1}
+
+
 def test_no_private_name_of_huggingface_hub_datasets_or_evaluate():
     libraries = "(?:huggingface_hub|datasets|evaluate)"
     private = re.compile(rf"\b{libraries}(?:\.\w+)*\._[a-z]\w*|from {libraries}[\w.]* import [^\n]*\b_[A-Za-z]\w*")
@@ -135,7 +166,9 @@ def test_every_folder_of_the_package_is_a_regular_package():
 #: package's top level. The package itself (``rlvrambench_hf/__init__.py``) is not a room: Python runs it before any
 #: of its modules, so importing from it adds no dependency (its own imports are lazy, see the module).
 FLOORS: tuple[tuple[str, ...], ...] = (
+    ("redaction",),
     ("errors",),
+    ("structured",),
     ("arrow", "userfile"),
     ("data.schema",),
     ("data.sources",),
@@ -197,6 +230,73 @@ def test_the_upward_check_sees_an_upward_import(tmp_path):
     high.write_text("from ..scoring.labels import y\n")
     known = {"rlvrambench_hf.scoring.labels": low, "rlvrambench_hf.transfer.api": high}
     assert upward_imports(known) == {("rlvrambench_hf.scoring.labels", "rlvrambench_hf.transfer.api")}
+
+
+#: The floors of the advisor's house, lowest first (its rooms: sub-packages, and the modules of a folder that others
+#: of its sub-packages import, which stand on their own floor). ``read``'s sub-rooms: its shared checks and the shell
+#: reader, then VERL's readers, then TRL's (which read VERL's configs too), then the reader that dispatches to them.
+#: The typed answer is below the assessment that builds it; the log diagnosis reads answers; the output room writes
+#: and words both; the api composes everything and the package's face lists it.
+ADVISOR = "rlvrambench_hf.advisor"
+ADVISOR_FLOORS: tuple[tuple[str, ...], ...] = (
+    ("plan",),
+    ("read.checks", "read.shell"),
+    ("read.verl",),
+    ("read.trl",),
+    ("read",),
+    ("answer",),
+    ("assess",),
+    ("diagnose",),
+    ("output",),
+    ("api",),
+    ("",),  # the advisor package itself (its __init__)
+)
+
+
+def advisor_room_of(name: str) -> str | None:
+    """The room of an advisor module (None outside the advisor)."""
+    if name != ADVISOR and not name.startswith(ADVISOR + "."):
+        return None
+    parts = name[len(ADVISOR) + 1 :].split(".") if name != ADVISOR else [""]
+    if parts[0] == "read" and len(parts) > 1:
+        return f"read.{parts[1]}" if parts[1] in ("shell", "verl", "trl", "checks") else "read"
+    return parts[0]
+
+
+def advisor_upward_imports(known: dict[str, Path] | None = None) -> set[tuple[str, str]]:
+    """Every import of an advisor module into a room of the advisor on the same or a higher floor (its own room
+    excepted)."""
+    floor = {room: level for level, rooms in enumerate(ADVISOR_FLOORS) for room in rooms}
+    known = modules() if known is None else known
+    found = set()
+    for name, path in known.items():
+        here = advisor_room_of(name)
+        if here is None:
+            continue
+        for target in imports_of(name, path, known):
+            there = advisor_room_of(target)
+            if there is not None and there != here and floor[there] >= floor[here]:
+                found.add((name, target))
+    return found
+
+
+def test_every_room_of_the_advisor_is_on_a_floor():
+    rooms = {advisor_room_of(name) for name in modules()} - {None}
+    placed = [room for rooms_of_floor in ADVISOR_FLOORS for room in rooms_of_floor]
+    assert len(placed) == len(set(placed)) and rooms == set(placed), sorted(rooms ^ set(placed))
+
+
+def test_the_advisor_imports_downward_only():
+    found = advisor_upward_imports()
+    assert not found, f"upward imports in the advisor: {sorted(found)}"
+
+
+def test_the_advisor_check_sees_the_diagnosis_importing_the_api(tmp_path):
+    explain, api = tmp_path / "explain.py", tmp_path / "api.py"
+    explain.write_text("def f():\n    from ..api import advise\n")
+    api.write_text("from .diagnose.explain import f\n")
+    known = {f"{ADVISOR}.diagnose.explain": explain, f"{ADVISOR}.api": api}
+    assert advisor_upward_imports(known) == {(f"{ADVISOR}.diagnose.explain", f"{ADVISOR}.api")}
 
 
 def layout_texts(readme: str) -> dict[str, str]:

@@ -162,7 +162,7 @@ def test_cli_show_and_export(snapshot, tmp_path):
     shutil.copy(csv_out, copy / "benchmark" / "runs.csv")
     (copy / "benchmark" / "manifest.json").write_text('{"files": {}}')
     assert load_table("eligible_runs", copy).equals(load_table("eligible_runs", snapshot))
-    bad = invoke(
+    made = invoke(
         "--source",
         str(snapshot),
         "export",
@@ -172,8 +172,19 @@ def test_cli_show_and_export(snapshot, tmp_path):
         "--output",
         str(tmp_path / "no" / "such" / "dir.csv"),
     )
-    assert bad.returncode == 2 and "does not exist" in bad.stderr and "Traceback" not in bad.stderr
-    assert not (tmp_path / "no").exists()
+    assert made.returncode == 0 and (tmp_path / "no" / "such" / "dir.csv").is_file()  # missing folders are made
+    bad = invoke(
+        "--source",
+        str(snapshot),
+        "export",
+        "no_such_config",
+        "--format",
+        "csv",
+        "--output",
+        str(tmp_path / "new" / "x.csv"),
+    )
+    assert bad.returncode == 2 and "no_such_config" in bad.stderr and "Traceback" not in bad.stderr
+    assert not (tmp_path / "new").exists()  # a failed command creates no folder
 
 
 def test_package_exports_the_loader():

@@ -81,19 +81,42 @@ def test_verl_qwen3b_verdicts_never_worsen_as_capacity_grows(context):
 
 
 def test_what_the_model_does_not_cover_gets_no_verdict_even_when_measured(context):
+    """No verdict, and no peak to read as fits or fails: no per-phase peaks, no fits block; full fine-tuning keeps
+    the modelled GRPO+LoRA part as a lower bound with the terms it leaves out named."""
     rows = [{**QWEN3B, "rollout_engine": "sglang"}, {**QWEN3B, "lora_rank": 0}, {**QWEN3B, "strategy": "megatron"}]
     knobs = {"rollout_engine": pa.string(), "lora_rank": pa.int64(), "strategy": pa.string()}
-    for entry, word in zip(answer(context, rows, knobs=knobs), ("sglang", "lora_rank=0", "megatron")):
+    entries = answer(context, rows, knobs=knobs)
+    for entry, word in zip(entries, ("sglang", "lora_rank=0", "megatron")):
         assert entry["verdict"]["state"] is None and "not modelled" in entry["verdict"]["sentence"]
-        assert word in entry["verdict"]["sentence"]
+        assert word in entry["verdict"]["sentence"] and "MiB" not in entry["verdict"]["sentence"].split("no verdict")[1]
+        assert entry["phases"] == [] and entry["predicted_peak_mib"] is None and "fits" not in entry
+        assert entry["not_modelled"]["reasons"] and entry["binding_phase"] is None
+    full = entries[1]["not_modelled"]
+    assert full["modelled_part_lower_bound_mib"] > 30000 and "gradients and Adam" in full["missing_terms"][0]
+    assert entries[0]["not_modelled"]["modelled_part_lower_bound_mib"] is None  # another engine: nothing to bound
+
+
+def test_a_plan_whose_band_reaches_the_margin_is_near_the_limit_with_both_figures_and_a_way_back(context):
+    """Its band's parts are named; the sentence gives the peak with its band against the margin and capacity and
+    the change, in the user's keys, that keeps the peak and its band within the margin."""
+    near, clear = answer(context, [{**QWEN3B, "vllm_gpu_memory_utilization": 0.72}, QWEN3B])
+    assert near["verdict"]["state"] == "within_margin" and near["verdict"]["near_limit"] is True
+    sentence = near["verdict"]["sentence"]
+    assert "near the limit" in sentence and "spans the margin 38,912 MiB" in sentence
+    assert "to buy the band back: actor_rollout_ref.rollout.gpu_memory_utilization=" in sentence
+    assert [p["part"] for p in near["band"]["parts"]] == ["in_domain", "training_horizon"]
+    assert near["band_mib"] == near["band"]["mib"] == pytest.approx(sum(p["mib"] for p in near["band"]["parts"]))
+    assert clear["verdict"]["near_limit"] is False and "near the limit" not in clear["verdict"]["sentence"]
 
 
 def test_every_configuration_is_answered_from_its_measurement_first(context, snapshot):
     table = load_table("configurations", snapshot, decode=True)
     outcomes = {r["configuration_id"]: r for r in load_table("outcomes", snapshot, decode=True).to_pylist()}
-    from rlvrambench_hf.advisor.assess.verdict import answer_plans
+    from rlvrambench_hf.advisor.assess.answers import answer_plans
+    from rlvrambench_hf.advisor.output.wording import sentence
 
-    answers = answer_plans(Plans(table, ["configurations.csv"] * table.num_rows), context)  # no Hub for 1.5B
+    plans = Plans(table, ["configurations.csv"] * table.num_rows)
+    answers = answer_plans(plans, context, wording=sentence)  # no Hub for 1.5B
     a = answers.assessment
     assert (a.basis == 0).all()  # 212 of 212: measured
     peak = a.model.peak

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rlvrambench_hf.data.tables.output import check_outputs, new_folder, write_all_atomic, write_atomic
+from rlvrambench_hf.data.tables.output import check_outputs, new_folder, write_all_atomic, write_atomic, write_json
 from rlvrambench_hf.errors import MESSAGE_LIMIT, OutputError
 from rlvrambench_hf.release.space import write_space
 
@@ -112,3 +112,26 @@ def test_a_new_folder_is_removed_when_what_fills_it_fails(tmp_path: Path) -> Non
     with pytest.raises(RuntimeError), new_folder(existing):
         raise RuntimeError("the write failed")
     assert existing.is_dir()
+
+
+def test_an_output_in_a_missing_folder_creates_it_and_a_failed_write_removes_it(
+    tmp_path: Path, full: tuple[Path, Filled]
+) -> None:
+    check_outputs([tmp_path / "scores" / "mine.json"])  # refused neither before the work ...
+    assert not (tmp_path / "scores").exists()  # ... nor created by the check
+    write_json(tmp_path / "scores" / "deep" / "mine.json", {"a": 1})
+    assert (tmp_path / "scores" / "deep" / "mine.json").read_text() == '{\n  "a": 1\n}\n'
+    write_all_atomic({tmp_path / "x" / "one.txt": "1", tmp_path / "y" / "z" / "two.txt": "2"})
+    assert (tmp_path / "y" / "z" / "two.txt").read_text() == "2"
+    folder, filled = full
+    with filled(), pytest.raises(OutputError) as caught:
+        write_atomic(folder / "new" / "deeper" / "big.bin", b"z" * 100_000)
+    one_line(caught.value, "big.bin")
+    assert list(folder.iterdir()) == [], "a folder the failed write created was left behind"
+    with filled(), pytest.raises(OutputError):
+        write_all_atomic({folder / "a" / "small.txt": "x", folder / "b" / "large.txt": "y" * 100_000})
+    assert list(folder.iterdir()) == []
+    (tmp_path / "file").write_text("")
+    with pytest.raises(OutputError) as caught:
+        check_outputs([tmp_path / "file" / "sub" / "x.json"])
+    one_line(caught.value, "is a file, not a directory")

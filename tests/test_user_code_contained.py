@@ -18,8 +18,9 @@ from pathlib import Path
 import hostile_driver
 import pytest
 
-from rlvrambench_hf.scoring import contained, wire
-from rlvrambench_hf.scoring.procs import Cgroup
+from rlvrambench_hf.scoring import contained
+from rlvrambench_hf.scoring.containment import wire
+from rlvrambench_hf.scoring.containment.procs import Cgroup
 
 from conftest import SNAPSHOT, cli_env
 from hostile_corpus import FORGED, PWNED, SECRETS
@@ -237,7 +238,7 @@ def own_session(folder: Path, body: str, attr: str, **extra: str) -> subprocess.
     script = (
         "import os, sys\n"
         "if os.environ.get('NO_SECCOMP'):\n"
-        "    import rlvrambench_hf.scoring.seccomp as s\n    s.install = lambda *args: False\n"
+        "    import rlvrambench_hf.scoring.containment.seccomp as s\n    s.install = lambda *args: False\n"
         "from rlvrambench_hf.cli import main\nsys.exit(main(sys.argv[1:]))\n"
     )
     command = [sys.executable, "-c", script, *case["argv"]]
@@ -455,7 +456,7 @@ def contained_error() -> Exception:
 
 @pytest.mark.unit
 def test_what_counts_as_a_secret_of_the_environment() -> None:
-    from rlvrambench_hf.scoring.confine import secret
+    from rlvrambench_hf.scoring.containment.confine import secret
 
     secrets = ["HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH", "GITHUB_TOKEN", "MY_SERVICE_TOKEN"]
     secrets += ["OPENAI_API_KEY", "SOME_KEY", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"]

@@ -47,7 +47,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("configs", "list the configs with their split, rows and availability", "data", "add_configs"),
     Command("show", "typed preview of a config", "data", "add_show"),
     Command("export", "write a config as CSV, Parquet or JSON Lines", "data", "add_export"),
-    Command("verify", "check digests, seals, row counts, keys and cross-table relations", "data", "add_verify"),
+    Command("verify", "check digests, seals, row counts, keys, relations and the card's figures", "data", "add_verify"),
     Command("inputs", "export the leak-free task inputs as JSON", "transfer", "add_inputs"),
     Command("baseline", "write a reference rule's predictions as CSV", "transfer", "add_baseline"),
     Command("evaluate", "score a predictions file against the transfer labels", "transfer", "add_evaluate"),
@@ -79,7 +79,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "advise",
-        "will my run fit? measured records first, physical floors, then the three methods' predictions",
+        "will my run fit? measured records first, physical floors, then the per-phase memory model; or why it failed",
         "advise",
         "add_advise",
     ),
@@ -116,19 +116,29 @@ else:  # not subscriptable at run time
 
 
 class _Commands(_SubParsers):
-    """The subcommands of :data:`COMMANDS`: each parser is filled in (its module imported) when it is chosen."""
+    """The subcommands of :data:`COMMANDS`: a command's name and help line are there from the start (its choice and
+    its line in ``--help``); its parser is made and filled in (its module imported) when it is chosen. (Making the
+    19 parsers up front costs every command a few milliseconds of argparse's message catalogue look-ups.)"""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.pending: dict[str, Command] = {}
 
+    def register(self, command: Command) -> None:
+        """Make ``command`` a choice, with its help line; its parser waits for :meth:`load`."""
+        self._choices_actions.append(self._ChoicesPseudoAction(command.name, (), command.help))
+        self._name_parser_map[command.name] = None  # type: ignore[assignment]  # made by load()
+        self.pending[command.name] = command
+
     def load(self, name: str) -> argparse.ArgumentParser:
         """The parser of command ``name``, with its options."""
-        parser: argparse.ArgumentParser = self.choices[name]
         command = self.pending.pop(name, None)
         if command is not None:
+            parser = self._parser_class(prog=f"{self._prog_prefix} {name}")
+            self._name_parser_map[name] = parser
             add_command(parser, command)
-        return parser
+        made: argparse.ArgumentParser = self._name_parser_map[name]
+        return made
 
     def __call__(
         self,
@@ -165,8 +175,7 @@ def build_parser(*, complete: bool = False) -> argparse.ArgumentParser:
     )
     needs_subcommand(parser)
     for command in COMMANDS:
-        commands.add_parser(command.name, help=command.help)
-        commands.pending[command.name] = command
+        commands.register(command)
     if complete:
         for command in COMMANDS:
             commands.load(command.name)

@@ -53,9 +53,13 @@ def add_export(p: argparse.ArgumentParser) -> None:
 
 def add_verify(p: argparse.ArgumentParser) -> None:
     p.description = (
-        "Verify the source: every file against the SHA-256 of the release manifests and of the "
-        "studies' seals (corrupted and listed-but-absent told apart), row counts, key uniqueness, and every "
-        "relation the registry declares (foreign keys, and columns one table copies from another)."
+        "Verify the source and print one row per check (kind, subject, status, detail), then the counts: every "
+        "file against the SHA-256 of the release manifests and of the studies' seals (corrupted and "
+        "listed-but-absent told apart), row counts, key uniqueness, every relation the registry declares "
+        "(foreign keys, and columns one table copies from another), and the figures the dataset card states, "
+        "counted from the typed tables (eligible processes, recorded attempts, historical source screens, the "
+        "not_repeated settings, the 100-step extension, the estimation pool). Exit status 2 with one line when a "
+        "check fails; absent files are counted, not failed."
     )
     p.set_defaults(handler=cmd_verify)
 

@@ -103,6 +103,7 @@ def run_retrospective(args: argparse.Namespace) -> int:
     _write(args.output, report)
     print(render_folds(report))
     print(pool_figure(load_table("all_configurations", source)).detail)  # the card's 72 boundary + 18 four-GPU
+    print("\n" + render_memory_model(report["memory_model"]))
     if options is not None:
         print("\n" + render_fold_intervals(report))
     return 0
@@ -260,6 +261,55 @@ def render_folds(report: dict[str, Any]) -> str:
                 f"{failures['low']}–{failures['high']} over the {spread['units']} folds"
             )
         lines.append(spread["statement"])
+    return "\n".join(lines)
+
+
+def render_memory_model(section: dict[str, Any]) -> str:
+    """The memory model's nested scores beside the best-of-forms figure per fold, and its leave-one-model-out
+    check per model (by label alone, then with the band)."""
+    best = section["best_of_forms"]["folds"]
+    rows = [
+        [
+            family,
+            s["form"],
+            f"{s['correct']}/{s['queries']}",
+            s["approved_memory_failure"],
+            s["approved_above_margin"],
+            s["rejected_within_margin"],
+            s["completed_peak_mape_percent"],
+            best[family]["form"],
+            f"{best[family]['correct']}/{best[family]['queries']}",
+        ]
+        for family, s in section["nested"].items()
+    ]
+    headers = ["fold", "nested form", "correct", "F", "A", "usable_rejected", "mape_%", "best of forms", "correct"]
+    lines = [
+        "memory model, nested (form chosen on the training families alone) beside the best of forms (chosen after "
+        "seeing the held-out family):",
+        format_table(headers, rows),
+        f"final form (chosen on all three families): {section['chosen_form']['name']}",
+        "",
+        "memory model, leave one model out (F, A: approved memory failures and above-margin runs by label; "
+        "with band: approved only where the band stays off the margin):",
+    ]
+    rows = [
+        [
+            family,
+            o["form"],
+            o["configurations"],
+            f"{o['correct']}/{o['queries']}",
+            o["approved_memory_failure"],
+            o["approved_above_margin"],
+            o["rejected_within_margin"],
+            o["completed_peak_mape_percent"],
+            o["approved_with_band"]["approved_memory_failure"],
+            o["approved_with_band"]["approved_above_margin"],
+            o["approved_with_band"]["near_limit"],
+        ]
+        for family, o in section["leave_one_model_out"].items()
+    ]
+    headers = ["model", "form", "configs", "correct", "F", "A", "usable_rejected", "mape_%", "band_F", "band_A"]
+    lines.append(format_table([*headers, "near_limit"], rows))
     return "\n".join(lines)
 
 

@@ -13,9 +13,10 @@ def add_report(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Write a self-contained HTML report of the release to DIR: provenance (package version, "
         "source and commit, time of the run), the configs, the figures, the transfer scores of the reference "
-        "rules per scope with confusion matrices, the admission replay (recall against budget and against the "
-        "attempts spent) and the follow-up scores — with your own predictions beside the reference ones when "
-        "given. Needs matplotlib: pip install 'rlvrambench-hf[plots]'."
+        "rules per scope with confusion matrices and the leaderboard, the admission replay (recall against budget "
+        "and against the attempts spent), the follow-up scores and the estimator comparison with model families "
+        "held out — with your own predictions and policy beside the reference ones when given, and with "
+        "--planned the advisor's verdict on each planned run. Needs matplotlib: pip install 'rlvrambench-hf[plots]'."
     )
     parser.add_argument("--output", required=True, metavar="DIR", help="folder to write (created if missing)")
     parser.add_argument(

@@ -104,16 +104,21 @@ def inputs_from_tables(
 
 
 def numerical_environment() -> dict[str, Any]:
-    """Versions of the numerical stack (the reference stack is in ``docs/estimation.md``)."""
-    import numpy
-    import scipy
-    import sklearn
+    """Versions of the numerical stack (the reference stack is in ``docs/estimation.md``), read from the installed
+    distributions: scikit-learn is named, not imported (its import alone takes about 0.5 s; the fits use scipy)."""
+    from importlib import metadata
+
+    def version(distribution: str) -> str | None:
+        try:
+            return metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            return None
 
     return {
         "python": platform.python_version(),
-        "numpy": numpy.__version__,
-        "scipy": scipy.__version__,
-        "scikit_learn": sklearn.__version__,
+        "numpy": version("numpy"),
+        "scipy": version("scipy"),
+        "scikit_learn": version("scikit-learn"),
         "platform": platform.platform(),
     }
 
@@ -155,7 +160,7 @@ def run_retrospective(
             user = bound.enter_context(bind_estimator(loaded, name, timeout=timeout))
             runs[name] = estimator_run(user, name, inputs.evidence, inputs.source.identity)
         folds = retrospective(inputs.pool, inputs.parameters, runs, models)
-    report = {**folds, "memory_model": _first_form(inputs), "numerical_environment": numerical_environment()}
+    report = {**folds, "memory_model": _memory_model(inputs), "numerical_environment": numerical_environment()}
     if described:
         report["estimators"] = described
     if options is not None:
@@ -166,13 +171,12 @@ def run_retrospective(
     return {**report, "table": fold_table(report), "across_folds": across_folds(report)}
 
 
-def _first_form(inputs: EstimationInputs) -> dict[str, Any]:
-    """What the score file says of the memory model's form, with the record of the form fixed in advance."""
-    from ..data.tables.reader import load_table
-    from .physical import FORM_NOTE, first_form_record
+def _memory_model(inputs: EstimationInputs) -> dict[str, Any]:
+    """The memory model's section: how its form was chosen, every candidate form, the leave-one-model-out check."""
+    from .memoryreport import memory_model_report
+    from .physical import record_of
 
-    stages = load_table("stage_measurements", inputs.source, decode=True).to_pylist()
-    return {"form_note": FORM_NOTE, "first_form": first_form_record(inputs.pool.rows, stages, inputs.metadata)}
+    return memory_model_report(record_of(inputs))
 
 
 def run_final_fit(source: SourceLike = None, revision: str | None = None) -> tuple[FittedReferences, EstimationInputs]:

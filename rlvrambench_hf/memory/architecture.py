@@ -7,7 +7,7 @@ Everything is a float64 column aligned with the plans (NaN where the model has n
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, cast
 
 import numpy as np
@@ -55,6 +55,10 @@ class Architecture:
     def adapter(self, rank: np.ndarray) -> np.ndarray:
         """Adapter elements at LoRA ``rank`` (all linear layers; linear in the rank)."""
         return cast("np.ndarray", self.adapter64 * rank / 64.0)
+
+    def take(self, index: np.ndarray) -> Architecture:
+        """The sizes of the plans at ``index``."""
+        return Architecture(*(getattr(self, f.name)[index] for f in fields(self)))
 
     def kv_bytes_per_token(self) -> np.ndarray:
         """Bytes of KV cache per token in bf16: keys and values, every layer."""

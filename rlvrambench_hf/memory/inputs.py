@@ -27,6 +27,8 @@ SETTINGS: tuple[str, ...] = (
     "max_model_len",
     "train_batch_size",
     "rollout_n",
+    "max_num_seqs",
+    "total_training_steps",
 )
 #: Numeric and boolean knobs the model reads, with the value it takes when a plan does not say, and why.
 KNOB_DEFAULTS: dict[str, tuple[float, str]] = {
@@ -68,6 +70,17 @@ class PlanInputs:
 
     def knob_given(self, name: str) -> np.ndarray:
         return self.valid[name] if name in self.valid else np.zeros(self.rows, dtype=bool)
+
+    def take(self, index: np.ndarray) -> PlanInputs:
+        """The plans at ``index`` (the same workload names)."""
+        return PlanInputs(
+            {k: v[index] for k, v in self.values.items()},
+            {k: v[index] for k, v in self.valid.items()},
+            self.actor_bytes[index],
+            self.actor_bytes_given[index],
+            self.workload[index],
+            self.workloads,
+        )
 
 
 def plan_inputs(

@@ -4,7 +4,8 @@ Phases carry the release's stage names (``stage_measurements.csv``): ``initializ
 ``reference_logprob``, ``actor_update``, ``weight_sync``. Each phase is a sum of terms in MiB; every physical
 term has its coefficient fixed at its physical value, and the only calibrated terms — runtime memory outside
 vLLM's budget (CUDA context, NCCL buffers, CUDA graphs, allocator slack), the weight-sync gather's extra and the
-token phases' measured scale — come from :mod:`.calibrate`. ``explain`` gives one plan's terms with their arithmetic.
+token phases' measured share — and the per-sequence share of the runtime term (``sequences`` form) come from
+:mod:`.calibrate`. ``explain`` gives one plan's terms with their arithmetic.
 
 Physical terms (bytes per GPU; P parameters, R adapter elements, G GPUs, T rollout TP, u utilization, C capacity):
 
@@ -15,17 +16,17 @@ Physical terms (bytes per GPU; P parameters, R adapter elements, G GPUs, T rollo
 * the actor update: LoRA gradients and Adam's two moments ``12 R / G`` (``4 R / G`` with the optimizer offloaded);
   activations of one micro-batch, ``2 × tokens × H × (L + 1)`` checkpoint boundaries plus one layer's ``34 ×
   tokens × H`` recomputed with gradient checkpointing, ``34 × tokens × H × L`` without it; logits ``tokens × V ×
-  2`` (bf16 logits; VERL's fused log-probabilities keep no fp32 copy);
-* log-probabilities: logits of a log-prob micro-batch, ``tokens × V × 2``;
-* weight sync: the full parameters gathered for the LoRA merge, ``4 (P + R)`` (one FSDP unit at a time, ``4 U``,
-  with layered summon), beside the resident actor and vLLM: its bf16 weights ``2P/T`` when ``free_cache_engine``
-  woke it for them, its whole reservation ``u × C`` when it never slept.
+  w`` (``w`` bytes per logit element, a choice of form: :mod:`.forms`);
+* log-probabilities: logits of a log-prob micro-batch, ``tokens × V × w``;
+* weight sync: the full parameters gathered for the LoRA merge in the actor's dtype, ``b (P + R)`` (one FSDP unit
+  at a time, ``b U``, with layered summon), beside the resident actor and vLLM: its bf16 weights ``2P/T`` when
+  ``free_cache_engine`` woke it for them, its whole reservation ``u × C`` when it never slept.
 
 Tokens of a micro-batch are its sequences at full length (prompt + response capped by ``max_model_len``): the
 worst case, reached when every response runs to its cap. What the release measured of the token terms, per
 workload, is their own calibrated term beside them (``calibrated_update_tokens``, ``calibrated_logprob_tokens``):
-below zero where responses stop well before the cap (GSM8K), above it where a phase holds more per token than
-modelled.
+below zero where responses stop before the cap, never above it (a form whose bytes per token are too few pays
+for it in its held-out stage errors, not here).
 """
 
 from __future__ import annotations
@@ -43,15 +44,21 @@ from .vllm import vllm_kept, vllm_woken_weights
 
 MIB = 2.0**20
 PHASES: tuple[str, ...] = ("initializing", "rollout", "reference_logprob", "actor_update", "weight_sync")
-#: Bytes per logit element: bf16 logits (chosen after seeing the release's stages; 6 B overshot them by gigabytes).
-LOGIT_BYTES = 2.0
 #: Bytes of activations per token, hidden unit and layer of a transformer layer in bf16 with flash attention
 #: (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", 34 s b h).
 LAYER_ACTIVATION_BYTES = 34.0
 
 Explain = Callable[[int], str]
+#: What each width of a logit element stands for.
+LOGIT_WIDTHS = {
+    2.0: "bf16 logits, fused log-probabilities",
+    4.0: "fp32 logits",
+    7.0: "fp32 + bf16 + 1 B per logit, VERL's performance guide",
+}
 #: The calibrated term of the weight sync: what it holds beyond its physical terms.
 SYNC_EXTRA = "weight_sync_extra"
+#: The calibrated runtime terms outside vLLM's budget (the second only in the ``sequences`` form).
+RUNTIME, PER_SEQUENCE = "runtime_outside_vllm", "per_sequence_runtime"
 #: The terms of each token phase that grow with the tokens of a micro-batch, at full length.
 TOKEN_TERMS: dict[str, tuple[str, ...]] = {
     "actor_update": ("activations", "update_logits"),
@@ -140,6 +147,7 @@ def phases(x: PlanInputs, arch: Architecture, cal: Calibration) -> PhaseModel:
     budget = u * c
     _, _, tok_actor, tok_score = tokens_of(x, arch)
     runtime = cal.runtime(arch, x)
+    per_sequence = cal.per_sequence(x)
     sync_extra = np.full(x.rows, cal.sync_extra)
     ckpt = x.knob("gradient_checkpointing") > 0
     layered = x.knob("layered_summon") > 0
@@ -147,28 +155,31 @@ def phases(x: PlanInputs, arch: Architecture, cal: Calibration) -> PhaseModel:
     boundaries = 2.0 * tok_actor * h * (layers + 1) / MIB
     one_layer = LAYER_ACTIVATION_BYTES * tok_actor * h / MIB
     activations = np.where(ckpt, boundaries + one_layer, one_layer * layers)
-    logits_update = tok_actor * v * LOGIT_BYTES / MIB
-    logits_score = tok_score * v * LOGIT_BYTES / MIB
+    logits_update = tok_actor * v * cal.logit_bytes / MIB
+    logits_score = tok_score * v * cal.logit_bytes / MIB
     optimizer = np.where(o_off, 4.0, 12.0) * r / g / MIB
     # one GPU without offload: FSDP does not shard, the resident parameters are the full ones (nothing to gather)
     unsharded = (g == 1) & ~p_off
-    gathered = np.where(unsharded, 0.0, np.where(layered, 4.0 * arch.unit, 4.0 * (arch.p + r)) / MIB)
+    full = base_bytes * arch.p + x.actor_bytes * r
+    gathered = np.where(unsharded, 0.0, np.where(layered, x.actor_bytes * arch.unit, full) / MIB)
     vllm_between = vllm_kept(x)
 
     f = _Formats(x, arch, cal)
     reservation = Term("vllm_reservation", budget, f.reservation)
     actor_term = Term("resident_actor", resident, f.resident)
-    runtime_term = Term("runtime_outside_vllm", runtime, f.runtime, calibrated=True)
+    runtime_terms = [Term(RUNTIME, runtime, f.runtime, calibrated=True)]
+    if cal.form.runtime == "sequences":
+        runtime_terms.append(Term(PER_SEQUENCE, per_sequence, f.per_sequence, calibrated=True))
     compute_actor = Term("actor_shards", shards, f.shards)
     between = Term("vllm_between_generations", vllm_between, f.between)
     terms = {
-        "initializing": [reservation, actor_term, runtime_term],
-        "rollout": [reservation, actor_term, runtime_term],
+        "initializing": [reservation, actor_term, *runtime_terms],
+        "rollout": [reservation, actor_term, *runtime_terms],
         "reference_logprob": [
             compute_actor,
             between,
             Term("logprob_logits", logits_score, f.logits_score),
-            runtime_term,
+            *runtime_terms,
         ],
         "actor_update": [
             compute_actor,
@@ -176,14 +187,14 @@ def phases(x: PlanInputs, arch: Architecture, cal: Calibration) -> PhaseModel:
             Term("adapter_gradients_and_adam", optimizer, f.optimizer),
             Term("activations", activations, f.activations),
             Term("update_logits", logits_update, f.logits_update),
-            runtime_term,
+            *runtime_terms,
         ],
         "weight_sync": [
             Term("gathered_parameters", gathered, f.gathered),
             between,
             Term("vllm_woken_weights", vllm_woken_weights(x, arch), f.vllm_woken_weights),
             actor_term,
-            runtime_term,
+            *runtime_terms,
             Term(SYNC_EXTRA, sync_extra, f.sync_extra, calibrated=True),
         ],
     }
@@ -191,7 +202,7 @@ def phases(x: PlanInputs, arch: Architecture, cal: Calibration) -> PhaseModel:
         physical = np.sum([t.mib for t in terms[phase] if t.name in names], axis=0)
         correction = (cal.tokens(phase, x) - 1.0) * physical
         terms[phase].append(Term(TOKEN_CALIBRATION[phase], correction, f.tokens(phase, physical), calibrated=True))
-    known = arch.known & np.isfinite(tok_actor) & (tok_actor > 0) & np.isfinite(runtime)
+    known = arch.known & np.isfinite(tok_actor) & (tok_actor > 0) & np.isfinite(runtime) & np.isfinite(per_sequence)
     return PhaseModel(terms, known)
 
 
@@ -234,6 +245,9 @@ class _Formats:
     def runtime(self, i: int) -> str:
         return self.cal.describe(self.a, self.x, i)
 
+    def per_sequence(self, i: int) -> str:
+        return self.cal.describe_per_sequence(self.x, i)
+
     def between(self, i: int) -> str:
         if self.x["free_cache_engine"][i] > 0:
             return "0 MiB: free_cache_engine puts vLLM to sleep between generations (weights to the CPU, KV freed)"
@@ -253,10 +267,11 @@ class _Formats:
     def _logits(self, i: int, micro: float) -> str:
         length, per_gpu, _, _ = tokens_of(self.x, self.a)
         tok = min(micro, per_gpu[i]) * length[i]
-        mib = tok * self.a.vocab[i] * LOGIT_BYTES / MIB
+        width = self.cal.logit_bytes
+        mib = tok * self.a.vocab[i] * width / MIB
         return (
-            f"{self._tokens(i, micro)} x vocabulary {self.a.vocab[i]:,.0f} x {LOGIT_BYTES:g} B "
-            f"(bf16 logits; fused log-probabilities) = {mib:,.0f} MiB"
+            f"{self._tokens(i, micro)} x vocabulary {self.a.vocab[i]:,.0f} x {width:g} B "
+            f"({LOGIT_WIDTHS.get(width, 'bytes per logit element')}) = {mib:,.0f} MiB"
         )
 
     def optimizer(self, i: int) -> str:
@@ -285,21 +300,28 @@ class _Formats:
         )
 
     def gathered(self, i: int) -> str:
-        a = self.a
-        r = a.adapter(self.x.knob("lora_rank"))[i]
-        if self._g(i) == 1 and self.x["parameter_offload"][i] <= 0:
+        a, x = self.a, self.x
+        r = a.adapter(x.knob("lora_rank"))[i]
+        b = x.actor_bytes[i]
+        dtype = "" if x.actor_bytes_given[i] else ", fp32 as the release ran"
+        if self._g(i) == 1 and x["parameter_offload"][i] <= 0:
             return "0 MiB: on one GPU FSDP keeps the full parameters resident (counted there), nothing is gathered"
-        if self.x.knob("layered_summon")[i] > 0:
-            return f"layered summon: 4 B x {a.unit[i]:,.0f} (largest FSDP unit) = {4 * a.unit[i] / MIB:,.0f} MiB"
-        source = "" if self.x.knob_given("layered_summon")[i] else f" ({KNOB_DEFAULTS['layered_summon'][1]})"
+        if x.knob("layered_summon")[i] > 0:
+            return (
+                f"layered summon: {b:g} B{dtype} x {a.unit[i]:,.0f} (largest FSDP unit, the actor's dtype) = "
+                f"{b * a.unit[i] / MIB:,.0f} MiB"
+            )
+        source = "" if x.knob_given("layered_summon")[i] else f" ({KNOB_DEFAULTS['layered_summon'][1]})"
         seen = (
             ""
-            if self.x["parameter_offload"][i] > 0
+            if x["parameter_offload"][i] > 0
             else "; the release saw this phase bind only with parameters offloaded: an extrapolation here"
         )
+        q = x.valid.get("base_quant_bits")
+        base = x["base_quant_bits"][i] / 8 if q is not None and q[i] and x["base_quant_bits"][i] > 0 else b
         return (
-            f"no layered summon{source}: 4 B x ({a.p[i]:,.0f} + {r:,.0f}) gathered for the LoRA merge = "
-            f"{4 * (a.p[i] + r) / MIB:,.0f} MiB{seen}"
+            f"no layered summon{source}: ({base:g} B x {a.p[i]:,.0f} + {b:g} B x {r:,.0f}){dtype} gathered for the "
+            f"LoRA merge in the actor's dtype = {(base * a.p[i] + b * r) / MIB:,.0f} MiB{seen}"
         )
 
     def vllm_woken_weights(self, i: int) -> str:

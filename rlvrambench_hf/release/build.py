@@ -25,7 +25,7 @@ from ..data.schema.spec import ConfigSpec
 from ..data.sources.base import Source
 from ..data.sources.hub import HubSource
 from ..data.sources.resolve import SourceLike, open_source
-from ..data.tables.output import check_outputs, pid_alive
+from ..data.tables.output import check_outputs, new_folder, pid_alive
 from ..data.tables.reader import decode_labels, load_table
 from ..errors import InputError, OutputError
 from .card import render_card
@@ -112,21 +112,23 @@ def build_release(
     target = Path(output).expanduser().absolute()
     src = open_source(source, revision)
     check_outputs(folders=[target], source=src)
-    _recover(target)
+    if target.parent.is_dir():
+        _recover(target)
     _check_target(target, overwrite)
     if repo_id is None:
         repo_id = src.repo_id if isinstance(src, HubSource) else DEFAULT_REPO_ID
-    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".building", dir=target.parent))
-    try:
-        result = _assemble(work, src, version, repo_id, built_at or datetime.now(UTC))
-        _replace(work, target)
-    except OSError as exc:  # a full disk, a file-size limit: nothing half-written stays
-        shutil.rmtree(work, ignore_errors=True)
-        why = exc.strerror or exc
-        raise OutputError(f"cannot build the release into {target}: {why}; nothing was written") from None
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
+    with new_folder(target.parent):  # missing folders above the output are created, and removed on a failure
+        work = Path(tempfile.mkdtemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".building", dir=target.parent))
+        try:
+            result = _assemble(work, src, version, repo_id, built_at or datetime.now(UTC))
+            _replace(work, target)
+        except OSError as exc:  # a full disk, a file-size limit: nothing half-written stays
+            shutil.rmtree(work, ignore_errors=True)
+            why = exc.strerror or exc
+            raise OutputError(f"cannot build the release into {target}: {why}; nothing was written") from None
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)
+            raise
     return BuildResult(target, version, result[0], result[1], result[2])
 
 
@@ -235,8 +237,6 @@ def _source_card_metadata(src: Source) -> dict[str, Any]:
 
 
 def _check_target(target: Path, overwrite: bool) -> None:
-    if not target.parent.is_dir():
-        raise InputError(f"output folder's parent {target.parent} does not exist")
     if target.exists() and not target.is_dir():
         raise InputError(f"output {target} exists and is not a folder")
     if target.is_dir() and any(target.iterdir()):

@@ -174,10 +174,9 @@ def build_report(
     ]
     if plans is not None:
         from ..advisor import advise
-        from ..advisor.output.document import document
         from .advice import advice_section
 
-        body.append(advice_section(document(advise(plans, src)), os.fspath(str(planned))))
+        body.append(advice_section(advise(plans, src), os.fspath(str(planned))))
         inputs["planned runs"] = planned
     items = provenance(src, __version__, now or dt.datetime.now(dt.UTC), inputs)
     page = s.PAGE.format(title=html.escape(TITLE), provenance=s.provenance(items), body="\n".join(body))

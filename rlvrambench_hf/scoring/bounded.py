@@ -17,8 +17,8 @@ In every mode any ``BaseException`` of the user code (``SystemExit``, ``Keyboard
 :class:`~rlvrambench_hf.errors.UserCodeError` naming the object, the call and the case, and what the call returned
 is checked by the caller's ``accept`` inside the same deadline, before anything is formatted from it; only the
 plain values ``accept`` makes of it leave the call. In a child process those values come back as JSON
-(:mod:`.wire`, never a pickle) and are checked once more by the command (``check``, by default ``accept`` itself:
-a check of plain values accepts what it made), since the child — user code's own process — may send anything.
+(:mod:`.containment.wire`, never a pickle) and are checked once more by the command (``check``, by default
+``accept`` itself: a check of plain values accepts what it made), since the child may send anything.
 What user code printed, and its tracebacks, are shown escaped.
 """
 

@@ -1,8 +1,9 @@
 """The child process a user's code runs in, contained from import to exit (POSIX, where processes can be forked;
 the containment below is Linux's, elsewhere what the OS has).
 
-The command forks a **keeper** (:mod:`.keeper`: the package's own code, a subreaper in a session of its own), which
-forks the **child** that imports and runs the user code after confining itself (:mod:`.confine`). So:
+The command forks a **keeper** (:mod:`.containment.keeper`: the package's own code, a subreaper in a session of
+its own), which forks the **child** that imports and runs the user code after confining itself
+(:mod:`.containment.confine`). So:
 
 - **Nothing outlives the command.** Every process user code starts — also after ``setsid()``, a double fork or
   ``posix_spawn`` — stays below the keeper (or in the child's cgroup, where the OS allows one) and is killed when
@@ -15,13 +16,12 @@ forks the **child** that imports and runs the user code after confining itself (
   the command is not dumpable while a child lives); where seccomp is missing, a command stopped while user code
   runs is resumed and the user code ended. The child has no inherited descriptor, no terminal, no secret in its
   environment, bounded memory and disk.
-- **Bounded output**: the child's standard output and error go to a pipe that the command drains, keeping the first
-  :data:`OUTPUT_KEPT` bytes and counting the rest — never to the command's own output; shown escaped, line by
-  line behind a margin, so that it cannot pass for the command's own lines.
-- **Replies are data**: JSON of plain values (:mod:`.wire`), at most :data:`REPLY_LIMIT` bytes, never unpickled;
-  the command checks them again itself (:mod:`.bounded`).
+- **Bounded output**: the child's output goes to a pipe the command drains (the first :data:`OUTPUT_KEPT` bytes
+  kept), never to the command's own; shown escaped, behind a margin: it cannot pass for the command's lines.
+- **Replies are data**: JSON of plain values (:mod:`.containment.wire`), at most :data:`REPLY_LIMIT` bytes,
+  never unpickled; the command checks them again itself (:mod:`.bounded`).
 - **Exits that are not answers**: ``os._exit``, a crash or a signal never look like success; nor does user code
-  that forks or leaves a thread running (:mod:`.serve`).
+  that forks or leaves a thread running (:mod:`.containment.serve`).
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ from types import FrameType
 from typing import Any, Literal
 
 from ..errors import OutputError, escaped
-from . import wire
-from .confine import DEFAULT_MEMORY_MIB, DISK_ENV, MEMORY_ENV, Plan, disk_budget, memory_budget
-from .keeper import StatusPipe, keeper_main
-from .procs import (
+from .containment import wire
+from .containment.confine import DEFAULT_MEMORY_MIB, DISK_ENV, MEMORY_ENV, Plan, disk_budget, memory_budget
+from .containment.keeper import StatusPipe, keeper_main
+from .containment.procs import (
     LINUX,
     PR_SET_CHILD_SUBREAPER,
     PR_SET_DUMPABLE,
@@ -58,7 +58,7 @@ from .procs import (
     end_all,
     prctl,
 )
-from .serve import child_main, refuse
+from .containment.serve import child_main, refuse
 
 __all__ = ["DEFAULT_MEMORY_MIB", "DISK_ENV", "MEMORY_ENV", "disk_budget", "memory_budget", "refuse"]
 #: How much of what user code prints is kept (the rest is counted), bytes.

@@ -19,6 +19,7 @@ from typing import Any, cast
 import numpy as np
 import pyarrow as pa
 
+from ..answer import Change, MeasuredRef, UserKeys
 from ..plan.arrays import numbers, take, with_validity
 from ..plan.knobs import KNOB_BY_NAME
 from ..plan.mapping import TRL_MAPPING, VERL_MAPPING, Mapped
@@ -183,10 +184,10 @@ class ChangeSet:
         starts = np.searchsorted(found.origin[works], np.arange(len(peak_before) + 1))
         return cls(found, assessed, works, starts, peak_before, record)
 
-    def for_row(self, row: int) -> list[dict[str, Any]]:
+    def for_row(self, row: int) -> list[Change]:
         """The changes of plan ``row``: per setting the smallest that works and, if it is only predicted, also the
         smallest one a measurement supports; smallest first."""
-        out: list[dict[str, Any]] = []
+        out: list[Change] = []
         measured: dict[int, bool] = {}
         for j in self.works[self.starts[row] : self.starts[row + 1]]:
             setting = int(self.found.setting[j])
@@ -205,29 +206,22 @@ class ChangeSet:
         first[has] = self.works[self.starts[:-1][has]]
         return first, np.where(first >= 0, self.assessed.measured[np.maximum(first, 0)], False)
 
-    def text(self, j: int) -> str:
-        """One variant as the sweep table writes it: ``setting from->to (basis[ id])``."""
-        change = self._change(j, bool(self.assessed.measured[j]))
-        support = change["supporting_configuration"]
-        why = f"measured {support['configuration_id']}" if support else "predicted"
-        return f"{change['setting']} {change['from']}->{change['to']} ({why})"
-
-    def _change(self, j: int, supported: bool) -> dict[str, Any]:
+    def _change(self, j: int, supported: bool) -> Change:
         names = list(MOVES)
         name = names[int(self.found.setting[j])]
         origin = int(self.found.origin[j])
         peak = self.assessed.peak[j] - self.peak_before[origin]
         to = self.found.after[self.found.part[j]]
-        return {
-            "setting": name,
-            "from": _plain(self.found.before[j], self.found.table.schema.field(name).type),
-            "to": to,
-            **in_user_keys(name, to, self.found.table.slice(j, 1).to_pylist()[0]),
-            "resulting_state": "within_margin",
-            "basis": "measured" if supported else "predicted",
-            "supporting_configuration": self.record(int(self.assessed.record[j])) if supported else None,
-            "predicted_peak_change_mib": None if np.isnan(peak) else float(peak),
-        }
+        return Change(
+            name,
+            plain(self.found.before[j], self.found.table.schema.field(name).type),
+            to,
+            UserKeys.of(in_user_keys(name, to, self.found.table.slice(j, 1).to_pylist()[0])),
+            "within_margin",
+            "measured" if supported else "predicted",
+            MeasuredRef.of(self.record(int(self.assessed.record[j]))) if supported else None,
+            None if np.isnan(peak) else float(peak),
+        )
 
 
 def in_user_keys(setting: str, value: object, settings: dict[str, Any]) -> dict[str, list[str]]:
@@ -264,7 +258,8 @@ def _text(value: object) -> str:
     return str(value) if not isinstance(value, float) or not value.is_integer() else f"{value:g}"
 
 
-def _plain(value: float, arrow_type: pa.DataType) -> object:
+def plain(value: float, arrow_type: pa.DataType) -> object:
+    """A numpy value as the column's Python type (bool, int or float)."""
     if arrow_type == pa.bool_():
         return bool(value)
     if pa.types.is_integer(arrow_type):

@@ -1,16 +1,15 @@
 """The references fitted on the 90 pool configurations and their leave-one-family-out track record, kept between runs.
 
-Fitting needs scipy and scikit-learn (about 1.5 s to import) and the retrospective three more fits; both depend
-only on the release's sealed inputs and the numerical stack. :func:`fitted_with_record` stores the fitted
-parameters and the per-method track record in huggingface_hub's assets folder
-(``cached_assets_path("rlvrambench_hf", "advisor")``), named by a digest of the input files, the package and the
-stack's versions, and later runs rebuild the references from it with numpy alone. A folder that cannot be
-written only costs the next run a refit.
+Fitting needs scipy (about 0.5 s to import) and the retrospective three more fits; both depend only on the
+release's sealed inputs and the numerical stack. :func:`fitted_with_record` keeps the fitted parameters and the
+per-method track record in the advisor's store (:mod:`.store`, huggingface_hub's assets folder), named by a digest
+of the input files, the package and the stack's versions, and later runs rebuild the references from it with numpy
+alone. A store that cannot be written only costs the next run a refit. (The whole context, :mod:`.context`, is
+stored too; this entry spares the fits when only other files of the release changed.)
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from importlib import metadata as distributions
@@ -26,18 +25,18 @@ from ...estimation.features import FEATURE_NAMES
 from ...estimation.logistic import CLASSES, LogisticClassifier
 from ...estimation.references import METHODS, FittedReferences
 from ...estimation.regression import ComponentRegression
+from .store import entry_name, read_entry, write_entry
 
-LIBRARY = "rlvrambench_hf"
-NAMESPACE = "advisor"
-#: Bump when the stored structure changes.
-FORMAT = 1
+#: The kind of the store's entries; bump :data:`FORMAT` when the stored structure changes.
+KIND = "fit"
+FORMAT = 2
 STACK = ("numpy", "scipy", "scikit-learn", "rlvrambench-hf")
 
 
 def fitted_with_record(inputs: EstimationInputs) -> tuple[FittedReferences, dict[str, Any]]:
     """The final fit and the track record of each method (see :func:`track_record`), from the store or computed."""
-    path = _store_path(inputs)
-    stored = _read(path) if path else None
+    name = _entry_name(inputs)
+    stored = _read(name) if name else None
     if stored is not None:
         try:
             return _rebuild(inputs, stored), stored["track_record"]
@@ -47,8 +46,8 @@ def fitted_with_record(inputs: EstimationInputs) -> tuple[FittedReferences, dict
 
     fitted = final_fit(inputs.pool, inputs.parameters)
     record = track_record(retrospective(inputs.pool, inputs.parameters))
-    if path is not None:
-        _write(path, fitted, record)
+    if name is not None:
+        _write(name, fitted, record)
     return fitted, record
 
 
@@ -74,32 +73,32 @@ def track_record(report: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _store_path(inputs: EstimationInputs) -> object:
+def _entry_name(inputs: EstimationInputs) -> str | None:
+    """The store's name of the fit of these inputs with this stack (None when a file or version cannot be read)."""
     try:
-        from huggingface_hub import cached_assets_path
-
-        digest = hashlib.sha256(str(FORMAT).encode())
-        for relpath in (*(get_spec(config).path for config in INPUT_CONFIGS), PROTOCOL, AMENDMENT):
-            digest.update(f"{relpath}={sha256_file(inputs.source.path(relpath))}\n".encode())
-        for name in STACK:
-            digest.update(f"{name}={distributions.version(name)}\n".encode())
-        return cached_assets_path(LIBRARY, NAMESPACE) / f"fit-{digest.hexdigest()[:32]}.json"
-    except (OSError, ValueError, distributions.PackageNotFoundError):
+        parts = [f"{relpath}={sha256_file(inputs.source.path(relpath))}" for relpath in _input_paths()]
+        parts += [f"{name}={distributions.version(name)}" for name in STACK]
+    except (OSError, ValueError, RLVRAMBenchError, distributions.PackageNotFoundError):
         return None
+    return entry_name(KIND, FORMAT, *parts)
 
 
-def _read(path: object) -> dict[str, Any] | None:
+def _input_paths() -> tuple[str, ...]:
+    return (*(get_spec(config).path for config in INPUT_CONFIGS), PROTOCOL, AMENDMENT)
+
+
+def _read(name: str) -> dict[str, Any] | None:
+    entry = read_entry(name, KIND)
+    if entry is None:
+        return None
     try:
-        with open(str(path), encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
+        data = json.loads(entry[1])
+    except ValueError:
         return None
     return data if isinstance(data, dict) and data.get("format") == FORMAT else None
 
 
-def _write(path: object, fitted: FittedReferences, record: dict[str, Any]) -> None:
-    from ...data.tables.output import write_json
-
+def _write(name: str, fitted: FittedReferences, record: dict[str, Any]) -> None:
     c, r = fitted.classifier, fitted.regression
     data = {
         "format": FORMAT,
@@ -120,10 +119,7 @@ def _write(path: object, fitted: FittedReferences, record: dict[str, Any]) -> No
         "training_ids": fitted.training.ids,
         "track_record": record,
     }
-    try:
-        write_json(str(path), data)
-    except RLVRAMBenchError:
-        pass  # an unwritable store: the next run fits again
+    write_entry(name, KIND, {"format": FORMAT}, json.dumps(data, allow_nan=False).encode())  # unwritable: refit next
 
 
 def _rebuild(inputs: EstimationInputs, stored: Mapping[str, Any]) -> FittedReferences:

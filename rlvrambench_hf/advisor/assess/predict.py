@@ -231,7 +231,7 @@ def donors(
 
 def memory_inputs(table: pa.Table, s: SettingArrays) -> tuple[PlanInputs, Architecture]:
     """The per-phase model's inputs of a plan table: its settings, the knob columns it carries
-    (:mod:`.knobs`; absent or null: the model's default) and its models' sizes."""
+    (:mod:`..plan.knobs`; absent or null: the model's default) and its models' sizes."""
     from ...memory.inputs import SETTINGS, plan_inputs
     from ..plan.knobs import KNOBS
 

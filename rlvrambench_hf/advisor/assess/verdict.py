@@ -1,42 +1,42 @@
-"""The answer to every plan: measured > floor > predicted (pure over a :class:`~.plans.Plans` and a context).
+"""The verdict of every plan: measured > floor > the per-phase model (pure over a plan table and a context).
 
-:func:`assess` is vectorised over plans: the measured records each plan matches, its physical floors and the three
-references' predictions, and from them the verdict — the measurement where one exists (its repeated label, the
-most severe when records disagree, or ``unresolved``), else ``memory_failure`` when a floor cannot hold, else the
-most cautious of the methods' labels. :func:`answer_plans` adds the changes that would make a plan fit, its
-distance to the measured cloud and its scope flags; :mod:`.output` turns the result into JSON, a sweep table and
-text.
+:func:`assess` is vectorised over plans: the measured records each plan matches, its physical floors, the
+per-phase memory model's peaks and the three references' predictions, and from them the verdict. What the model
+does not cover (another engine, algorithm or backend, dynamic batch sizes, sequence parallelism) withholds the
+verdict; a run that carries more than the modelled one (full fine-tuning, another algorithm) is at least what its
+modelled part or its measured GRPO+LoRA twin is. Otherwise: the measurement where one exists (its repeated label,
+the most severe when records disagree, or ``unresolved``), else ``memory_failure`` when a floor cannot hold, else
+the label of the model's predicted peak against the margin and the capacity. The references stay beside it.
+:mod:`.answers` builds the answers from it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
 
 from ...data.schema.pins import OUTCOME_LABELS, RELEASE_STACK, UNRESOLVED
-from ...data.schema.registry import get_spec
 from ...errors import InputError
+from ...memory.architecture import Architecture
+from ...memory.extrapolation import PlanBand, near_limit, plan_band
+from ...memory.inputs import PlanInputs
 from ...memory.phases import PhaseModel, phases
+from ..answer import FLOOR, MEASURED, PREDICTED
 from ..plan.arrays import numbers, with_validity
 from ..plan.hardware import BENCHMARK_HARDWARE, HARDWARE_SETTINGS, Hardware
 from ..plan.knobs import KNOB_BY_NAME
-from ..plan.plans import Plans
-from .changes import Assessed, ChangeSet, variants
 from .context import Context
 from .floors import Floors, floors
 from .lookup import Matches, exact_matches
 from .predict import ABOVE, FAILURE, WITHIN, Predictions, SettingArrays, memory_inputs, predict
 from .records import UNKNOWN, Codes
-from .scope import Flag, scope_flags
 
 #: Verdict states: the three labels, then unresolved (a measurement without a repeated label); -1: nothing known.
 STATES: tuple[str, ...] = (*OUTCOME_LABELS, UNRESOLVED)
 UNRESOLVED_STATE = 3
-MEASURED, FLOOR, PREDICTED = "measured", "floor", "predicted"
 BASES: tuple[str, ...] = (MEASURED, FLOOR, PREDICTED)
 
 
@@ -56,9 +56,16 @@ class Assessment:
     model_state: np.ndarray  # label index of the per-phase model's peak (-1: none)
     not_modelled: dict[str, np.ndarray]  # reason -> rows the model does not cover for that reason
     near_limit: np.ndarray
+    band: PlanBand  # each plan's error band and its parts
 
     def not_modelled_reasons(self, i: int) -> list[str]:
         return [reason for reason, mask in self.not_modelled.items() if mask[i]]
+
+    @property
+    def covered(self) -> np.ndarray:
+        """Plans the per-phase model covers (no reason withholds its peaks)."""
+        uncovered: np.ndarray = np.logical_or.reduce([*self.not_modelled.values(), np.zeros(self.state.shape, bool)])
+        return ~uncovered
 
 
 def with_hardware(table: pa.Table, hardware: Hardware, written: Mapping[str, str] | None = None) -> pa.Table:
@@ -104,8 +111,8 @@ def assess(table: pa.Table, context: Context) -> Assessment:
     model_state = np.where(
         np.isnan(peak), -1, np.where(peak > capacity, FAILURE, np.where(peak > margin, ABOVE, WITHIN))
     )
-    band = context.memory.band_mib
-    near = ~np.isnan(peak) & ((np.abs(peak - margin) <= band) | (np.abs(peak - capacity) <= band))
+    band = plan_band_of(model, x, arch, settings, context)
+    near = near_limit(peak, band.mib, margin, capacity)
     state = np.where(measured, measured_state, np.where(failing, FAILURE, model_state))
     if any_reason.any():  # the GRPO+LoRA twin's measurement bounds a run that carries more
         state = np.where(any_reason & ~strict, np.maximum(state, _twin_state(table, context)), state)
@@ -114,8 +121,18 @@ def assess(table: pa.Table, context: Context) -> Assessment:
     state = np.where(strict | (any_reason & (state < ABOVE)), -1, state)
     basis = np.where(measured, 0, np.where(failing, 1, 2))
     return Assessment(
-        table, settings, codes, matches, found_floors, predictions, state, basis, model, model_state, uncovered, near
-    )
+        table, settings, codes, matches, found_floors, predictions, state, basis, model, model_state, uncovered, near,
+        band,
+    )  # fmt: skip
+
+
+def plan_band_of(
+    model: PhaseModel, x: PlanInputs, arch: Architecture, settings: SettingArrays, context: Context
+) -> PlanBand:
+    """Each plan's error band: the held-out in-domain band, grown where the plan extrapolates from what the
+    release measured (another model, size, token count, device, or a run longer than one step)."""
+    ids = [settings.models[m] if m >= 0 else None for m in settings.model]
+    return plan_band(model, x, arch, ids, context.memory.band)
 
 
 #: Reasons of runs that hold at least what the model counts (so a failure of the modelled part stands).
@@ -181,113 +198,3 @@ def other_stack(codes: Codes) -> np.ndarray:
     for name in RELEASE_STACK:
         out |= codes.codes[name] == UNKNOWN
     return out
-
-
-@dataclass
-class Answers:
-    """The answers to a set of plans."""
-
-    plans: Plans
-    context: Context
-    assessment: Assessment
-    distance: np.ndarray
-    point: np.ndarray
-    flags: list[Flag]
-    hardware: Hardware
-    nearest: int
-    unavailable: Mapping[str, str]  # model id -> why its metadata is missing
-
-    def __len__(self) -> int:
-        return len(self.plans)
-
-    @cached_property
-    def changes(self) -> ChangeSet | None:
-        """The changes that would make each plan not within margin fit (assessed on first use: a sweep table does
-        not need them)."""
-        return _changes(self.assessment, self.context)
-
-    def configuration_id(self, i: int) -> str:
-        table = self.assessment.table
-        if "configuration_id" in table.column_names:
-            value = table.column("configuration_id")[i].as_py()
-            if value:
-                return str(value)
-        return f"planned-{i + 1}"
-
-    def row_flags(self, i: int) -> list[str]:
-        return self.plans.row_flags(i) + [f.sentence(i) for f in self.flags if f.mask[i]]
-
-
-def answer_plans(
-    plans: Plans,
-    context: Context,
-    *,
-    hardware: Hardware = BENCHMARK_HARDWARE,
-    nearest: int = 3,
-    unavailable: Mapping[str, str] | None = None,
-) -> Answers:
-    """Assess every plan, then find changes for those not within margin, distances and scope flags."""
-    if not len(plans):
-        raise InputError("no planned configuration given")
-    if nearest < 0:
-        raise InputError(f"nearest must be 0 or more, got {nearest}")
-    table = with_hardware(_settings_only(plans.table), hardware, plans.written)
-    assessment = assess(table, context)
-    p = assessment.predictions
-    distance, point = context.cloud.nearest(p.features)
-    distance[~p.available] = np.nan
-    outside = p.available & (distance > context.cloud.limit)
-    limit = context.cloud.limit
-    missing = unavailable or {}
-    extra = {
-        "hardware_not_measured": (np.full(len(plans), not hardware.is_benchmark), lambda i: str(hardware.flag())),
-        "no_donor": (
-            p.available & (p.donor < 0),
-            lambda i: "no measured configuration with the same workload and level: donor copy gives no prediction",
-        ),
-        "outside_cloud": (
-            outside,
-            lambda i: (
-                f"outside the measured cloud: standardised distance {distance[i]:.2f} to the nearest measured "
-                f"configuration, beyond the largest nearest-neighbour distance among measured configurations "
-                f"({limit:.2f})"
-            ),
-        ),
-        "no_metadata": (~assessment.settings.has_metadata, lambda i: _no_metadata(assessment.settings, i, missing)),
-    }
-    flags = scope_flags(
-        assessment.settings, assessment.codes, context.records.index, context.pool_models, context.sizes, extra
-    )
-    return Answers(plans, context, assessment, distance, point, flags, hardware, nearest, missing)
-
-
-def _settings_only(table: pa.Table) -> pa.Table:
-    known = set(get_spec("configurations").column_names) | set(KNOB_BY_NAME)
-    return table.select([n for n in table.column_names if n in known])
-
-
-def _changes(assessment: Assessment, context: Context) -> ChangeSet | None:
-    rows = np.flatnonzero(assessment.state != WITHIN)
-    if not len(rows):
-        return None
-    found = variants(assessment.table, rows, context.records.index)
-    if found is None:
-        return None
-    assessed = assess(found.table, context)
-    supported = (assessed.basis == 0) & (assessed.state == WITHIN) & (assessed.matches.within_margin_record >= 0)
-    result = Assessed(
-        assessed.state,
-        supported,
-        assessed.matches.within_margin_record,
-        assessed.model.peak,
-    )
-    peak = assessment.model.peak
-    return ChangeSet.of(found, result, peak, WITHIN, context.describe_record)
-
-
-def _no_metadata(s: SettingArrays, i: int, missing: Mapping[str, str]) -> str:
-    if s.model[i] < 0:
-        return "no model_id given: predictions and the floors that need model metadata are unavailable"
-    model = s.models[s.model[i]]
-    why = missing.get(model, "not in the release's model metadata")
-    return f"no model metadata for {model} ({why}): predictions and the floors that need it are unavailable"

@@ -1,37 +1,56 @@
 """Why did my run run out of memory? A failure log's answer in the release's own taxonomy (pure over the log's text,
 the release's tables and, when given, the advisor's answer to the launch file and a per-phase model).
 
-The failure class is a ``failure_kind`` of ``runs.csv`` / ``attempts.csv`` — ``rollout_init_memory``,
-``weight_sync_oom``, ``rollout_oom``, ``actor_update_oom``, ``cuda_oom`` (a device OOM in another phase), and
-``vllm_executor_failure`` (host memory, as the larger-model panel files it) — or a cause that is not a memory
-failure: ``distributed_port_collision``, ``configuration``, ``environment``, ``nccl`` or ``runtime``. The phase is a
-stage of ``stage_measurements``. The root cause is the earliest memory message, else the earliest message of the
-most telling other family: an NCCL timeout or a lost Ray worker that follows an OOM is its consequence, never its
-cause, and a host-memory kill is never called a device OOM, nor the reverse.
+The answer has one of four outcomes (``outcome``): a **memory failure** (``memory`` says device or host), **not a
+memory failure** (and what it is), **not established** (a failure whose cause the log does not state, and where to
+look: a Ray worker or a process killed without a word is often the host's OOM killer) or **no failure** (nothing in
+the log is a failure message).
+
+The failure class of a memory failure is a ``failure_kind`` of ``runs.csv`` / ``attempts.csv`` —
+``rollout_init_memory``, ``weight_sync_oom``, ``rollout_oom``, ``actor_update_oom``, ``cuda_oom`` (a device OOM in
+another phase), and ``vllm_executor_failure`` (host memory, as the larger-model panel files it); of another failure
+the release's ``distributed_port_collision``, ``configuration``, ``environment``, ``runtime`` or a finer cause
+(``nccl``, ``numerical``, ``cuda_kernel_error``, ``disk_full``, ``shared_memory``, ``vllm_memory_profiling``,
+``time_limit``, ``crash``, ``interrupted``; not established: ``worker_lost``, ``killed``, ``consequence``,
+``ray_task_oom``). The phase is a stage of ``stage_measurements``, the operation what the stack shows inside it.
+The root cause is the earliest memory message, else the earliest message of the most telling other family: an NCCL
+timeout or a lost Ray worker that follows an OOM is its consequence, never its cause, and a host-memory kill is never
+called a device OOM, nor the reverse.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..answer import Remedy
+from ..plan.mapping import TRL_MAPPING
+from .families import FAMILY, MEMORY_FAMILIES
 from .figures import Number, startup_numbers
-from .fixes import DESCRIPTION, FIXES, HOST_KIND, KV_SHORT, UTILIZATION_KEY, device_of
-from .logs import DEVICE_FAMILIES, HOST_FAMILIES, Lines, LogText, Signal, log_text, recognise
-from .phase import phase_near
+from .fixes import HOST_KIND, KV_SHORT, applies, device_of, fixes_for
+from .logs import Lines, LogText, Signal, log_text, lowered, recognise, stack_of
+from .parts import LogDevice, PlanMatch, ReleaseFailures
+from .phase import MESSAGE_PLACES, placed
+from .reasons import LOOK_AT, WHAT, log_fixes, reason_of
 
 #: Families by how telling they are (first: the root cause when present), memory families first.
 TIERS: tuple[tuple[str, ...], ...] = (
-    (*DEVICE_FAMILIES, *HOST_FAMILIES),
-    ("configuration", "environment"),
-    ("port_collision",),
+    MEMORY_FAMILIES,
+    ("configuration", "environment", "vllm_profiling"),
+    ("port_collision", "disk_full", "shared_memory", "time_limit"),
+    ("illegal_memory_access",),
+    ("numerical",),
     ("nccl_error", "nccl_timeout"),
-    ("ray_worker_lost", "killed", "segfault"),
+    ("segfault", "interrupted"),
+    ("ray_worker_lost", "killed", "consequence"),
     ("exception",),
 )
 #: Failures where the KV cache was short: a larger vLLM reservation is then a fix, a smaller one never.
 KV_FAMILIES = ("vllm_kv_cache", "vllm_no_cache_blocks")
+#: vLLM's start-up messages: the class and phase they name themselves.
+STARTUP_FAMILIES = ("vllm_free_memory", "vllm_kv_cache", "vllm_no_cache_blocks", "vllm_sampler_warmup")
 #: A device OOM's failure kind by phase (any other phase: cuda_oom, the release's kind for the rest).
 DEVICE_KIND_BY_PHASE = {
     "initializing": "rollout_init_memory",
@@ -39,20 +58,38 @@ DEVICE_KIND_BY_PHASE = {
     "rollout": "rollout_oom",
     "actor_update": "actor_update_oom",
 }
+#: The class of each family that is not a memory failure.
 OTHER_KIND = {
     "configuration": "configuration",
     "environment": "environment",
     "port_collision": "distributed_port_collision",
     "nccl_error": "nccl",
     "nccl_timeout": "nccl",
+    "illegal_memory_access": "cuda_kernel_error",
+    "numerical": "numerical",
+    "disk_full": "disk_full",
+    "shared_memory": "shared_memory",
+    "vllm_profiling": "vllm_memory_profiling",
+    "time_limit": "time_limit",
+    "segfault": "crash",
+    "interrupted": "interrupted",
+    "ray_worker_lost": "worker_lost",
+    "killed": "killed",
+    "consequence": "consequence",
+    "ray_task_oom": "ray_task_oom",
+    "exception": "runtime",
 }
 #: The classes a device or host memory failure can have.
 MEMORY_CLASSES = (*DEVICE_KIND_BY_PHASE.values(), "cuda_oom", HOST_KIND)
+#: A Ray task that runs a model on a device (an OutOfMemoryError it raised is PyTorch's), not a driver.
+_WORKER_TASK = re.compile(r"ray::(?!\w*TaskRunner)[\w.]*(?:Worker|Actor|LLM|Rollout|Engine)")
 
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """The answer to a failure log (see the module docstring); :meth:`as_dict` is its JSON."""
+    """The answer to a failure log (see the module docstring): its class, phase and figures, the device the log
+    names, the release's failures of that kind (``release``), the diagnosis made specific to a launch file's plan
+    (``specific``) and the fixes, most specific first; :meth:`as_dict` is its JSON."""
 
     failure_class: str | None
     memory: str | None
@@ -63,11 +100,22 @@ class Diagnosis:
     others: tuple[Signal, ...]
     numbers: tuple[Number, ...]
     log_note: str
-    device: dict[str, Any] | None = None
-    release: dict[str, Any] | None = None
-    specific: dict[str, Any] | None = None
-    fixes: tuple[dict[str, Any], ...] = field(default=())
+    device: LogDevice | None = None
+    release: ReleaseFailures | None = None
+    specific: PlanMatch | None = None
+    fixes: tuple[Remedy, ...] = field(default=())
     note: str | None = None
+    outcome: str = ""
+    what: str | None = None
+    look_at: str | None = None
+    operation: str | None = None
+    stack: tuple[str, ...] = ()
+    log_skipped_bytes: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.outcome:
+            outcome = "no_failure" if self.failure_class is None else "memory_failure" if self.memory else "not_memory"
+            object.__setattr__(self, "outcome", outcome)
 
     @property
     def is_memory(self) -> bool:
@@ -78,32 +126,56 @@ class Diagnosis:
         if self.failure_class is None:
             return f"no failure message recognised ({self.log_note})"
         where = f" in {self.phase}" if self.phase else ""
+        if self.outcome == "not_established":
+            return f"not established: {self.what}{where} ({self.failure_class}): {self.look_at}"
         if self.memory == "device":
-            what = f"memory failure{where} ({self.failure_class})"
+            during = f" during the {self.operation}" if self.operation else ""
+            what = f"memory failure{where} ({self.failure_class}){during}"
         elif self.memory == "host":
             what = f"host-memory failure{where} ({self.failure_class}), not a device OOM"
         else:
-            what = f"not a memory failure: {self.failure_class}{where}"
-        first = self.fixes[0] if self.fixes else None
-        tail = f"; try `{_pasted(first)}`" if first else ""
-        return f"{what}: {self.reason}{tail}"
+            what = f"not a memory failure: {self.what}{where} ({self.failure_class})"
+        first = self.leading_fix()
+        return f"{what}: {self.reason}{_tried(first) if first else ''}"
+
+    def leading_fix(self) -> Remedy | None:
+        """The fix the answer leads with: the log's own figures', else the launch file's, else the first in the
+        documented order (the operation's first) whatever its basis, never one the log's stack or operation rules
+        out; a change the release measured from a value that may not be the user's is stated by its direction."""
+        usable = [f for f in self.fixes if applies(f.get("setting"), self.stack, self.operation)]
+        for bases in (("log",), ("launch", "model")):
+            found = next((f for f in usable if f["basis"] in bases), None)
+            if found is not None:
+                return found
+        kind = KV_SHORT if self.signal is not None and self.signal.family in KV_FAMILIES else self.failure_class
+        for wanted in fixes_for(kind or "", self.operation, self.stack):  # the documented order, whatever the basis
+            found = next((f for f in usable if f["key"] == wanted.key), None)
+            if found is not None:
+                return found
+        return usable[0] if usable else None
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "headline": self.headline(),
+            "outcome": self.outcome,
             "failure_class": self.failure_class,
+            "what": self.what,
             "memory": self.memory,
             "phase": self.phase,
             "phase_basis": self.phase_basis,
+            "operation": self.operation,
             "reason": self.reason,
+            "look_at": self.look_at,
             "message": _signal_dict(self.signal) if self.signal else None,
             "numbers": [n.as_dict() for n in self.numbers],
-            "device": self.device,
+            "device": None if self.device is None else self.device.to_json(),
             "also_in_log": [_signal_dict(s) for s in self.others],
-            "release": self.release,
-            "fixes": list(self.fixes),
-            "specific": self.specific,
+            "release": None if self.release is None else self.release.to_json(),
+            "fixes": [f.to_json() for f in self.fixes],
+            "specific": None if self.specific is None else self.specific.to_json(),
+            "stack": list(self.stack),
             "log": self.log_note,
+            "log_skipped_bytes": self.log_skipped_bytes,
             "note": self.note,
         }
 
@@ -112,73 +184,121 @@ def _signal_dict(signal: Signal) -> dict[str, Any]:
     return {"family": signal.family, "source": signal.source, "line": signal.line, "excerpt": signal.excerpt}
 
 
-def _pasted(fix: Mapping[str, Any]) -> str:
-    """A fix as the user pastes it: ``key=value`` when the value is known, else ``key: what to do``."""
+def _pasted(key: str, fix: Mapping[str, Any]) -> str:
+    """A fix as the user pastes it: ``key=value`` when the value is known, else ``key: what to do``; a change the
+    release measured from a value that may not be the user's (``0.8 -> 0.7``) by its direction only (``lower``)."""
     change = fix["change"]
     if fix.get("to") is not None:
-        return f"{fix['key']}={fix['to']}"
+        return f"{key}={fix['to']}"
+    if fix["basis"] == "release":
+        to, was = fix["release_to"], fix["from"]
+        if to in ("True", "False"):
+            return f"{key}={to}"
+        return f"{key}: {'raise' if _number(to) > _number(was) else 'lower'}"
     if fix.get("basis") in ("launch", "model", "log") or change in ("True", "False"):
-        return f"{fix['key']}={change}"
-    return f"{fix['key']}: {change}"
+        return f"{key}={change}"
+    return f"{key}: {change}"
+
+
+def _number(value: object) -> float:
+    try:
+        return float(str(value))
+    except ValueError:
+        return 0.0
+
+
+def _tried(fix: Mapping[str, Any]) -> str:
+    """``; try `key=value``` and, where TRL spells it otherwise, ``(TRL: `argument=value`)``."""
+    own = fix["basis"] in ("launch", "model")  # in the user's own keys already
+    trl = None if own else fix.get("trl") or _TRL.get(fix.get("setting") or "")
+    if not trl or trl == fix["key"]:
+        return f"; try `{_pasted(fix['key'], fix)}`"
+    spelled = _pasted(trl, fix) if re.fullmatch(r"[a-z_]+", trl) else trl
+    return f"; try `{_pasted(fix['key'], fix)}` (TRL: `{spelled}`)"
+
+
+#: TRL's argument for each setting of the dataset's vocabulary that TRL spells (the first of its keys).
+_TRL = {m.setting: m.keys[0] for m in reversed(TRL_MAPPING)}
 
 
 # ---- the core -------------------------------------------------------------------------------------------------
 
 
 def root_signal(signals: Sequence[Signal]) -> Signal | None:
-    """The earliest signal of the most telling family present (the exception fallback: the last one)."""
+    """The earliest signal of the most telling family present (the exception fallback: the last one); of memory
+    messages, an OutOfMemoryError Ray relays only when no memory message says more (one a worker raised first)."""
     for tier in TIERS:
         found = [s for s in signals if s.family in tier]
-        if found:
-            if tier == ("exception",):
-                return found[-1]
-            first = found[0]
-            near = [s for s in found if s.family == first.family and s.line - first.line <= 5]
-            return max(near, key=lambda s: len(s.numbers))  # the kernel's line with figures, not its preamble
+        if not found:
+            continue
+        if tier == ("exception",):
+            return found[-1]
+        if tier == MEMORY_FAMILIES:
+            stated = [s for s in found if s.family != "ray_task_oom"]
+            if not stated:
+                return next((s for s in found if _WORKER_TASK.search(s.excerpt)), found[0])
+            found = stated
+        first = found[0]
+        near = [s for s in found if s.family == first.family and 0 <= s.line - first.line <= 5]
+        return max(near, key=lambda s: len(s.numbers))  # the kernel's line with figures, not its preamble
     return None
 
 
-def classify(signal: Signal, phase: str | None) -> tuple[str, str | None, str | None]:
-    """The failure class, the memory kind (device, host, None) and the phase of ``signal`` found in ``phase``."""
+def classify(signal: Signal, phase: str | None) -> tuple[str, str | None, str]:
+    """The failure class, the memory kind (device, host, None) and the outcome of ``signal`` found in ``phase``."""
     family = signal.family
-    if family in ("vllm_free_memory", "vllm_kv_cache", "vllm_no_cache_blocks"):
-        return "rollout_init_memory", "device", "initializing"
-    if family in DEVICE_FAMILIES:
-        return DEVICE_KIND_BY_PHASE.get(phase or "", "cuda_oom"), "device", phase
-    if family in HOST_FAMILIES:
-        return HOST_KIND, "host", phase
-    return OTHER_KIND.get(family, "runtime"), None, phase
+    kind = FAMILY[family].kind
+    if family in STARTUP_FAMILIES:
+        return "rollout_init_memory", "device", "memory_failure"
+    if kind == "device" or (kind == "wrapper" and _WORKER_TASK.search(signal.excerpt)):
+        return DEVICE_KIND_BY_PHASE.get(phase or "", "cuda_oom"), "device", "memory_failure"
+    if kind == "host":
+        return HOST_KIND, "host", "memory_failure"
+    return OTHER_KIND[family], None, "not_established" if kind in ("unestablished", "wrapper") else "not_memory"
 
 
 def diagnose_text(log: LogText | str) -> Diagnosis:
-    """The diagnosis of a log's text alone: class, phase, reason, numbers, the device and the documented fixes."""
+    """The diagnosis of a log's text alone: outcome, class, phase, reason, numbers, the device and the fixes."""
     if isinstance(log, str):
         log = log_text(log.encode("utf-8", errors="replace"), "log")
-    lines = Lines(log.text)
-    signals = recognise(log.text, lines)
+    lines, low = Lines(log.text), lowered(log.text)
+    signals = recognise(log.text, lines, low)
+    stack = stack_of(low)
+    read = {"log_note": log.note, "stack": tuple(sorted(stack)), "log_skipped_bytes": log.skipped}
     signal = root_signal(signals)
     if signal is None:
-        return Diagnosis(None, None, None, "not stated", "", None, (), tuple(startup_numbers(log.text)), log.note)
-    traced = phase_near(lines, signal)
-    failure_class, memory, phase = classify(signal, traced)
-    basis = "traceback frames" if traced and traced == phase else ("the message" if phase else "not stated")
-    numbers = (*signal.numbers, *_new(startup_numbers(log.text), signal.numbers))
+        startup = tuple(startup_numbers(log.text, low))
+        return Diagnosis(None, None, None, "not stated", "", None, (), startup, **read)  # type: ignore[arg-type]
+    stated = MESSAGE_PLACES.get(signal.family)
+    after = FAMILY[signal.family].follow if FAMILY[signal.family].kind == "host" else 0
+    traced, operation = placed(lines, signal, after) if stated is None else stated
+    failure_class, memory, outcome = classify(signal, traced)
+    basis = "not stated" if traced is None else "the message" if stated else "traceback frames"
+    numbers = (*signal.numbers, *_new(startup_numbers(log.text, low), signal.numbers))
     others = tuple(s for s in signals if s is not signal and s.family != "exception")[:10]
-    documented = FIXES[KV_SHORT if signal.family in KV_FAMILIES else failure_class]
-    fixes = tuple(_log_fixes(signal, failure_class)) + tuple(f.as_dict() for f in documented)
+    documented = fixes_for(KV_SHORT if signal.family in KV_FAMILIES else failure_class, operation, stack)
+    fixes = tuple(Remedy.of(f) for f in (*log_fixes(signal), *(f.as_dict() for f in documented)))
     return Diagnosis(
         failure_class,
         memory,
-        phase,
+        traced,
         basis,
-        reason_of(signal, failure_class),
+        reason_of(signal, failure_class) if memory else _quoted(signal),
         signal,
         others,
         numbers,
-        log.note,
-        device=device_of(_value(numbers, "total_capacity")),
+        device=LogDevice.of(device_of(_value(numbers, "total_capacity"))),
         fixes=fixes,
+        outcome=outcome,
+        what=None if memory else WHAT.get(signal.family),
+        look_at=LOOK_AT.get(signal.family),
+        operation=operation,
+        **read,  # type: ignore[arg-type]
     )
+
+
+def _quoted(signal: Signal) -> str:
+    return f"{signal.source}: {signal.excerpt[:160]}"
 
 
 def _new(extra: Sequence[Number], have: Sequence[Number]) -> list[Number]:
@@ -188,73 +308,3 @@ def _new(extra: Sequence[Number], have: Sequence[Number]) -> list[Number]:
 
 def _value(numbers: Sequence[Number], name: str) -> float | None:
     return next((n.value for n in numbers if n.name == name), None)
-
-
-def _mib(value: float | None) -> str:
-    return "?" if value is None else f"{value:,.0f} MiB"
-
-
-def reason_of(signal: Signal, failure_class: str) -> str:
-    """The reason in words, with the message's own figures."""
-    n = signal.number
-    family = signal.family
-    if family == "torch_oom" and n("tried_to_allocate") is not None:
-        held = n("process_in_use") or n("reserved_by_pytorch")
-        return (
-            f"{DESCRIPTION[failure_class]}: PyTorch could not allocate {_mib(n('tried_to_allocate'))} with "
-            f"{_mib(n('free'))} free of {_mib(n('total_capacity'))}; this process held {_mib(held)}"
-        )
-    if family == "vllm_free_memory":
-        return (
-            f"vLLM's start-up check: {_mib(n('free_at_startup'))} free of {_mib(n('total_capacity'))}, less than the "
-            f"{_mib(n('vllm_budget'))} that utilization {n('gpu_memory_utilization')} asks for"
-        )
-    if family == "vllm_kv_cache":
-        fit = n("estimated_max_model_len") or n("kv_cache_tokens")
-        return f"vLLM's KV cache cannot hold one max_model_len sequence of {n('max_model_len'):,.0f} tokens" + (
-            f" (about {fit:,.0f} fit)" if fit else ""
-        )
-    if family == "vllm_no_cache_blocks":
-        return "vLLM's budget left no memory for KV-cache blocks after the weights and activations"
-    if family == "kernel_oom" and n("anon_rss") is not None:
-        return f"the kernel's OOM killer killed a process holding {_mib(n('anon_rss'))} of host memory (anon-rss)"
-    if family == "ray_host_oom" and n("host_total") is not None:
-        return (
-            f"Ray killed a worker: host memory {_mib(n('host_used'))} of {_mib(n('host_total'))} used "
-            f"(threshold {n('ray_memory_threshold')})"
-        )
-    return f"{DESCRIPTION[failure_class]} ({signal.source}: {signal.excerpt[:120]})"
-
-
-def _log_fixes(signal: Signal, failure_class: str) -> list[dict[str, Any]]:
-    """Fixes whose value the log's own figures give."""
-    n = signal.number
-    if signal.family == "vllm_free_memory" and n("free_at_startup") and n("total_capacity"):
-        share = n("free_at_startup") / n("total_capacity")  # type: ignore[operator]
-        value = int(share * 20) / 20
-        value = round(value - 0.05 if value >= share else value, 2)
-        if value > 0:
-            return [
-                {
-                    "key": UTILIZATION_KEY,
-                    "trl": "vllm_gpu_memory_utilization",
-                    "change": f"{value}",
-                    "basis": "log",
-                    "setting": "vllm_gpu_memory_utilization",
-                    "why": f"below the {share:.3f} of the device that was free at start-up",
-                }
-            ]
-    if signal.family == "vllm_kv_cache":
-        fit = n("estimated_max_model_len") or n("kv_cache_tokens")
-        if fit:
-            return [
-                {
-                    "key": "actor_rollout_ref.rollout.max_model_len",
-                    "trl": "vllm_max_model_length",
-                    "change": f"{int(fit)}",
-                    "basis": "log",
-                    "setting": "max_model_len",
-                    "why": "at most the tokens the KV cache holds; prompt + response must still fit",
-                }
-            ]
-    return []

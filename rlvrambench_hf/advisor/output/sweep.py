@@ -22,10 +22,12 @@ import pyarrow.compute as pc
 from ...arrow import string_array
 from ...estimation.references import METHODS
 from ...memory.phases import PHASES
+from ..assess.answers import Answers
 from ..assess.floors import FLOORS
-from ..assess.verdict import BASES, STATES, Answers
+from ..assess.verdict import BASES, STATES
 from ..plan.arrays import bools, floats, ints, strings, with_validity
 from ..plan.plans import RowLabels
+from .wording import short
 
 SUFFIXES = (".csv", ".parquet")
 
@@ -41,8 +43,8 @@ def sweep_table(answers: Answers) -> pa.Table:
         "verdict_state": _names(STATES, a.state),
         "verdict_basis": _names(BASES, np.where(a.state >= 0, a.basis, -1)),
         "near_limit": bools(a.near_limit & (a.basis == 2), None),
-        "binding_phase": _names(PHASES, np.where(a.model.known, a.model.binding, -1)),
-        "predicted_peak_mib": floats(np.nan_to_num(a.model.peak), ~np.isnan(a.model.peak)),
+        "binding_phase": _names(PHASES, np.where(a.model.known & a.covered, a.model.binding, -1)),
+        "predicted_peak_mib": floats(np.nan_to_num(a.model.peak), ~np.isnan(a.model.peak) & a.covered),
         "measured_state": _names(STATES, np.where(a.matches.count > 0, a.state, -1)),
         "measured_records": ints(a.matches.count),
         "floors_failed": _joined([(a.floors.known[f] & ~a.floors.holds[f], f) for f in FLOORS], n),
@@ -86,11 +88,12 @@ def verdict_lines(answers: Answers) -> list[str]:
     key = ((a.state + 1) * len(BASES) + a.basis) * (1 << len(FLOORS)) + np.where(a.basis == 1, failing, 0)
     key = key * (int(count.max(initial=0)) + 1) + count
     distinct, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    hw = answers.hardware
-    device = f" on {hw.device_name} ({'measured' if hw.measured else 'not measured'} by the release)"
-    texts = [
-        _verdict_text(int(a.state[i]), int(a.basis[i]), int(count[i]), int(failing[i])) + device for i in first.tolist()
-    ]
+    texts = []
+    for i in first.tolist():
+        state, bits = int(a.state[i]), int(failing[i])
+        failed = [f for bit, f in enumerate(FLOORS) if bits >> bit & 1]
+        name = STATES[state] if state >= 0 else None
+        texts.append(short(name, BASES[int(a.basis[i])], int(count[i]), failed, answers.hardware))
     suffix = strings(texts).take(ints(inverse.reshape(-1)))
     joined = pc.binary_join_element_wise(_ids(answers), suffix, _repeat("", n))
     return cast("list[str]", joined.to_pylist())
@@ -105,17 +108,6 @@ def verdict_counts(answers: Answers) -> list[tuple[str, int]]:
         state, basis = divmod(key, len(BASES))
         named.append((f"{STATES[state - 1] if state else 'unknown'} / {BASES[basis]}", count))
     return sorted(named)
-
-
-def _verdict_text(state: int, basis: int, count: int, failing: int) -> str:
-    name = STATES[state] if state >= 0 else "unknown"
-    if BASES[basis] == "measured":
-        cause = f"{count} measured record(s)"
-    elif BASES[basis] == "floor":
-        cause = "floor " + ";".join(f for bit, f in enumerate(FLOORS) if failing >> bit & 1) + " cannot hold"
-    else:
-        cause = "the per-phase memory model" if state >= 0 else "not modelled, or no model metadata"
-    return f": {name} (basis {BASES[basis]}; {cause})"
 
 
 def _repeat(text: str, n: int) -> pa.Array:

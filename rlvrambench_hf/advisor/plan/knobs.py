@@ -1,5 +1,5 @@
 """Settings that matter for memory beyond the columns of ``benchmark/configurations.csv``: the contract between the
-readers of launch files (:mod:`.verl`, :mod:`.trl`, which write them) and the per-phase memory model
+readers of launch files (:mod:`..read.verl`, :mod:`..read.trl`, which write them) and the per-phase memory model
 (:mod:`rlvrambench_hf.memory`, which reads them).
 
 A :class:`~.plans.Plans` table may carry any of these as extra columns, named and typed as here, beside the

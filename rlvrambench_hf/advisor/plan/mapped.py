@@ -1,4 +1,4 @@
-"""The rows of the mapping tables (:mod:`.mapping`, :mod:`.trlmapping`): :class:`Mapped` (keys to one setting, both
+"""The rows of the mapping tables (:mod:`.mapping`, :mod:`.trl_mapping`): :class:`Mapped` (keys to one setting, both
 ways) and :class:`Scope` (a key compared with what the measurements used)."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The one mapping table: VERL's and TRL's config keys to the dataset's settings, and the keys that become scope flags.
 
 Each :class:`Mapped` row reads one or more keys of the user's config and gives one setting of
-``benchmark/configurations.csv`` (its type and range are the registry's and :mod:`.checks`'); ``conversion`` says
+``benchmark/configurations.csv`` (its type and range are the registry's and :mod:`..read.checks`'); ``conversion`` says
 how, in words, and ``read`` / ``write`` do it both ways (``write`` gives the keys' values for a setting's value,
 so that a measured configuration can be written back as a VERL command line). Each :class:`Scope` row compares a
 key with what the measurements used and raises a flag when it differs. docs/advisor.md prints these tables.
@@ -32,6 +32,7 @@ from .trl_mapping import TRL_MAPPING, TRL_SCOPE, TRL_STACK_FLAG
 
 __all__ = [
     "NULL_CONTEXT_FLAG",
+    "UNUSED_SETTINGS",
     "TRL_MAPPING",
     "TRL_SCOPE",
     "TRL_STACK_FLAG",
@@ -157,6 +158,13 @@ VERL_MAPPING: tuple[Mapped, ...] = (
     _knob("actor_rollout_ref.actor.use_dynamic_bsz", "use_dynamic_bsz"),
     _knob("actor_rollout_ref.actor.ppo_max_token_len_per_gpu", "max_token_len_per_gpu"),
     _knob("actor_rollout_ref.actor.ulysses_sequence_parallel_size", "ulysses_sp_size"),
+)
+
+#: Settings no floor, phase or scope decision reads (the memory model, the floors, the measured records and the
+#: scope flags read every other one): a value of theirs that a script computes when it runs is not read, and a
+#: ``read:`` line says so, instead of a refusal.
+UNUSED_SETTINGS = frozenset(
+    {"total_training_steps", "save_freq", "test_freq", "enforce_eager", "load_format", "max_num_batched_tokens"}
 )
 
 #: What the measurements used, where VERL lets a run differ (the adapters are rank-64 LoRA on all linear layers).

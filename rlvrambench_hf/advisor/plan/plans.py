@@ -28,13 +28,16 @@ class Plans:
     wrote it; ``{row}`` in it is replaced by the row's number), ``flags`` (per row, the scope flags the config
     raises) and ``sources`` (per row, where each setting's value comes from: ``run.sh line 12``, ``VERL's default
     (verl/trainer/config/_generated_ppo_trainer.yaml)``, ``TRL's default``, ``given setting``; empty for plans in
-    the dataset's vocabulary, whose origin says it). Columns beyond the registry's are knobs (:mod:`.knobs`)."""
+    the dataset's vocabulary, whose origin says it) and ``notes`` (per row, what reading its launch file says beyond
+    each setting's source: the tool version read for, the script's arguments, the keys the answer does not read).
+    Columns beyond the registry's are knobs (:mod:`.knobs`)."""
 
     table: pa.Table
     origins: Sequence[str]
     written: Mapping[str, str] = field(default_factory=dict)
     flags: Sequence[Sequence[str]] = ()
     sources: Sequence[Mapping[str, str]] = ()
+    notes: Sequence[Sequence[str]] = ()
 
     def __post_init__(self) -> None:
         if len(self.origins) != self.table.num_rows:
@@ -43,6 +46,8 @@ class Plans:
             raise ValueError(f"{len(self.flags)} flag lists for {self.table.num_rows} plans")
         if self.sources and len(self.sources) != self.table.num_rows:
             raise ValueError(f"{len(self.sources)} source maps for {self.table.num_rows} plans")
+        if self.notes and len(self.notes) != self.table.num_rows:
+            raise ValueError(f"{len(self.notes)} note lists for {self.table.num_rows} plans")
 
     def __len__(self) -> int:
         return cast("int", self.table.num_rows)
@@ -59,6 +64,10 @@ class Plans:
 
     def row_flags(self, row: int) -> list[str]:
         return list(self.flags[row]) if self.flags else []
+
+    def row_notes(self, row: int) -> list[str]:
+        """What reading plan ``row``'s launch file says beyond each setting's source (its ``read:`` lines)."""
+        return list(self.notes[row]) if self.notes else []
 
     def settings(self, row: int) -> dict[str, object]:
         """The settings plan ``row`` gives (null ones left out), as Python values."""

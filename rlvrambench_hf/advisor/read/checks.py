@@ -20,18 +20,29 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...arrow import string_array
+from ...arrow import arrow_ints, string_array
 from ...data.schema.kinds import BOOL, FLOAT64, INT64, STRING
 from ...data.schema.spec import Column
 from ...errors import InputError
 
 
 class Where:
-    """How errors name a setting of a row: ``origin(row)`` ("plans.csv row 3", "run.sh line 12") and each setting
-    as the user wrote it (``written``: "column 'rollout_n'", "actor_rollout_ref.rollout.n")."""
+    """How errors name a setting of a row: ``origin(row)`` ("plans.csv row 3", "run.sh line 12"), each setting
+    as the user wrote it (``written``: "column 'rollout_n'", "actor_rollout_ref.rollout.n") and, where its value came
+    from the environment, that variable (``hidden(setting, row)``: named in errors, its value never printed)."""
 
-    def __init__(self, origin: Callable[[int], str], written: Mapping[str, str]) -> None:
-        self.origin, self.written = origin, written
+    def __init__(
+        self,
+        origin: Callable[[int], str],
+        written: Mapping[str, str],
+        hidden: Callable[[str, int], str | None] | None = None,
+    ) -> None:
+        self.origin, self.written, self.hidden = origin, written, hidden
+
+    def value(self, setting: str, row: int, value: object) -> object:
+        """``value`` as an error may show it: a value from the environment is replaced by its variable's name."""
+        name = self.hidden(setting, row) if self.hidden else None
+        return _Named(name) if name else value
 
     def name(self, setting: str) -> str:
         return self.written.get(setting, setting)
@@ -61,6 +72,11 @@ RANGES: dict[str, str] = {
     ),
     "vllm_gpu_memory_utilization": FRACTION,
     "train_max_samples": LIMIT,
+    # the knobs (:mod:`..plan.knobs`): a parallel size or budget below 1 is none VERL, vLLM or accelerate runs
+    **dict.fromkeys(("nnodes", "ulysses_sp_size", "max_token_len_per_gpu", "max_num_batched_tokens"), COUNT),
+    "lora_rank": NON_NEGATIVE,
+    "zero_stage": "a ZeRO stage (0, 1, 2 or 3)",
+    "base_quant_bits": "4 or 8 bits",
 }
 _INTEGER = r"^[+-]?[0-9]+$"
 _NUMBER = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"
@@ -88,8 +104,22 @@ def known_true(mask: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 
 _ZERO, _ONE, _MINUS_ONE = scalar(0), scalar(1), scalar(-1)
+_ALLOWED = {
+    "a ZeRO stage (0, 1, 2 or 3)": arrow_ints(np.array([0, 1, 2, 3], dtype=np.int64)),
+    "4 or 8 bits": arrow_ints(np.array([4, 8], dtype=np.int64)),
+}
 _ZERO_F, _ONE_F, _EMPTY = scalar(0.0), scalar(1.0), scalar("")
 _TRUE_SET, _FALSE_SET = string_array(("true", "1")), string_array(("false", "0"))
+
+
+class _Named:
+    """A value from the environment as an error shows it: by its variable."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"the value of ${self.name} (from the environment)"
 
 
 def quoted(value: object) -> str:
@@ -156,7 +186,7 @@ def _refuse(bad: pa.Array, values: pa.Array, setting: str, where: Where, what: s
     count = pc.sum(bad).as_py() or 0
     if count:
         row = pc.index(bad, True).as_py()
-        raise fail(where(setting, row), values[row].as_py(), what, count - 1)
+        raise fail(where(setting, row), where.value(setting, row, values[row].as_py()), what, count - 1)
 
 
 def typed_from_values(records: Sequence[Mapping[str, object]], columns: Sequence[Column], where: Where) -> pa.Table:
@@ -171,7 +201,7 @@ def typed_from_values(records: Sequence[Mapping[str, object]], columns: Sequence
         for row, value in enumerate(values):
             problem = type_problem(value, column)
             if problem:
-                raise fail(where(column.name, row), value, problem)
+                raise fail(where(column.name, row), where.value(column.name, row, value), problem)
         text[column.name] = string_array([text_cell(v) for v in values])
     return typed_from_text(pa.table(text), columns, where)
 
@@ -212,6 +242,8 @@ def check_ranges(table: pa.Table, where: Where) -> None:
             bad = pc.or_(pc.less_equal(values, _ZERO_F), pc.greater_equal(values, _ONE_F))
         elif rule == LIMIT:
             bad = pc.and_(pc.less_equal(values, _ZERO), pc.not_equal(values, _MINUS_ONE))
+        elif rule in _ALLOWED:
+            bad = pc.invert(pc.is_in(values, value_set=_ALLOWED[rule]))
         else:
             bad = pc.less(values, _ZERO)
         _refuse(bad, values.combine_chunks(), name, where, f"not {rule}")
@@ -231,7 +263,8 @@ def _check_divides(table: pa.Table, whole: str, part: str, where: Where) -> None
     if count:
         row = pc.index(bad, True).as_py()
         more = f" ({count - 1} more row{'s' if count > 2 else ''} like it)" if count > 1 else ""
+        shown = [quoted(where.value(n, row, v[row].as_py())) for n, v in ((whole, a), (part, b))]
         raise InputError(
-            f"{where.origin(row)}: {where.name(whole)} = {a[row].as_py()} is not divisible by {where.name(part)} = "
-            f"{b[row].as_py()}{more}"
+            f"{where.origin(row)}: {where.name(whole)} = {shown[0]} is not divisible by {where.name(part)} = "
+            f"{shown[1]}{more}"
         )

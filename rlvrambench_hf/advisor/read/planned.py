@@ -5,7 +5,7 @@ per plan; ``targets.csv`` itself is one), a YAML or JSON mapping of settings, a 
 A CSV is read by ``pyarrow.csv`` as text and typed column by column (:func:`~.checks.typed_from_text`): 100,000
 plans keep no Python object per plan. YAML and JSON values are typed by the same rules from their text, so that
 ``"2"`` is the count 2 as in a CSV while ``"two"``, ``2.5``, ``.nan`` or ``2**70`` are refused. Beside those
-columns a plan may carry the memory knobs of :mod:`.knobs` (``gradient_checkpointing``, ``layered_summon``,
+columns a plan may carry the memory knobs of :mod:`..plan.knobs` (``gradient_checkpointing``, ``layered_summon``,
 ``lora_rank``, ``rollout_engine``, ...), typed as the knob is. An unknown column is refused; a blank cell or a null
 is a setting not given.
 """
@@ -141,7 +141,7 @@ _TRUE, _FALSE = ["true", "1", "yes"], ["false", "0", "no"]
 
 
 def _with_knobs(table: pa.Table, raw: pa.Table, origin: object) -> pa.Table:
-    """``table`` with the knob columns of ``raw`` (text) typed as :mod:`.knobs` types them; a value that is not of
+    """``table`` with the knob columns of ``raw`` (text) typed as :mod:`..plan.knobs` types them; a value that is not of
     the knob's type is one line naming the plan, the knob and the value."""
     import numpy as np
     import pyarrow.compute as pc

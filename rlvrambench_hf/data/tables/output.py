@@ -2,13 +2,15 @@
 
 :func:`check_outputs` is called by every command that writes, before it computes anything: an output that is (or
 links to) one of the command's input files, that lies inside the source folder or the Hugging Face cache, that
-names the same file twice, whose folder is missing or is a file, or that lies where nothing can be written (a
-read-only file system, a folder without write permission) is refused with one line. :func:`atomic_output` writes a
-temporary file beside the target and renames it over the target only when complete; :func:`write_all_atomic`
-writes every file of a set before renaming any; :func:`new_folder` creates an output folder and removes it again
-when what was to fill it fails. Every ``OSError`` of a write (a full disk, a file-size limit, a permission) is one
-:class:`~rlvrambench_hf.errors.OutputError` line naming the path and the system's reason, and nothing is left
-behind. A temporary file left by a killed process is removed by the next write of the same output.
+names the same file twice, that lies under a file, or where nothing can be written (a read-only file system, a
+folder without write permission) is refused with one line. An output's missing folders are created when it is
+written (``--output scores/mine.json`` makes ``scores/``), as ``mkdir -p`` would, and removed again when the write
+fails. :func:`atomic_output` writes a temporary file beside the target and renames it over the target only when
+complete; :func:`write_all_atomic` writes every file of a set before renaming any; :func:`new_folder` creates an
+output folder and removes it again when what was to fill it fails. Every ``OSError`` of a write (a full disk, a
+file-size limit, a permission) is one :class:`~rlvrambench_hf.errors.OutputError` line naming the path and the
+system's reason, and nothing is left behind. A temporary file left by a killed process is removed by the next
+write of the same output.
 """
 
 from __future__ import annotations
@@ -64,8 +66,9 @@ def check_outputs(
 
 
 def check_target(path: PathLike, *, folder: bool = False) -> None:
-    """Refuse an output path whose folder is missing or is a file, that is a folder (a file when ``folder``), or
-    that is a device, FIFO or socket (replacing it would not write to it)."""
+    """Refuse an output path that lies under a file, that is a folder (a file when ``folder``), or that is a
+    device, FIFO or socket (replacing it would not write to it). Missing folders above it are fine: they are
+    created when it is written."""
     target = Path(path)
     try:
         _check_target(target, folder)
@@ -110,9 +113,8 @@ def _check_target(target: Path, folder: bool) -> None:
     for ancestor in [parent, *parent.parents]:
         if ancestor.exists() or ancestor.is_symlink():
             if ancestor.is_dir():
-                break
+                return
             raise OutputError(f"output {target}: {ancestor} is a file, not a directory")
-    raise OutputError(f"output folder {parent} does not exist")
 
 
 def _real(path: Path) -> Path:
@@ -169,7 +171,12 @@ def atomic_output(path: PathLike, mode: str = "w", **open_kwargs: Any) -> Iterat
     if "b" not in mode:
         open_kwargs.setdefault("encoding", "utf-8")
         open_kwargs.setdefault("newline", "")
-    fd, tmp = _new_temporary(target)
+    created = _make_folders(target.parent)
+    try:
+        fd, tmp = _new_temporary(target)
+    except BaseException:
+        _remove_empty(created)
+        raise
     try:
         with os.fdopen(fd, mode, **open_kwargs) as handle:
             yield handle
@@ -177,9 +184,11 @@ def atomic_output(path: PathLike, mode: str = "w", **open_kwargs: Any) -> Iterat
         os.replace(tmp, target)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
+        _remove_empty(created)
         raise output_error(target, exc) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
+        _remove_empty(created)
         raise
 
 
@@ -203,18 +212,22 @@ def write_all_atomic(files: Mapping[Path, str | bytes] | Mapping[PathLike, str |
     """Write several files so that all of them appear, or none: each is written to a temporary file and closed,
     and only when every one of them was written completely are they renamed into place."""
     staged: list[tuple[Path, str]] = []
+    created: list[Path] = []
     try:
         for path, data in files.items():
             target = Path(path)
+            created += _make_folders(target.parent)
             staged.append((target, _staged(target, data)))
         for target, tmp in staged:
             try:
                 os.replace(tmp, target)
             except OSError as exc:
                 raise output_error(target, exc) from None
-    finally:
+    except BaseException:
         for _, tmp in staged:
             Path(tmp).unlink(missing_ok=True)
+        _remove_empty(sorted(created, key=lambda f: len(f.parts), reverse=True))
+        raise
 
 
 def _new_temporary(target: Path) -> tuple[int, str]:
@@ -248,17 +261,7 @@ def new_folder(path: PathLike) -> Iterator[Path]:
     """The output folder ``path``, created (with missing parents) when it does not exist; when the block fails,
     the folders it created are removed again (they are empty: the writes inside are atomic)."""
     target = Path(path)
-    created = []
-    for folder in [target, *target.parents]:
-        if folder.is_dir():
-            break
-        created.append(folder)
-    try:
-        for folder in reversed(created):
-            folder.mkdir()
-    except OSError as exc:
-        _remove_empty(created)
-        raise output_error(folder, exc, doing="create the output folder") from None
+    created = _make_folders(target)
     try:
         yield target
     except BaseException:
@@ -266,12 +269,34 @@ def new_folder(path: PathLike) -> Iterator[Path]:
         raise
 
 
+def _make_folders(folder: Path) -> list[Path]:
+    """Create ``folder`` and its missing parents; the folders created, innermost first (one line when the system
+    refuses one, and nothing created is left)."""
+    created = []
+    for missing in [folder, *folder.parents]:
+        if missing.is_dir():
+            break
+        created.append(missing)
+    for missing in reversed(created):
+        try:
+            missing.mkdir()
+        except FileExistsError:
+            if not missing.is_dir():
+                _remove_empty(created)
+                raise OutputError(f"cannot create the output folder {missing}: a file is in the way") from None
+        except OSError as exc:
+            _remove_empty(created)
+            raise output_error(missing, exc, doing="create the output folder") from None
+    return created
+
+
 def _remove_empty(folders: list[Path]) -> None:
-    for folder in folders:  # innermost first
+    """Remove the folders an output created (innermost first), as far as they are empty."""
+    for folder in folders:
         try:
             folder.rmdir()
         except OSError:
-            return
+            continue
 
 
 def _remove_stale_temporaries(target: Path) -> None:

@@ -19,8 +19,9 @@ from ....errors import InputError, quote
 from ....userfile import parse_structured, read_text
 from ...plan.mapping import TRL_MAPPING, TRL_SCOPE, TRL_STACK_FLAG, mapped_keys
 from ...plan.trl_mapping import ACCELERATE_KEYS
-from ..verl.config import Config, record_of
+from ..verl.config import Config
 from ..verl.hydra import plain
+from ..verl.record import record_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...plan.mapped import Scope
@@ -153,6 +154,8 @@ def check_accelerate(data: Mapping[str, Any], name: str) -> None:
     if stage is not None and (isinstance(stage, bool) or stage not in (0, 1, 2, 3)):
         raise InputError(f"{name}: deepspeed_config.zero_stage {quote(stage)} is not a ZeRO stage (0, 1, 2 or 3)")
     machines, processes = data.get("num_machines"), data.get("num_processes")
+    if machines is not None and not _count(machines):
+        raise InputError(f"{name}: num_machines {quote(machines)} is not a count of machines (1 or more)")
     if _count(machines) and _count(processes) and machines > processes:  # type: ignore[operator]
         raise InputError(
             f"{name}: num_machines {quote(machines)} is more than num_processes {quote(processes)}: accelerate's "
@@ -171,7 +174,7 @@ def _count(value: object) -> bool:
 
 
 def trl_file(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The fields of a TRL config file (YAML or JSON), or of a TRL training script (``.py``, :mod:`.trlpython`)."""
+    """The fields of a TRL config file (YAML or JSON), or of a TRL training script (``.py``, :mod:`.script`)."""
     name = str(path)
     if Path(path).suffix.lower() == ".py":
         from ....userfile import MAX_SCRIPT_BYTES
@@ -206,11 +209,12 @@ def trl_record(
     preset: Mapping[str, object],
     *,
     with_model: bool,
-    launcher: tuple[Mapping[str, object], str] | None = None,
-) -> tuple[dict[str, Any], dict[str, str], list[str], dict[str, str]]:
+    launcher: tuple[Mapping[str, object], Mapping[str, str]] | None = None,
+) -> tuple[tuple[dict[str, Any], dict[str, str], list[str], dict[str, str]], Config]:
     """Settings, how each was written, the scope flags and each setting's source of one TRL config (``given``: the
     fields it sets; ``with_model``: a file or mapping for ``trl grpo``, whose model keys take ModelConfig's
-    defaults; ``launcher``: the accelerate config's keys and its file)."""
+    defaults; ``launcher``: the keys the launch gives (its accelerate config and options) and where each is from),
+    and the config read."""
     odd = sorted(k for k in given if not (k.isascii() and k.isidentifier()))
     if odd:  # no field of GRPOConfig, ModelConfig or accelerate: an invisible character or a look-alike letter
         raise InputError(f"{origin}: key {quote(odd[0])} is not a TRL field name (those are ASCII identifiers)")
@@ -220,12 +224,12 @@ def trl_record(
             f"{origin}: an SFTConfig ({', '.join(trainer[:3])}), not a GRPOConfig: the advisor answers GRPO runs "
             "(num_generations, max_completion_length, use_vllm, ...)"
         )
-    accelerate, launcher_origin = launcher or ({}, "")
+    accelerate, launched = launcher or ({}, {})
     user = {**accelerate, **{k: fields[k] for k in given if k in fields}}
     if "torch_dtype" in user and "dtype" not in user:  # older TRL's name wins over ModelConfig's default
         user["dtype"] = user["torch_dtype"]
     tree = {**TRL_DEFAULTS, **(TRL_MODEL_DEFAULTS if with_model else {}), **fields, **user}
-    lines = {k: f"the accelerate config {launcher_origin}" for k in accelerate}
+    lines = dict(launched)
     config = Config(tree, origin, None, "TRL", given=user, lines=lines)
     settings, written, flags, sources = record_of(config, columns, TRL_MAPPING, _scope(tree), preset)
     if isinstance(settings.get("train_batch_size"), float):
@@ -246,7 +250,10 @@ def trl_record(
     if unmapped:
         named = ", ".join(unmapped[:NAMED]) + (f" and {len(unmapped) - NAMED} more" if len(unmapped) > NAMED else "")
         flags.append(f"TRL settings with no counterpart in the measurements, not taken into account: {named}")
-    return settings, written, [TRL_STACK_FLAG, *flags], sources
+    quiet = sorted((given & TRL_QUIET) | set(unmapped[NAMED:]))
+    if quiet:
+        config.reads.append(f"not used by the answer (no floor, phase or scope reads them): {', '.join(quiet)}")
+    return (settings, written, [TRL_STACK_FLAG, *flags], sources), config
 
 
 def _scope(tree: Mapping[str, Any]) -> tuple[Scope, ...]:

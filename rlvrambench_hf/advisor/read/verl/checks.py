@@ -1,7 +1,9 @@
 """What VERL itself does to a config before a run, done to the merged tree: the deprecated global micro-batch keys
-converted to per-GPU ones, a Megatron actor's offloads and an adapter path's rank read where the mapping looks, and
-the checks VERL 0.9.1 makes before anything runs (``verl/utils/config.py`` ``validate_config``,
-``verl/workers/config/actor.py``) reported as the error VERL would raise, never as a memory outcome.
+converted to per-GPU ones, a Megatron actor's offloads and an adapter path's rank read where the mapping looks,
+known keys of forks built on VERL read with a flag (:data:`FORK_KEYS`), and the checks VERL makes before anything
+runs (``verl/utils/config.py`` ``validate_config``, ``verl/workers/config/actor.py``; older releases
+``verl/trainer/ppo/ray_trainer.py``) reported as the error VERL would raise, never as a memory outcome. A check only
+some releases make (:mod:`.versions`) is a flag, not a refusal, when the release is not known.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ....errors import InputError
+from .versions import ALWAYS_REFERENCE_UNTIL, MINI_BATCH_CHECK_FROM, RELEASES
 
 if TYPE_CHECKING:
     from .config import Config
@@ -38,6 +41,8 @@ def checked(config: Config) -> Config:
     what VERL's validation refuses."""
     _megatron_offloads(config)
     _adapter_rank(config)
+    _fork_keys(config)
+    _always_reference(config)
     if _get(config, f"{_ARR}.actor.use_dynamic_bsz") is not True:
         for old, new, section in DEPRECATED:
             _convert(config, old, new, section)
@@ -92,6 +97,22 @@ def _count(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
+def _minimal_batch(config: Config) -> tuple[int | None, str]:
+    """The batch VERL's check divides by: the GPUs, or under Megatron (VERL 0.4 and later) its data-parallel ranks
+    times the per-GPU micro-batch."""
+    gpus = _gpus(config)
+    megatron = _get(config, f"{_ARR}.actor.strategy") == "megatron"
+    if not gpus or not megatron or (config.version is not None and config.version.since((0, 4)) is False):
+        return gpus, f"the {gpus} GPUs"
+    sizes = [_count(_get(config, f"{_ARR}.actor.megatron.{k}") or 1) for k in (
+        "tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size")]  # fmt: skip
+    micro = _count(_get(config, f"{_ARR}.actor.ppo_micro_batch_size_per_gpu"))
+    if None in sizes or not micro:
+        return None, ""
+    ranks = gpus // (sizes[0] * sizes[1] * sizes[2])  # type: ignore[operator]
+    return ranks * micro, f"{ranks} Megatron data-parallel ranks × ppo_micro_batch_size_per_gpu {micro}"
+
+
 def _gpus(config: Config) -> int | None:
     per_node, nodes = _count(_get(config, "trainer.n_gpus_per_node")), _count(_get(config, "trainer.nnodes") or 1)
     return per_node * nodes if per_node and nodes else None
@@ -117,12 +138,47 @@ def _convert(config: Config, old: str, new: str, section: str) -> None:
     _set(config, new, given // ranks, f"{where} ({old}={given}, deprecated: {given} / {ranks} data-parallel ranks)")
 
 
+#: Keys forks built on VERL add (Search-R1, RAGEN and others), each with the VERL key its value stands for.
+FORK_KEYS = {f"{_ARR}.rollout.n_agent": f"{_ARR}.rollout.n"}
+
+
+def _fork_keys(config: Config) -> None:
+    """``rollout.n_agent``: such forks repeat each prompt ``n_agent`` times before generating ``n`` responses each,
+    so a prompt's group holds ``n × n_agent`` sequences; read as VERL's group size, with a flag."""
+    key, target = f"{_ARR}.rollout.n_agent", f"{_ARR}.rollout.n"
+    agents = _get(config, key)
+    if agents is None:
+        return
+    count, n = _count(agents), _count(_get(config, target)) or 1
+    if count is None:
+        raise VerlRefuses(config.origin, key, f"{key} = {agents!r} is not a positive count")
+    if count > 1:
+        _set(config, target, n * count, f"{config.source(key)} ({key}={count} × rollout.n={n})")
+    config.flags.append(
+        f"fork key {key}={count} read as the group size: rollout.n × n_agent = {n * count} sequences per prompt "
+        "(a key of forks built on VERL, not VERL's own)"
+    )
+
+
+def _always_reference(config: Config) -> None:
+    """VERL 0.2 and 0.3 always load a reference policy (later releases only with a KL term): read as a KL term on."""
+    version = config.version
+    if version is None or not version.known or version.minor > ALWAYS_REFERENCE_UNTIL:
+        return
+    key = "algorithm.use_kl_in_reward"
+    if _get(config, key) is not True and _get(config, f"{_ARR}.actor.use_kl_loss") is not True:
+        _set(config, key, True, f"{version.label} always loads a reference policy (verl/trainer/main_ppo.py)")
+
+
 def _megatron_offloads(config: Config) -> None:
     if _get(config, f"{_ARR}.actor.strategy") != "megatron":
         return
+    from .config import _ABSENT, _raw
+
     for name in ("param_offload", "optimizer_offload"):
         value, target = _get(config, f"{_ARR}.actor.megatron.{name}"), f"{_ARR}.actor.fsdp_config.{name}"
-        if value is not None and _get(config, target) is None:
+        written = config.given is None or _raw(config.given, target) is not _ABSENT  # the user's own, not a default
+        if value is not None and not (written and _get(config, target) is not None):
             source = f"{_ARR}.actor.megatron.{name}"
             _set(config, target, value, f"{config.source(source)} ({source})")
 
@@ -143,26 +199,30 @@ def _adapter_rank(config: Config) -> None:
 
 
 def _validate(config: Config) -> None:
-    """VERL 0.9.1's checks of the batch sizes before a run (``validate_config``, ``ActorConfig.validate``)."""
-    batch, n, gpus = (
-        _count(_get(config, "data.train_batch_size")),
-        _count(_get(config, f"{_ARR}.rollout.n")),
-        _gpus(config),
-    )
+    """VERL's checks of the batch sizes before a run (``validate_config``, ``ActorConfig.validate``; before 0.6
+    ``RayPPOTrainer._validate_config``)."""
+    batch, n = _count(_get(config, "data.train_batch_size")), _count(_get(config, f"{_ARR}.rollout.n"))
     mini = _count(_get(config, f"{_ARR}.actor.ppo_mini_batch_size"))
-    if batch and n and gpus and (batch * n) % gpus:
+    dynamic = _get(config, f"{_ARR}.actor.use_dynamic_bsz") is True
+    minimal, what = _minimal_batch(config)
+    checked_here = not dynamic or (config.version is not None and config.version.since((0, 6)) is False)
+    if batch and n and minimal and checked_here and (batch * n) % minimal:
         raise VerlRefuses(
             config.origin,
             "data.train_batch_size",
-            f"data.train_batch_size × rollout.n = {batch * n} is not divisible by the {gpus} GPUs",
+            f"data.train_batch_size × rollout.n = {batch * n} is not divisible by {what}",
         )
-    dynamic = _get(config, f"{_ARR}.actor.use_dynamic_bsz") is True
     if batch and mini and not dynamic and batch < mini:
-        raise VerlRefuses(
-            config.origin,
-            f"{_ARR}.actor.ppo_mini_batch_size",
-            f"data.train_batch_size = {batch} is below actor_rollout_ref.actor.ppo_mini_batch_size = {mini}",
-        )
+        what = f"data.train_batch_size = {batch} is below actor_rollout_ref.actor.ppo_mini_batch_size = {mini}"
+        checks = config.version.since(MINI_BATCH_CHECK_FROM) if config.version else True
+        if checks is True:
+            raise VerlRefuses(config.origin, f"{_ARR}.actor.ppo_mini_batch_size", what)
+        if checks is None:
+            first = RELEASES[MINI_BATCH_CHECK_FROM]
+            config.flags.append(
+                f"{what}: VERL {first} and later refuse this before running, earlier releases run it (give "
+                "--verl-version to read it as yours)"
+            )
     micro = _count(_get(config, f"{_ARR}.actor.ppo_micro_batch_size"))
     if micro and mini and not dynamic and mini % micro:
         raise VerlRefuses(
@@ -192,17 +252,38 @@ NAMED = 6
 
 def unread_flag(config: Config, read: set[str]) -> list[str]:
     """One flag naming the keys the user wrote that matter for memory and that no mapping row reads."""
-    from .config import whole_names
+    from .record import whole_names
 
-    given: list[str] = []
-    _flatten(config.given or {}, "", given)
-    converted = " ".join(config.notes.values())  # keys a conversion read (named in its note)
-    keys = sorted(k for k in given if k not in read and k not in converted and k.startswith(MEMORY_SECTIONS))
+    keys = [k for k in _unread(config, read) if k.startswith(MEMORY_SECTIONS)]
     if not keys:
         return []
     named = whole_names(keys, NAMED)
     parts = "critic, reward model, Megatron layout, offloads, vLLM scheduler"
     return [f"VERL settings of parts that take memory ({parts}), read but not passed on: {named}"]
+
+
+def unread_keys(config: Config, read: set[str], flag: list[str]) -> list[str]:
+    """One ``read:`` line naming every other key the user wrote that the answer does not read (the flag names the
+    first :data:`NAMED` of the memory-relevant ones; each key is named once)."""
+    named = set([k for k in _unread(config, read) if k.startswith(MEMORY_SECTIONS)][:NAMED]) if flag else set()
+    keys = [k for k in _unread(config, read) if k not in named]
+    if not keys:
+        return []
+    return [f"not used by the answer (no floor, phase or scope reads them): {', '.join(keys)}"]
+
+
+#: Keys VERL's own checks and conversions read (:func:`checked`), beside those the mapping reads.
+CHECKED_KEYS = frozenset(
+    {f"{_ARR}.actor.ppo_mini_batch_size", f"{_ARR}.actor.megatron.param_offload",
+     f"{_ARR}.actor.megatron.optimizer_offload", *(budget for _, budget in TOKEN_BUDGETS)}
+)  # fmt: skip
+
+
+def _unread(config: Config, read: set[str]) -> list[str]:
+    given: list[str] = []
+    _flatten(config.given or {}, "", given)
+    converted = " ".join(config.notes.values())  # keys a conversion read (named in its note)
+    return sorted(k for k in given if k not in read and k not in CHECKED_KEYS and k not in converted)
 
 
 def _flatten(tree: object, prefix: str, out: list[str]) -> None:

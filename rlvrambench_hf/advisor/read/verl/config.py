@@ -1,10 +1,11 @@
 """A VERL run as a plan: its config tree (YAML, a mapping, or a launch script's overrides over a base config and
 VERL's own defaults) read through :data:`~.mapping.VERL_MAPPING`.
 
-VERL's defaults are those of the VERL installed where this runs, found without importing it
-(``importlib.util.find_spec``): its packaged, Hydra-composed trainer config ``trainer/config/_generated_ppo_trainer
-.yaml`` (older releases: a flat ``ppo_trainer.yaml``). Without VERL, a setting the config leaves out is a one-line
-error listing every such key. OmegaConf interpolations of the mapped keys (``${data.max_prompt_length}``,
+VERL's defaults are those of the VERL the run uses (:mod:`.versions`): the installed VERL's packaged, Hydra-composed
+trainer config ``trainer/config/_generated_ppo_trainer.yaml`` (older releases: a flat ``ppo_trainer.yaml``), found
+without importing it (``importlib.util.find_spec``); without VERL, or for another ``--verl-version``, the
+memory-relevant defaults this package ships for that release. Values are read as OmegaConf reads them
+(:mod:`.values`); OmegaConf interpolations of the mapped keys (``${data.max_prompt_length}``,
 ``${oc.select:key,default}``, ``${oc.env:NAME,default}``) are resolved over the merged tree.
 """
 
@@ -13,27 +14,18 @@ from __future__ import annotations
 import copy
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ....data.schema.spec import Column
-from ....errors import InputError
+from ....errors import InputError, quote
 from ....userfile import parse_structured, read_text
-from ...plan.conversions import _lora
-from ...plan.mapping import (
-    KL_KEYS,
-    LORA_KEYS,
-    NO_REFERENCE_FLAG,
-    NULL_CONTEXT_FLAG,
-    VERL_MAPPING,
-    VERL_SCOPE,
-    Mapped,
-    Scope,
-)
 from ..checks import quoted
+from ..shell.environment import note_environment
 from .hydra import HydraSweep, hydra_value, plain
+from .values import check_digits
+from .versions import NEWEST, Version, default_tree, installed_version, parse_version
 
 _ABSENT = object()
 #: OmegaConf's value of a mandatory key not yet given.
@@ -45,9 +37,11 @@ DEFAULT_CONFIGS = ("trainer/config/_generated_ppo_trainer.yaml", "trainer/config
 
 @dataclass(frozen=True)
 class Config:
-    """A merged config tree, what it was read from, and whether VERL's defaults are under it; ``given`` is the
-    user's own tree (None: all of ``tree``), ``lines`` where each key was written (``run.sh line 12``) and ``notes``
-    how a value was derived (a deprecated key converted)."""
+    """A merged config tree, what it was read from, and where the defaults under it come from (``defaults``: their
+    file; ``label``: whose they are, ``VERL 0.9.1``); ``given`` is the user's own tree (None: all of ``tree``),
+    ``lines`` where each key was written (``run.sh line 12``), ``notes`` how a value was derived (a deprecated key
+    converted), ``environment`` the environment variables each key's value came from, ``flags`` the scope flags
+    reading raised and ``reads`` what the answer's ``read:`` lines say beyond each setting's source."""
 
     tree: dict[str, Any]
     origin: str
@@ -56,15 +50,23 @@ class Config:
     given: dict[str, Any] | None = None
     lines: Mapping[str, str] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
+    label: str = "VERL"
+    version: Version | None = None
+    environment: Mapping[str, list[str]] = field(default_factory=dict)
+    flags: list[str] = field(default_factory=list)
+    reads: list[str] = field(default_factory=list)
+    removed: set[str] = field(default_factory=set)  # keys deleted with Hydra's ~key (defaults included)
 
     def source(self, key: str) -> str:
         """Where the value of ``key`` comes from: the user's file (and line), a conversion, or the defaults."""
         if key in self.notes:
             return self.notes[key]
         if self.given is None or _raw(self.given, key) is not _ABSENT:
-            return self.lines.get(key, self.origin)
-        if self.tool == "VERL" and self.defaults:
-            return f"VERL's default ({short_path(self.defaults)})"
+            names = self.environment.get(key)
+            where = self.lines.get(key, self.origin)
+            return f"{where} (from the environment: {', '.join('$' + n for n in names)})" if names else where
+        if self.defaults:
+            return f"{self.label}'s default ({short_path(self.defaults)})"
         return f"{self.tool}'s default"
 
 
@@ -113,6 +115,7 @@ def merged(base: Mapping[str, Any], overrides: Sequence[tuple[str, str, str | No
         if prefix == "~":
             node.pop(parts[-1], None)
             continue
+        check_digits(text or "", f"{name}: {key}")
         try:
             node[parts[-1]] = hydra_value(text)
         except HydraSweep as exc:
@@ -147,13 +150,47 @@ def with_defaults(
     *,
     packaged: Sequence[str] = DEFAULT_CONFIGS,
     lines: Mapping[str, str] | None = None,
+    version: Version | None = None,
+    environment: Mapping[str, list[str]] | None = None,
 ) -> Config:
-    """``top`` over VERL's installed defaults (when VERL is importable; ``packaged``: which of its configs); what
-    VERL does to it before a run is :func:`~.verlcheck.checked`'s."""
-    found = installed_defaults(packaged)
-    base, where = found if found else ({}, None)
+    """``top`` over the defaults of the VERL the run uses: the installed one's packaged config (``packaged``: which
+    of them) when that is the VERL asked for, else the defaults this package ships for ``version``; what VERL does
+    to it before a run is :func:`~.checks.checked`'s."""
+    _visible_keys(top, origin)
+    version = version or Version(NEWEST, "unknown")
+    installed = installed_version()
+    mine = version.how != "given" or (installed is not None and parse_version(installed).minor == version.minor)
+    found = installed_defaults(packaged) if mine else None
+    if found is not None:
+        (base, where), label = found, (f"VERL {installed}" if installed else "VERL")
+    else:
+        (base, where), label = default_tree(version), version.label
+        base = deep_update(base, PACKAGED_EXTRAS.get(packaged[-1], {})) if packaged != DEFAULT_CONFIGS else base
     return Config(deep_update(copy.deepcopy(base), top), origin, where, given=copy.deepcopy(dict(top)),
-                  lines=dict(lines or {}))  # fmt: skip
+                  lines=dict(lines or {}), label=label, version=version,
+                  environment=dict(environment or {}))  # fmt: skip
+
+
+def _visible_keys(tree: Mapping[str, Any], origin: str, prefix: str = "") -> None:
+    """A key holding an invisible or control character is no key of VERL's config (it only looks like one)."""
+    import unicodedata
+
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in str(key)):
+            raise InputError(f"{origin}: key {quote(name)} holds an invisible or control character")
+        if isinstance(value, Mapping):
+            _visible_keys(value, origin, f"{name}.")
+
+
+#: What VERL's other packaged trainer configs change in the memory-relevant defaults of ``ppo_trainer``
+#: (``verl/trainer/config/ppo_megatron_trainer.yaml``: the Megatron strategy for the actor, reference and critic).
+PACKAGED_EXTRAS: dict[str, dict[str, Any]] = {
+    "trainer/config/ppo_megatron_trainer.yaml": {
+        "actor_rollout_ref": {"actor": {"strategy": "megatron"}, "ref": {"strategy": "megatron"}},
+        "critic": {"strategy": "megatron"},
+    },
+}
 
 
 def lookup(tree: Mapping[str, Any], key: str, origin: str, depth: int = 0) -> object:
@@ -174,8 +211,16 @@ def _interpolated(tree: Mapping[str, Any], key: str, text: str, origin: str, dep
     resolver, _, arguments = body.partition(":") if body.startswith("oc.") else ("", "", body)
     target, _, fallback = arguments.partition(",")
     if resolver == "oc.env":
+        from ..shell.state import SECRET_NAME
+
+        if SECRET_NAME.search(target.strip()):
+            raise InputError(
+                f"{origin}: {key} uses {quoted(text)}, an environment variable named as a secret, whose value is never "
+                "read; write the value"
+            )
         value = os.environ.get(target.strip())
         if value is not None:
+            note_environment(target.strip(), value)
             return hydra_value(value)
         if fallback:
             return hydra_value(fallback)
@@ -193,124 +238,6 @@ def _interpolated(tree: Mapping[str, Any], key: str, text: str, origin: str, dep
     return found
 
 
-def record_of(
-    config: Config,
-    columns: Mapping[str, Column],
-    mapping: Sequence[Mapped] = VERL_MAPPING,
-    scope: Sequence[Scope] = VERL_SCOPE,
-    preset: Mapping[str, object] | None = None,
-) -> tuple[dict[str, Any], dict[str, str], list[str], dict[str, str]]:
-    """The settings of a VERL config (through the mapping table), each as written, its scope flags and where each
-    setting's value comes from.
-
-    ``columns`` maps each setting to its registry column; a key's value is checked against the type of the setting
-    it gives before any conversion. A key whose setting is needed and that has no value is a one-line error listing
-    them all. ``preset`` settings (given by the caller in the dataset's vocabulary) are taken as they are.
-    """
-    from ..checks import fail, type_problem
-
-    settings: dict[str, object] = {}
-    missing, flags = [], []
-    sources: dict[str, str] = {}
-    for mapped in mapping:
-        if preset and mapped.setting in preset:
-            settings[mapped.setting] = preset[mapped.setting]
-            sources[mapped.setting] = "given setting"
-            continue
-        values = [lookup(config.tree, key, config.origin) for key in mapped.keys]
-        used = [config.source(k) for k, v in zip(mapped.keys, values) if v is not _ABSENT and v is not None]
-        sources[mapped.setting] = "; ".join(dict.fromkeys(used)) or f"not given ({mapped.conversion})"
-        kinds = mapped.kinds or (columns[mapped.setting].kind,) * len(mapped.keys)
-        for key, kind, value in zip(mapped.keys, kinds, values):
-            column = Column(key, kind, key)
-            problem = None if value is None or value is _ABSENT else type_problem(value, column)
-            if problem:
-                raise fail(f"{config.origin}: {key}", value, problem)
-        given = [None if v is _ABSENT else v for v in values]
-        settings[mapped.setting] = mapped.read(given, settings)
-        if mapped.setting == "max_model_len" and given[0] is None and settings["max_model_len"] is not None:
-            flags.append(NULL_CONTEXT_FLAG.format(key=mapped.keys[0], value=settings["max_model_len"]))
-        if mapped.required and settings[mapped.setting] is None and not _waits_on_another(mapped, given, settings):
-            missing += [k for k, v in zip(mapped.keys, given) if v is None and k not in mapped.optional]
-    if missing:
-        raise InputError(_missing_text(config, list(dict.fromkeys(missing))))
-    written = {m.setting: m.written for m in mapping}
-    return settings, written, scope_flags(config, scope) + flags, sources
-
-
-def _waits_on_another(mapped: Mapped, given: list[object], settings: Mapping[str, object]) -> bool:
-    """Whether ``mapped`` would be read from the setting it derives from, were that one given (so that only that
-    one is named as missing)."""
-    other = mapped.derived_from
-    if other is None or settings.get(other) is not None:
-        return False
-    return mapped.read(given, {**settings, other: 1}) is not None
-
-
-def _missing_text(config: Config, keys: list[str]) -> str:
-    if config.tool != "VERL" and "max_prompt_length" in keys:  # GRPOConfig no longer has it (trl 1.16)
-        where = (
-            "not set (this TRL does not cap prompts: give the longest prompt of your data in tokens, "
-            "--setting max_prompt_length=N)"
-        )
-    elif config.tool != "VERL":
-        where = f"not set (give them in the {config.tool} config, or the accelerate config with --accelerate-config)"
-    elif config.defaults:
-        where = f"not set, and null in VERL's defaults ({short_path(config.defaults)})"
-    else:
-        where = "not set, and VERL is not installed here to give its defaults"
-    if lookup(config.tree, "actor_rollout_ref.actor.use_dynamic_bsz", config.origin) is True:
-        where += "; with use_dynamic_bsz its token budget per GPU (..._max_token_len_per_gpu) gives it"
-    return fitting(keys, lambda named: f"{config.origin}: missing {config.tool} setting(s) {named}: {where}")
-
-
-def fitting(items: Sequence[str], render: Callable[[str], str]) -> str:
-    """``render`` of as many whole ``items`` as keep the line within the error length ("a, b and 3 more"), so that
-    no name is ever cut."""
-    from ....errors import MESSAGE_LIMIT
-
-    for shown in range(len(items), 0, -1):
-        text = render(whole_names(items, shown))
-        if len(text) <= MESSAGE_LIMIT:
-            return text
-    return render(whole_names(items, 1))
-
-
-def whole_names(items: Sequence[str], shown: int) -> str:
-    """The first ``shown`` names, each whole (non-printable characters escaped, never cut), and how many more."""
-    names = ["".join(c if c.isprintable() else repr(c)[1:-1] for c in str(item)) for item in items[:shown]]
-    return ", ".join(names) + (f" and {len(items) - shown:,} more" if len(items) > shown else "")
-
-
-def scope_flags(config: Config, scope: Sequence[Scope]) -> list[str]:
-    """The flags of the keys whose value differs from the measured one (or that no config or default gives)."""
-    flags = []
-    lora = (lookup(config.tree, key, config.origin) for key in LORA_KEYS)
-    rank, adapter = _lora([None if v is _ABSENT else v for v in lora])
-    for s in scope:
-        value = rank if s.key == LORA_KEYS[0] else lookup(config.tree, s.key, config.origin)
-        if s.key == "actor_rollout_ref.model.lora_rank" and isinstance(adapter, str) and value in (0, None, _ABSENT):
-            flags.append(f"LoRA rank not known: the adapter at lora_adapter_path {quoted(adapter)} is not here to read "
-                         f"its r (the measurements use rank-64 adapters)")  # fmt: skip
-            continue
-        if s.key == "actor_rollout_ref.model.lora_rank" and value == 0:
-            flags.append("full fine-tuning: lora_rank 0 (the measurements train rank-64 LoRA adapters)")
-            continue
-        if value is _ABSENT or value is None:
-            measured = ", ".join(map(str, s.measured))
-            if _raw(config.tree, s.key) == MISSING_VALUE:
-                flags.append(f"{s.key} not given, and {config.tool} requires it (measured: {measured})")
-            elif config.defaults is None and not s.absent_is_measured:
-                flags.append(f"{s.key} not given (measured: {measured})")
-            continue
-        if value not in s.measured and not _same_text(value, s.measured):
-            flags.append(s.flag.format(value=quoted(value)))
-    kl = [lookup(config.tree, key, config.origin) for key in KL_KEYS]
-    if True not in kl and any(v is not _ABSENT and v is not None for v in kl):
-        flags.append(NO_REFERENCE_FLAG)
-    return flags
-
-
 def _raw(tree: Mapping[str, Any], key: str) -> object:
     """The value written at a dotted ``key`` (:data:`_ABSENT` if absent), nothing resolved."""
     node: object = tree
@@ -319,9 +246,3 @@ def _raw(tree: Mapping[str, Any], key: str) -> object:
             return _ABSENT
         node = node[part]
     return node
-
-
-def _same_text(value: object, measured: tuple[object, ...]) -> bool:
-    """Lists of target modules compare as their comma-joined text; strings case-insensitively."""
-    text = ",".join(map(str, value)) if isinstance(value, list) else str(value)
-    return any(isinstance(m, str) and text.lower() == m.lower() for m in measured)

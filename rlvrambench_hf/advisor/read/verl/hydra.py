@@ -11,8 +11,13 @@ from ....errors import InputError
 from ..checks import quoted
 
 _ABSENT = object()
-_INT = re.compile(r"^[+-]?[0-9][0-9_]*$")
-_FLOAT = re.compile(r"(?i)^[+-]?(([0-9][0-9_]*)?\.[0-9_]*([e][+-]?[0-9]+)?|[0-9][0-9_]*e[+-]?[0-9]+|inf|nan)$")
+#: Hydra's lexer (``hydra/grammar/OverrideLexer.g4``, hydra-core 1.3): INT, FLOAT, and the characters of an
+#: unquoted string with no grammar beyond ``key=value`` (no quotes, lists, mappings, sweeps, interpolations).
+_UNSIGNED = r"(0|[1-9](_?[0-9])*)"
+_INT = re.compile(rf"^[+-]?{_UNSIGNED}$")
+_POINT = rf"({_UNSIGNED}\.|{_UNSIGNED}?\.[0-9](_?[0-9])*)"
+_FLOAT = re.compile(rf"(?i)^[+-]?({_POINT}|({_UNSIGNED}|{_POINT})e[+-]?[0-9](_?[0-9])*|inf|nan)$")
+_PLAIN = re.compile(r"^[A-Za-z0-9_/.@+-]+$")
 
 
 class HydraSweep(InputError):
@@ -26,6 +31,8 @@ def hydra_value(text: str | None) -> object:
     (a marker of :mod:`.launch`) stays text. Without hydra-core, the same rules by hand."""
     if text is None:
         return None
+    if _PLAIN.match(text):  # plain key=value: Hydra's lexer rules by hand (its parser costs a tenth of a second)
+        return _by_hand(text)
     parsed = _hydra_parsed(text)
     if parsed is not _ABSENT:
         return parsed
@@ -66,9 +73,9 @@ def _by_hand(text: str) -> object:
         return None
     if lower in ("true", "false"):
         return lower == "true"
-    if _INT.match(value):
+    if _INT.match(value) and len(value) <= 40:
         return int(value.replace("_", ""))
-    if _FLOAT.match(value):
+    if _FLOAT.match(value) and len(value) <= 80:
         return float(value.replace("_", ""))
     if value.startswith("[") and value.endswith("]"):
         inner = value[1:-1].strip()

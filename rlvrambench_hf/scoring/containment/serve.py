@@ -1,4 +1,4 @@
-"""What runs in the child process of user code (:mod:`.contained`): it confines itself (:mod:`.confine`), runs the
+"""What runs in the child process of user code (:mod:`..contained`): it confines itself (:mod:`.confine`), runs the
 setup (an import, or the object already in memory) and answers requests, each reply sent as JSON (:mod:`.wire`).
 It always ends with ``os._exit``: nothing of it returns into the command's code, whatever the user code does.
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import (
+from ...errors import (
     InputError,
     OutputError,
     RLVRAMBenchError,

@@ -31,7 +31,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import redact
+from ...errors import redact
 from . import seccomp
 from .procs import (
     LINUX,
