@@ -120,14 +120,14 @@ def _header(path: Path, label: str) -> Tensors:
             beyond = f"beyond the file ({size:,} bytes)" if 0 < length <= MAX_HEADER else "not a header's"
             raise InputError(f"{label} is not a safetensors file: the header length it states ({length:,}) is {beyond}")
         raw = handle.read(length)
-    return checked_tensors(parse_json(raw, f"{label}'s header"), f"{label}'s header")
+    return checked_tensors(parse_json(raw, f"{label}'s header"), label)
 
 
 def checked_tensors(header: object, label: str) -> Tensors:
     """The tensors of a safetensors header (``{name: {"dtype": ..., "shape": [...]}}``; ``__metadata__`` skipped),
     or one line saying what in it is not one."""
     if not isinstance(header, Mapping):
-        raise InputError(f"{label} is {quote(header)}, not a JSON object of tensors")
+        raise InputError(f"{label}: its header is {quote(header)}, not a JSON object of tensors")
     tensors: Tensors = {}
     for name, info in header.items():
         if name == "__metadata__":
@@ -138,8 +138,8 @@ def checked_tensors(header: object, label: str) -> Tensors:
             raise InputError(f"{label}: tensor {quote(name)} has no dtype (found {quote(info)})")
         if not isinstance(shape, list) or len(shape) > MAX_RANK or not all(_dimension(d) for d in shape):
             raise InputError(
-                f"{label}: tensor {quote(name)} has the shape {quote(shape)}, not a list of at most {MAX_RANK} "
-                f"whole numbers from 0 to 2**40"
+                f"{label}: tensor {quote(name)} has no shape of dimensions from 0 to 2**40 (its shape is "
+                f"{quote(shape)}; at most {MAX_RANK} whole numbers)"
             )
         tensors[str(name)] = (dtype, tuple(shape))
     return tensors
