@@ -1,4 +1,5 @@
-# Set-up and entry points. `make demo` runs the main job on the real data; `make test` runs the tests.
+# Set-up and entry points. `make demo` runs the main job on the real data and ends with the README's first command
+# (the advisor on a shipped example launch file); `make test` runs the tests.
 # Both create .venv/ (the package and its CLI, .venv/bin/rlvrambench) when it is missing or stale. `make test-fast`
 # runs the unit layer alone (pytest -m unit: a generated mini release, no real data, no server).
 #
@@ -31,8 +32,13 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 		apt-get install -y -qq chromium >/dev/null) || echo "chromium not installed: the report rendering test will skip"
 
+# The README's first command (will my run fit?): `make demo` ends with its answer.
+FIRST_COMMAND := advise --verl example:qwen2.5-3b-grpo-lora --gpu H100
+
 demo: $(VENV)/.installed
 	$(VENV)/bin/rlvrambench --source "$(RLVRAMBENCH_SOURCE)" demo
+	@printf '\n$$ rlvrambench %s\n' '$(FIRST_COMMAND)'
+	$(VENV)/bin/rlvrambench --source "$(RLVRAMBENCH_SOURCE)" $(FIRST_COMMAND)
 
 # Lint and types: ruff (rules and formatting) and mypy --strict, configured in pyproject.toml.
 lint: $(VENV)/.installed

@@ -87,6 +87,7 @@ __all__ = [
     "flat_scores",
     "get_spec",
     "load_dataset",
+    "example_path",
     "load_table",
     "loading_script_path",
     "metric_path",
@@ -118,3 +119,24 @@ def loading_script_path() -> str:
     from importlib import resources
 
     return str(resources.files("rlvrambench_hf.loading_script").joinpath("rlvrambench.py"))
+
+
+def example_path(name: str) -> str:
+    """The installed launch script of a shipped example (``rlvrambench advise --verl example:NAME``): a VERL script
+    under ``rlvrambench_hf/examples/verl/``, or a TRL one under ``examples/trl/`` with the files it names beside it,
+    to run the advisor on or to copy. An unknown name is an :class:`InputError` that lists the examples."""
+    from importlib import resources
+
+    folder = resources.files("rlvrambench_hf").joinpath("examples")
+    found = {
+        entry.name.rsplit(".", 1)[0]: str(entry)
+        for tool in folder.iterdir()
+        if tool.is_dir()
+        for entry in tool.iterdir()
+        if entry.is_file() and entry.name.endswith(".sh")
+    }
+    if name not in found:
+        from .errors import quote
+
+        raise InputError(f"no example {quote(name)} (examples: {', '.join(sorted(found))})")
+    return found[name]

@@ -324,16 +324,18 @@ def test_cli_leads_with_verdicts_and_writes_csv_offline_for_an_unknown_model(sna
         str(planned),
         "--output",
         str(output),
+        "--details",
         env=cli_env(HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf")),
     )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("est-qwen25-7b-gsm8k-c2-2gpu: memory_failure (basis measured")
-    assert lines[1].startswith("mine: ")
+    assert lines[0] == "est-qwen25-7b-gsm8k-c2-2gpu: does not fit on A100 40GB (40,960 MiB per GPU)"
+    assert lines[1].startswith("  measured: the release ran these settings (2 records, 6 eligible seeds) and it ran")
+    assert [line for line in lines if line.startswith("mine: ")]
     table = pacsv.read_csv(output)
     assert table.column("verdict_basis").to_pylist()[0] == "measured"
     assert "no_metadata" in table.column("flags").to_pylist()[1]
-    assert "predictions: unavailable (no model metadata for someone/unseen-model" in result.stdout
+    assert "reference methods: no prediction (no model metadata for someone/unseen-model" in result.stdout
 
 
 def test_other_hardware_is_flagged_and_moves_the_budget(snapshot: Path, context) -> None:

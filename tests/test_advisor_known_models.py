@@ -57,10 +57,10 @@ def test_qwen2_5_1_5b_offline_gets_its_measurements_and_a_model_prediction(offli
     assert measured[0]["configuration_id"] in [r["configuration_id"] for r in answer["measured"]]
     assert answer["phases"] and answer["predicted_peak_mib"] > 0  # the model's answer beside the measurement
     assert not [f for f in answer["scope_flags"] if "family not measured" in f]
-    from rlvrambench_hf.cli.advise.plans import detail
+    from rlvrambench_hf.cli.advise.details import details
 
-    typed = advise(read_plans([plan], source=snapshot), snapshot).answer(0)
-    heading = detail(typed)[0]  # the readable answer says so too
+    plans = read_plans([plan], source=snapshot)
+    heading = details(advise(plans, snapshot).answer(0), plans, 0)[0]  # the readable answer says so too
     assert heading.endswith("Qwen/Qwen2.5-1.5B-Instruct (measured, outside the estimation families)"), heading
     twin = {**plan, "max_response_length": plan["max_response_length"] // 2}
     (other,) = advise_planned([twin], snapshot)["configurations"]

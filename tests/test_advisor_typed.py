@@ -210,7 +210,7 @@ def test_names_and_values_from_the_user_reach_the_terminal_escaped(
             assert "\\x1b[2J" in out + err, argv  # the name is there, escaped
     main(["--source", str(snapshot), "advise", "--planned", str(planned)])
     out, _ = printed(capsys)
-    assert out.startswith("mine\\x1b[2J\\x1b]0;pwned\\x07\\x9b31m\\u202e: memory_failure (basis measured")
+    assert out.startswith("mine\\x1b[2J\\x1b]0;pwned\\x07\\x9b31m\\u202e: does not fit on A100 40GB")
 
 
 def test_one_verdict_wording(snapshot: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -220,11 +220,12 @@ def test_one_verdict_wording(snapshot: Path, tmp_path: Path, capsys: pytest.Capt
     assert lines[1].startswith("planned-2: memory_failure (basis floor; floor generation_weights")
     path = tmp_path / "plans.json"
     path.write_text(json.dumps([PLAN, {**PLAN, "vllm_gpu_memory_utilization": 0.3}]))
-    assert main(["--source", str(snapshot), "advise", "--planned", str(path)]) == 0
+    assert main(["--source", str(snapshot), "advise", "--planned", str(path), "--details"]) == 0
     out, _ = printed(capsys)
     for i in range(2):
         answer = answers.answer(i)
-        assert lines[i] in out and f"verdict: {verdict_text(answer)}" in out
+        assert f"verdict: {verdict_text(answer)}" in out  # the details name the verdict in the JSON's words
+    assert out.startswith("planned-1: does not fit on A100 40GB") and "planned-2: does not fit on A100 40GB" in out
     for module in ("document", "sweep"):
         tree = ast.parse((REPO_ROOT / "rlvrambench_hf" / "advisor" / "output" / f"{module}.py").read_text())
         assert not [n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and "verdict_text" in n.name]

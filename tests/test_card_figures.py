@@ -111,3 +111,35 @@ def test_followup_names_host_memory_failures_and_the_missing_preflight(capsys, s
     missing = "device preflight (0.08 GPU-hours on the card): not in this copy of the release, "
     assert expanded.count(missing + "benchmark/host_capacity/execution_history.json is absent") == 1
     assert expanded.count("preflight") == 1 and "preflight" not in larger
+
+
+#: The metric card's table of the reference rules on the GPU-count track, and evaluate's columns for its figures.
+CARD_COLUMNS = {
+    "Correct": "correct",
+    "Within-margin approved": "approved_wm",
+    "Memory failures approved": "approved_mf",
+    "Above-margin approved": "approved_am",
+}
+
+
+def test_evaluate_prints_the_cards_approvals_under_the_cards_names(capsys, snapshot: Path, tmp_path: Path) -> None:
+    # The metric card: "Reference rules on the GPU-count track (36 queries)", | Rule | Correct | Within-margin
+    # approved | Memory failures approved | Above-margin approved |. evaluate's table once printed all approvals
+    # (26 for source_label) where the card reports its 20 within-margin approvals (issue 39).
+    from hubserver import REPO_ROOT
+
+    card = (REPO_ROOT / "metrics" / "rlvrambench" / "README.md").read_text(encoding="utf-8").splitlines()
+    header = next(line for line in card if line.startswith("| Rule |"))
+    names = [cell.strip() for cell in header.strip("|").split("|")][1:]
+    assert names == list(CARD_COLUMNS)
+    for rule in ("source_label", "always_approve", "always_reject"):
+        row = next(line for line in card if line.startswith(f"| `{rule}` |"))
+        figures = [int(cell) for cell in row.strip().strip("|").split("|")[1:]]
+        predictions = tmp_path / f"{rule}.csv"
+        run(capsys, snapshot, "baseline", "--rule", rule, "--track", "gpu_count_transfer", "--output", str(predictions))
+        out = run(capsys, snapshot, "evaluate", "--predictions", str(predictions), "--track", "gpu_count_transfer")
+        table = out.splitlines()
+        columns = table[0].split()
+        track = dict(zip(columns, next(line for line in table if line.startswith("gpu_count_transfer")).split()))
+        assert track["queries"] == "36"
+        assert [int(track[CARD_COLUMNS[n]]) for n in names] == figures, (rule, track)

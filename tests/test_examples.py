@@ -9,11 +9,15 @@ through ``HF_ENDPOINT`` (the olah server), ``rlvrambench`` on the ``PATH``. Brea
   match), any other block is executed. A block whose fence names a file (```` ```python file=my_policies.py ````,
   the page saying "saved as ``my_policies.py``") is also written to that file first, as a reader saves it.
 - ``bash`` blocks run as one script each (``bash -e -o pipefail``): every command must succeed.
-- ``console`` blocks are a maintainer's shell session: each ``$ `` line runs in bash, and what it prints (standard
-  output and error) must match the lines that follow it (``...`` matches anything). A document with a session
-  reaches a Hub that takes commits (:mod:`commitserver`) holding ``kobzaond/RLVRAMBench`` as the release copy, the
-  way a maintainer reaches huggingface.co: ``HF_ENDPOINT`` and ``HF_TOKEN`` in the environment; its ``bash``
-  blocks run there too.
+- ``console`` blocks are a shell session: each ``$ `` line runs in bash, and what it prints (standard output and
+  error) must match the lines that follow it (``...`` matches anything). A document whose session publishes
+  (``release push``, ``metric push``) reaches a Hub that takes commits (:mod:`commitserver`) holding
+  ``kobzaond/RLVRAMBench`` as the release copy, the way a maintainer reaches huggingface.co: ``HF_ENDPOINT`` and
+  ``HF_TOKEN`` in the environment; its ``bash`` blocks run there too.
+
+The README's first command (``rlvrambench advise --verl example:... --gpu H100``, the first screen's answer) is also
+run alone, as a new user copies it: from an empty folder, with nothing in the environment but ``PATH``, ``HOME`` and
+``RLVRAMBENCH_SOURCE``.
 
 A block preceded by ``<!-- not executed: <reason> -->`` is skipped, and the reason must be given.
 """
@@ -45,6 +49,9 @@ _FILE = re.compile(r"\bfile=([\w.-]+)")
 _SKIP = re.compile(r"<!--\s*not executed:\s*(.*?)\s*-->\s*$")
 #: The languages of the blocks that are examples (other fences are text: tables, layouts, synopses of options).
 LANGUAGES = ("python", "console", "bash")
+#: A session that publishes to the Hub (it gets a Hub that takes commits, and a token).
+PUBLISHES = re.compile(r"^\$ rlvrambench\b.*\b(release|metric) push\b", re.M)
+README = REPO_ROOT / "README.md"
 
 
 _OPTIONS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
@@ -157,7 +164,9 @@ def shell_setting(document: Path, snapshot: Path, folder: Path, scratch: Path):
         "HF_HUB_DISABLE_PROGRESS_BARS": "1",
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     }
-    if not any(e.language == "console" and e.skip_reason is None for e in examples(document)):
+    if not any(
+        e.language == "console" and e.skip_reason is None and PUBLISHES.search(e.code) for e in examples(document)
+    ):
         return None, (scratch, cli_env(**shell))
     server = CommitServer(folder / "commit-hub").start()
     server.seed(REPO_ID, snapshot)
@@ -244,11 +253,51 @@ def test_a_bash_block_is_one_script_that_stops_at_a_failing_command(tmp_path):
 )
 def test_make_demo_reads_the_release_copy_from_RLVRAMBENCH_SOURCE(tmp_path, variables, expected):
     """The README's ``make demo`` runs the demo on ``$RLVRAMBENCH_SOURCE`` (its older names still work), from any
-    folder through ``make -C``; ``make -n`` prints the command without running it."""
+    folder through ``make -C``, and ends with the README's first command; ``make -n`` prints the commands without
+    running them."""
     env = {k: v for k, v in os.environ.items() if k not in ("RLVRAMBENCH_SOURCE", "RLVRAMBENCH_SNAPSHOT", "SNAPSHOT")}
     env |= variables
     done = subprocess.run(
         ["make", "-s", "-n", "-C", str(REPO_ROOT), "demo"], cwd=tmp_path, env=env, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().endswith(f'rlvrambench --source "{expected}" demo'), done.stdout
+    lines = done.stdout.strip().splitlines()
+    assert lines[-3].endswith(f'rlvrambench --source "{expected}" demo'), done.stdout
+    command, _ = readme_first_command()  # then the README's first command, on the same release
+    assert lines[-1].endswith(f'rlvrambench --source "{expected}" {command.removeprefix("rlvrambench ")}'), lines
+
+
+def readme_first_command() -> tuple[str, str]:
+    """The first command of README.md's first ``console`` block and the lines of its answer the README shows."""
+    first = next(e for e in examples(README) if e.language == "console" and e.skip_reason is None)
+    return session_commands(first.code)[0]
+
+
+def test_the_readmes_first_command_answers_from_an_empty_folder(snapshot, tmp_path):
+    """A new user's first command, copied from the first screen of README.md: it answers as the README shows, from
+    an empty folder outside the checkout, with nothing in the environment but PATH, a fresh HOME (no cache) and
+    the release copy; it writes nothing in that folder."""
+    command, shown = readme_first_command()
+    assert command.startswith("rlvrambench advise --verl example:") and command.endswith("--gpu H100"), command
+    assert "pip install rlvrambench-hf" in README.read_text(encoding="utf-8").split(command, 1)[0]
+    folder, home = tmp_path / "anywhere", tmp_path / "home"
+    folder.mkdir()
+    home.mkdir()
+    assert REPO_ROOT not in folder.resolve().parents
+    env = {
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}/usr/bin{os.pathsep}/bin",
+        "HOME": str(home),
+        "RLVRAMBENCH_SOURCE": str(snapshot),
+    }
+    done = subprocess.run(["bash", "-c", command], cwd=folder, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    checker = doctest.OutputChecker()
+    assert checker.check_output(shown, done.stdout + done.stderr, _OPTIONS), checker.output_difference(
+        doctest.Example(command, shown), done.stdout + done.stderr, _OPTIONS
+    )
+    lines = done.stdout.splitlines()
+    assert "read: workload gsm8k: data.train_files" in done.stdout  # inferred from the launch file's data files
+    example = command.split("--verl ", 1)[1].split()[0]
+    assert lines[-1].startswith(f"{example} is ") and lines[-1].endswith(": copy it to start your own")
+    assert Path(lines[-1].split(" is ", 1)[1].split(": copy it")[0]).is_file()
+    assert os.listdir(folder) == []

@@ -7,6 +7,7 @@ neither matplotlib nor mlcroissant), and used from a folder outside it against t
 
 from __future__ import annotations
 
+import doctest
 import json
 import os
 import subprocess
@@ -22,6 +23,7 @@ import rlvrambench_hf
 
 from conftest import REPO_ID, cli_env
 from hubserver import REPO_ROOT
+from test_examples import readme_first_command
 
 PACKAGE_FILES = (  # shipped beside the code: the metric, its card, the loading script and the card template
     "metrics/rlvrambench/rlvrambench.py",
@@ -94,9 +96,40 @@ def test_wheel_and_sdist_carry_the_metric_and_the_loading_script(dist):
         if "__pycache__" not in p.parts
     }
     assert not modules - set(wheel.namelist()), "modules left out of the wheel"
+    examples = [p for p in (REPO_ROOT / "rlvrambench_hf" / "examples").rglob("*") if p.is_file()]
+    assert {"qwen2.5-3b-grpo-lora.sh", "qwen2.5-1.5b-grpo-lora.sh"} <= {p.name for p in examples}
+    for path in examples:  # the example launch files, byte for byte (advise --verl example:NAME)
+        rel = path.relative_to(REPO_ROOT).as_posix()
+        assert wheel.read(rel) == path.read_bytes(), rel
     with tarfile.open(dist["sdist"]) as sdist:
         names = {n.split("/", 1)[1] for n in sdist.getnames() if "/" in n}
     assert set(PACKAGE_FILES) | {"pyproject.toml", "README.md", "LICENSE", "setup.py"} <= names
+
+
+def test_the_readmes_first_command_on_the_installed_wheel(venv, outside, snapshot):
+    """README.md's first command, as written, answers from the installed wheel in a folder outside the repository:
+    the example launch file travels in the wheel, and its workload is read from its data files."""
+    command, shown = readme_first_command()
+    argv = command.split()
+    assert argv[0] == "rlvrambench" and "example:qwen2.5-3b-grpo-lora" in argv
+    home = outside / "home"
+    done = in_venv(venv, *argv, cwd=outside, RLVRAMBENCH_SOURCE=str(snapshot), HF_HOME=str(home / "hf"), HOME=str(home))
+    assert done.returncode == 0, done.stderr[-3000:]
+    checker = doctest.OutputChecker()
+    options = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    assert checker.check_output(shown, done.stdout + done.stderr, options), done.stdout
+    installed = done.stdout.strip().splitlines()[-1]
+    assert installed.startswith("example:qwen2.5-3b-grpo-lora is " + str(venv)), installed
+    assert sorted(os.listdir(outside)) == ["home"]
+    for name in ("qwen2.5-1.5b-grpo-lora", "no-such-example"):  # the TRL example, its files beside it; a wrong name
+        done = in_venv(venv, "rlvrambench", "--source", str(snapshot), "advise", "--trl", f"example:{name}", "--gpu",
+                       "H100", cwd=outside, HF_HOME=str(home / "hf"), HOME=str(home))  # fmt: skip
+        if name == "no-such-example":
+            assert done.returncode == 2 and done.stderr.strip().endswith(
+                "(examples: qwen2.5-1.5b-grpo-lora, qwen2.5-3b-grpo-lora)"
+            ), done.stderr
+        else:
+            assert done.returncode == 0 and done.stdout.startswith("planned-1: "), done.stderr[-3000:]
 
 
 def test_version_and_no_extras(venv, outside):

@@ -65,7 +65,11 @@ def add_baseline(p: argparse.ArgumentParser) -> None:
 def add_evaluate(p: argparse.ArgumentParser) -> None:
     p.description = (
         "Score query_id,predicted_state rows (exactly the selected queries) against the hidden "
-        "labels and print a per-track table; --output writes the full score file."
+        "labels and print a per-track table; --output writes the full score file. The table names the card's "
+        "figures as the card counts them: correct, approved_wm / approved_mf / approved_am (within-margin, "
+        "memory-failure and above-margin targets approved: the card's 'Within-margin approved', 'Memory failures "
+        "approved', 'Above-margin approved'; the score file's approved is their sum), rejected_wm (within-margin "
+        "targets rejected), wm_recall and wm_precision (within-margin recall and approval precision)."
     )
     p.add_argument(
         "--predictions",
@@ -195,38 +199,22 @@ def interval_table(scores: dict[str, Any]) -> str:
 
 
 def score_table(scores: dict[str, Any]) -> str:
-    """The per-track table of a score file (with the overall row last)."""
-    headers = [
-        "scope",
-        "queries",
-        "tasks",
-        "correct",
-        "accuracy",
-        "macro_task_acc",
-        "approved",
-        "wm_recall",
-        "wm_precision",
-        "approved_mf",
-        "approved_am",
-        "rejected_wm",
-    ]
-
-    def row(name: str, s: dict[str, Any]) -> list[Any]:
-        return [
-            name,
-            s["queries"],
-            s.get("tasks", ""),
-            s["correct_three_state"],
-            s["three_state_accuracy"],
-            s.get("macro_task_three_state_accuracy", ""),
-            s["approved"],
-            s["within_margin_recall"],
-            s["within_margin_approval_precision"],
-            s["approved_memory_failure"],
-            s["approved_above_margin"],
-            s["rejected_within_margin"],
-        ]
-
-    rows = [row(name, s) for name, s in scores["per_track"].items()]
-    rows.append(row("overall", {**scores["overall"], "tasks": len(scores["per_task"])}))
-    return format_table(headers, rows)
+    """The per-track table of a score file (with the overall row last). Approvals are split by the target's
+    observed label, under the names of the card's table (``approved_wm`` is its "Within-margin approved"; the score
+    file's ``approved`` is the sum of the three)."""
+    columns = (
+        ("queries", "queries"),
+        ("tasks", "tasks"),
+        ("correct", "correct_three_state"),
+        ("accuracy", "three_state_accuracy"),
+        ("macro_task_acc", "macro_task_three_state_accuracy"),
+        ("approved_wm", "approved_within_margin"),
+        ("approved_mf", "approved_memory_failure"),
+        ("approved_am", "approved_above_margin"),
+        ("rejected_wm", "rejected_within_margin"),
+        ("wm_recall", "within_margin_recall"),
+        ("wm_precision", "within_margin_approval_precision"),
+    )
+    rows = [[name, *(s.get(key, "") for _, key in columns)] for name, s in scores["per_track"].items()]
+    rows.append(["overall", *({**scores["overall"], "tasks": len(scores["per_task"])}.get(k, "") for _, k in columns)])
+    return format_table(["scope", *(h for h, _ in columns)], rows)

@@ -328,7 +328,23 @@ def _change(
     if not isinstance(count, int) or count <= 1:
         return None
     keep = max(1.0 - max(excess, 0.0) / term.mib, 0.0) if term.mib > 0 else 1.0
-    new_count = max(int(count * keep), 1)
-    if new_count >= count:
-        new_count = count - 1
+    new_count = _divisor_at_most(_sequences_per_gpu(settings), min(max(int(count * keep), 1), count - 1))
     return new_count, (count - new_count) / count, term.mib * (count - new_count) / count
+
+
+def _sequences_per_gpu(settings: Mapping[str, object]) -> int | None:
+    """The sequences each GPU holds in a step (train batch × group size / GPUs), when the plan gives them."""
+    counts = [settings.get(k) for k in ("train_batch_size", "rollout_n", "gpu_count")]
+    given = [v for v in counts if isinstance(v, int) and not isinstance(v, bool) and v > 0]
+    if len(given) < 3:
+        return None
+    batch, group, gpus = given
+    return batch * group // gpus if batch * group % gpus == 0 else None
+
+
+def _divisor_at_most(sequences: int | None, limit: int) -> int:
+    """The largest micro-batch of at most ``limit`` that divides the sequences per GPU (VERL's check), or
+    ``limit`` when they are not known."""
+    if sequences is None:
+        return limit
+    return next(d for d in range(limit, 0, -1) if sequences % d == 0)

@@ -64,9 +64,10 @@ def read_plans(
 
     ``kind`` says which (None: ``.sh`` files and command lines are VERL, a mapping with VERL's sections is VERL, an
     object with GRPOConfig's fields is TRL, anything else is planned). ``workload`` names the workload of plans
-    that do not give one (VERL and TRL configs never do); ``settings`` adds dataset settings to every plan where it
-    gives none (e.g. ``{"gpu_count": 2}``). ``source`` / ``revision`` name the release read against. ``launching``
-    (:class:`Launching`): ``accelerate_config``, ``arguments``, ``verl_version``.
+    that do not give one (without it, a VERL or TRL run's is the one its data files name, :mod:`.workloads`);
+    ``settings`` adds dataset settings to every plan where it gives none (e.g. ``{"gpu_count": 2}``). ``source`` /
+    ``revision`` name the release read against. ``launching`` (:class:`Launching`): ``accelerate_config``,
+    ``arguments``, ``verl_version``.
     """
     kind = kind or detect_kind(plans)
     if kind not in KINDS:
@@ -103,6 +104,7 @@ def _read(
         found = config_records(
             plans, kind, measured, settings or {}, accelerate=accelerate, arguments=launching.get("arguments"),
             command_line=isinstance(plans, str) and is_command_line(plans), verl_version=launching.get("verl_version"),
+            infer_workload=workload is None and "workload_id" not in settings,
         )  # fmt: skip
         records, origins, written = found.records, found.origins, found.written
         flags, sources, notes, hidden = found.flags, found.sources, found.notes, found.environment
@@ -111,7 +113,7 @@ def _read(
     where = Where(origins.__getitem__, written, _hidden(hidden))
     table = _filled(table, workload, settings, measured, where)
     required = REQUIRED + (("workload_id",) if kind == "planned" else ())
-    _check_required(table, required, where, kind, sources)
+    _check_required(table, required, where, kind, sources, measured.workloads)
     _check_models(table, measured, where)
     check_ranges(table, where)
     table = table.set_column(
@@ -230,7 +232,12 @@ def _filled(
 
 
 def _check_required(
-    table: pa.Table, required: Sequence[str], where: Where, kind: str, sources: Sequence[Mapping[str, str]] = ()
+    table: pa.Table,
+    required: Sequence[str],
+    where: Where,
+    kind: str,
+    sources: Sequence[Mapping[str, str]] = (),
+    workloads: Sequence[str] = (),
 ) -> None:
     """A one-line error naming the required settings a plan does not give (a ``max_model_len`` left null for the
     model's own context length is given: the answer reads it from the model's config.json)."""
@@ -247,7 +254,8 @@ def _check_required(
         return
     rows = pc.is_null(table.column(missing[0]))
     first, count = pc.index(rows, True).as_py(), pc.sum(rows).as_py()
-    hint = " (name it with --workload)" if missing == ["workload_id"] else ""
+    listed = f": {', '.join(workloads)}" if workloads else ""
+    hint = f" (name the measured one it resembles with --workload{listed})" if missing == ["workload_id"] else ""
     written = ", ".join(where.name(m) for m in missing)
     scope = "" if table.num_rows == 1 else f" ({count} of {table.num_rows} plans, the first: {where.origin(first)})"
     prefix = where.origin(first) if table.num_rows == 1 else "plans"

@@ -34,10 +34,12 @@ def config_records(
     *,
     command_line: bool = False,
     accelerate: object = None,
+    infer_workload: bool = False,
     **launch: Any,
 ) -> Records:
     """The records of a VERL (or EasyR1) launch file or a TRL config, script or launcher (``launch``: the script's
-    ``arguments``, the ``verl_version``)."""
+    ``arguments``, the ``verl_version``); with ``infer_workload``, each record's workload from its data files
+    (:mod:`.workloads`)."""
     arguments: Sequence[str] | None = launch.get("arguments")
     verl_version: str | None = launch.get("verl_version")
     from ..plan.knobs import knob_columns
@@ -48,7 +50,7 @@ def config_records(
         from .trl.plan import trl_plan
 
         found, config = trl_plan(plans, columns, preset, accelerate, arguments)
-        _add(out, found, config, measured, "TRL")
+        _add(out, found, config, measured, "TRL", infer_workload)
         return out
     from ..plan.mapping import VERL_MAPPING, VERL_SCOPE, mapped_keys
     from .verl.checks import DEPRECATED, FORK_KEYS, unread_flag, unread_keys
@@ -68,14 +70,16 @@ def config_records(
             flag = unread_flag(config, read)
             found[2].extend(flag)
             config.reads.extend(unread_keys(config, read, flag))
-        _add(out, found, config, measured, config.tool)
+        _add(out, found, config, measured, config.tool, infer_workload)
     return out
 
 
-def _add(out: Records, found: tuple[Any, ...], config: Any, measured: Measured, tool: str) -> None:
+def _add(out: Records, found: tuple[Any, ...], config: Any, measured: Measured, tool: str, infer: bool) -> None:
     from .models import model_of_path
 
     settings, written, flags, sources = found
+    if infer:
+        _workload(settings, sources, config, measured)
     if isinstance(settings.get("model_id"), str):
         settings["model_id"], note = model_of_path(settings["model_id"], measured.models)
         if note:
@@ -88,6 +92,32 @@ def _add(out: Records, found: tuple[Any, ...], config: Any, measured: Measured, 
     out.sources.append(sources)
     out.notes.append(list(config.reads))
     out.environment.append(_environment(config, written))
+
+
+def _workload(settings: dict[str, Any], sources: dict[str, str], config: Any, measured: Measured) -> None:
+    """The workload the config's data files name (:func:`.workloads.infer_workload`), with its ``read:`` line; the
+    keys it read leave the line of keys the answer does not use."""
+    from .workloads import DATA_KEYS, infer_workload
+
+    given = config.given if config.given is not None else config.tree
+    where = {key: config.source(key) for key in DATA_KEYS}
+    workload, key, line = infer_workload(given, where, measured, config.origin)
+    if workload is not None and key is not None:
+        settings["workload_id"] = workload
+        sources["workload_id"] = f"{key} ({where[key]})"
+    config.reads[:] = [line, *(text for text in (_without(r, DATA_KEYS) for r in config.reads) if text)]
+
+
+#: The ``read:`` line that names the keys no floor, phase or scope reads.
+UNUSED_LINE = "not used by the answer (no floor, phase or scope reads them): "
+
+
+def _without(line: str, keys: Sequence[str]) -> str:
+    """``line`` without ``keys`` when it is the line of unused keys (empty when none is left)."""
+    if not line.startswith(UNUSED_LINE):
+        return line
+    kept = [k for k in line[len(UNUSED_LINE) :].split(", ") if k not in keys]
+    return UNUSED_LINE + ", ".join(kept) if kept else ""
 
 
 def _environment(config: Any, written: Mapping[str, str]) -> dict[str, str]:

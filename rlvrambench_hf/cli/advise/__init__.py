@@ -1,8 +1,11 @@
 """``rlvrambench advise`` (alias: ``estimate advise``): will my run fit? Measurement, then floors, then the
 per-phase memory model; and, with ``--log``, why did my run run out of memory?
 
-stdout leads with one verdict line per plan, then the details of each plan (a sweep gets a count of verdicts
-instead: :mod:`.plans`); a failure log's diagnosis is printed by :mod:`.log`.
+stdout gives each plan's answer in plain words first (fits / does not fit / near the limit / not answered, the
+binding phase, by how much, the change to paste: :mod:`.plans`), and with ``--details`` what it rests on under a
+legend (:mod:`.details`); a sweep gets a verdict line per plan and a count of verdicts instead. ``--verl`` /
+``--trl`` also take ``example:NAME``, a launch file shipped with the package. A failure log's diagnosis is printed
+by :mod:`.log`.
 ``--output`` writes the JSON answer (``.json``) or one row per plan (``.csv``, ``.parquet``), atomically and behind
 the output guard. Every line is printed through :func:`~rlvrambench_hf.errors.printable`: names and values from the
 user's files reach the terminal escaped.
@@ -18,7 +21,10 @@ from ...errors import InputError, quote
 def add_advise(p: argparse.ArgumentParser) -> None:
     """The options of ``rlvrambench advise`` (and of its alias ``rlvrambench estimate advise``)."""
     p.description = (
-        "For each planned configuration: the release's measured records with the same settings (every "
+        "Will my run fit? For each planned configuration, first in plain words: fits, does not fit, near the limit or "
+        "not answered on your GPU, the phase that binds and by how much, and the change to paste in your own keys. "
+        "What it rests on (--details, and the JSON of --output): the release's measured records with the same "
+        "settings (every "
         "measured table: the 212 configurations, the larger-model and expanded-host follow-ups, the admission "
         "candidates), its physical floors with their arithmetic, the per-phase memory model's peak of every phase "
         "on your device, the three reference methods' labels and peaks beside it with their leave-one-family-out "
@@ -37,13 +43,15 @@ def add_advise(p: argparse.ArgumentParser) -> None:
         "--verl",
         metavar="FILE",
         help="your VERL run: a config YAML (Hydra-composed, dumped or ppo_trainer.yaml-shaped) or a launch script of "
-        "key=value overrides (read as text, never run); absent settings take your installed VERL's defaults",
+        "key=value overrides (read as text, never run); absent settings take your installed VERL's defaults; "
+        "example:qwen2.5-3b-grpo-lora is the example shipped with the package",
     )
     given.add_argument(
         "--trl",
         metavar="FILE",
         help="your TRL GRPOConfig as YAML or JSON (as trl grpo --config takes it), or your TRL training script (.py, "
-        "read as source, never run)",
+        "read as source, never run), or its accelerate launch script; example:qwen2.5-1.5b-grpo-lora is the example "
+        "shipped with the package",
     )
     p.add_argument(
         "--accelerate-config",
@@ -58,8 +66,8 @@ def add_advise(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--workload",
         metavar="NAME",
-        help="the measured workload your run resembles (gsm8k, math, code_standard, longer_prompt_code); VERL and "
-        "TRL configs do not say it",
+        help="the measured workload your run resembles (gsm8k, math, code_standard, longer_prompt_code); without "
+        "it, the one a launch file's data files name (data.train_files, data.val_files, TRL's dataset_name)",
     )
     p.add_argument(
         "--device-capacity-mib",
@@ -86,6 +94,13 @@ def add_advise(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--model-revision", metavar="REV", help="Hub revision of a model outside the release (default main)")
     p.add_argument("--nearest", type=int, default=3, metavar="K", help="measured configurations to list (default 3)")
+    p.add_argument(
+        "--details",
+        action="store_true",
+        help="under each plan's answer, what it rests on: each phase's peak and the error band's parts, the floors "
+        "with their arithmetic, the reference methods' own predictions with their track record, the distance to the "
+        "measured cloud, every change, the scope flags and every read: line, under a legend of the words",
+    )
     p.add_argument(
         "--output",
         metavar="F.json|F.csv|F.parquet",

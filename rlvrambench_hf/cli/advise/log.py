@@ -14,7 +14,7 @@ from ...advisor.diagnose.parts import PlanMatch, ReleaseFailures
 from ...advisor.plan.plans import Plans
 from ...errors import InputError, MissingExtraError, first_line, printable, quote
 from .._common import checked_source
-from .plans import launch_options, named
+from .plans import launch_options, named, shipped_example
 
 
 def run_log(args: argparse.Namespace, settings: dict[str, str]) -> int:
@@ -26,7 +26,7 @@ def run_log(args: argparse.Namespace, settings: dict[str, str]) -> int:
         )
     given = args.device_capacity_mib is not None or args.margin_limit_mib is not None or args.gpu is not None
     hardware = Hardware.of(args.device_capacity_mib, args.margin_limit_mib, args.gpu) if given else None
-    files = [(k, v) for k, v in named(args) if v]
+    files = [(k, shipped_example(v, k)[0]) for k, v in named(args) if v]
     inputs = {"--log": args.log, **{f"--{k}": v for k, v in files}}
     if args.accelerate_config:
         inputs["--accelerate-config"] = args.accelerate_config

@@ -1,14 +1,13 @@
-"""``advise --planned / --verl / --trl``: the answers to the plans of a file, printed from the typed answers (one
-verdict line per plan, then each plan's details or, for a sweep, the count of verdicts) and written by
-``--output``."""
+"""``advise --planned / --verl / --trl``: the answers to the plans of a file, printed from the typed answers (each
+plan's answer in plain words, then with ``--details`` what it rests on; for a sweep, a verdict line per plan and the
+count of verdicts) and written by ``--output``. ``example:NAME`` names a launch file shipped with the package."""
 
 from __future__ import annotations
 
 import argparse
-import re
 from typing import Any, Literal
 
-from ...advisor import Answer, Hardware, Plans, advise, read_plans
+from ...advisor import Hardware, Plans, advise, read_plans
 from ...advisor.assess.answers import Answers
 from ...errors import InputError, printable, quote
 from .._common import checked_source, format_table
@@ -25,6 +24,7 @@ def run_plans(args: argparse.Namespace, settings: dict[str, str]) -> int:
         raise InputError(f"--output {quote(args.output)}: use a file ending in {', '.join(OUTPUT_SUFFIXES)}")
     hardware = Hardware.of(args.device_capacity_mib, args.margin_limit_mib, args.gpu)
     kind, given = next((k, v) for k, v in named(args) if v)
+    given, example = shipped_example(given, kind)
     inputs = {f"--{kind}": given, **({"--accelerate-config": args.accelerate_config} if args.accelerate_config else {})}
     source = checked_source(args, [args.output], inputs)
     plans = read_plans(
@@ -38,8 +38,31 @@ def run_plans(args: argparse.Namespace, settings: dict[str, str]) -> int:
     )
     answers = advise(plans, source, hardware=hardware, model_revision=args.model_revision, nearest=args.nearest)
     write_answers(answers, args.output)
-    print(printable(render(answers)))
+    text = render(answers, kind, args.details, {given: example} if example else None)
+    if example is not None:  # where to copy it from
+        beside = " with the files beside it that it names" if kind == "trl" else ""
+        text += f"\n{example} is {given}: copy it{beside} to start your own"
+    print(printable(text))
     return 0
+
+
+#: How a launch option names an example this package ships (``--verl example:qwen2.5-3b-grpo-lora``).
+EXAMPLE = "example:"
+
+
+def shipped_example(given: str, kind: Kind) -> tuple[str, str | None]:
+    """``given``, or for ``example:NAME`` the installed file of that example and the name as the user wrote it."""
+    from pathlib import Path
+
+    if not given.startswith(EXAMPLE) or kind == "planned" or Path(given).exists():  # a file of that name is the file
+        return given, None
+    from ... import example_path
+
+    path = example_path(given[len(EXAMPLE) :])
+    tool = Path(path).parent.name
+    if tool != kind:
+        raise InputError(f"{quote(given)} is a {tool.upper()} launch file: advise --{tool} {given}")
+    return path, given
 
 
 def launch_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -69,83 +92,49 @@ def write_answers(answers: Answers, path: str | None) -> None:
     write_sweep(answers, path)
 
 
-def render(answers: Answers) -> str:
-    """The verdict line of each plan, then details (or, for a sweep, the verdict counts)."""
-    from ...advisor.output.document import STATEMENT
+def render(
+    answers: Answers, kind: Kind = "planned", with_details: bool = False, names: dict[str, str] | None = None
+) -> str:
+    """Each plan's answer in plain words (:func:`~rlvrambench_hf.advisor.output.headline.headline`) and the
+    ``read:`` line of its workload; with ``with_details``, what it rests on under a legend (:mod:`.details`). A
+    sweep (more than :data:`DETAIL_LIMIT` plans) gets a verdict line per plan and the count of verdicts. ``names``:
+    files named as the user named them (a shipped example's path -> ``example:NAME``)."""
+    from ...advisor.output.headline import headline
     from ...advisor.output.sweep import verdict_counts, verdict_lines
+    from .details import LEGEND, details
 
-    lines = verdict_lines(answers)
-    if len(lines) > DETAIL_LIMIT:
+    if len(answers) > DETAIL_LIMIT:
+        lines = verdict_lines(answers)
         summary = format_table(["verdict / basis", "plans"], verdict_counts(answers))
         return "\n".join([*lines, "", f"{len(lines)} plans; details of each are in --output F.json", summary])
-    out = [*lines, "", STATEMENT]
-    for i in range(len(lines)):
-        out += ["", *detail(answers.answer(i)), *read_from(answers.plans, i)]
-    return "\n".join(out)
-
-
-def read_from(plans: Plans, row: int) -> list[str]:
-    """The values a plan did not write itself: taken from defaults, another file or a conversion, each named by the
-    user's own key and where it came from."""
-    if not plans.sources:
-        return []
-    values = plans.settings(row)
-    lines = []
-    origin = plans.origins[row]
-    for setting, where in plans.sources[row].items():
-        written = plans.written.get(setting, setting)
-        if setting not in values or where == origin or re.fullmatch(r".* line \d+", where):
-            continue
-        named = f"{written} -> {setting} {values[setting]}" if written != setting else f"{setting} {values[setting]}"
-        lines.append(f"read: {named}" + (f": {where}" if where.startswith(("not ", "EasyR1 ")) else f" from {where}"))
-    return lines + [f"read: {note}" for note in plans.row_notes(row)]
-
-
-def detail(answer: Answer) -> list[str]:
-    """The readable answer to one plan."""
-    from ...advisor.output.wording import verdict_text
-
-    unmeasured = any(f.startswith("model family not measured") for f in answer.scope_flags)
-    family = answer.model_family or (
-        "family not measured" if unmeasured else "measured, outside the estimation families"
-    )
-    lines = [f"== {answer.configuration_id}: {answer.model_id} ({family})", f"verdict: {verdict_text(answer)}"]
-    for r in answer.measured or ():
-        peak = r.max_completed_peak_mib
-        lines.append(
-            f"measured: {r.table} {r.configuration_id} {r.observed_state}, seeds {list(r.eligible_seeds)}, "
-            + ("no seed completed" if peak is None else f"max completed peak {peak} MiB")
-        )
-    for n in answer.near_matches[:5]:
-        lines.append(
-            f"near match: {n.ref.table} {n.ref.configuration_id} {n.ref.observed_state} with {n.setting}="
-            f"{n.measured} (yours {n.plan})"
-        )
-    for f in answer.floors:
-        mark = {True: "holds", False: "FAILS", None: "unchecked"}[f.holds]
-        lines.append(f"floor {f.check}: {mark}: {f.arithmetic}")
-    if answer.predictions is not None:
-        body = [[p.method, p.state, p.peak_mib, p.approvals_that_failed, p.usable_rejected] for p in answer.predictions]
-        headers = ["method", "predicted_state", "predicted_peak_mib", "held_out_failed_approvals", "usable_rejected"]
-        lines.append(format_table(headers, body))
+    out: list[str] = []
+    for i in range(len(answers)):
+        answer = answers.answer(i)
+        out += [*([""] if out else []), *headline(answer, kind), *workload_lines(answers.plans, i, names or {})]
+    if with_details:
+        out += ["", LEGEND]
+        for i in range(len(answers)):
+            out += ["", *details(answers.answer(i), answers.plans, i)]
     else:
-        lines.append(f"predictions: unavailable ({answer.predictions_unavailable})")
-    d = answer.distance
-    if d is not None:
-        lines.append(
-            f"distance to the nearest measured configuration: {d.nearest:.2f} (measured configurations' own "
-            f"nearest-neighbour distances: median {d.cloud_median:.2f}, largest {d.cloud_max:.2f})"
-        )
-    for change in answer.changes:
-        if change.basis == "floor":
-            why = f"floor {change.floor} holds after it; then {change.resulting_state or 'no verdict'}"
-        elif change.supporting is not None:
-            why = f"measured: {change.supporting.configuration_id}"
-        else:
-            why = "predicted"
-        peak = change.predicted_peak_change_mib
-        shift = f", predicted peak {peak:+.0f} MiB" if peak is not None else ""
-        lines.append(f"change: {change.setting} {change.before} -> {change.to} ({why}{shift})")
-    for flag in answer.scope_flags or ("none: within the measured families, settings and hardware",):
-        lines.append(f"scope: {flag}")
-    return lines
+        out += ["", "(--details: each phase's peak, the floors, the reference methods' own predictions, the scope "
+                "flags and every read: line)"]  # fmt: skip
+    return _renamed("\n".join(out), names or {})
+
+
+def _renamed(text: str, names: dict[str, str]) -> str:
+    for path, name in names.items():
+        text = text.replace(path, name)
+    return text
+
+
+def workload_lines(plans: Plans, row: int, names: dict[str, str]) -> list[str]:
+    """The ``read:`` line that says which workload a launch file's data files name (or that asks for one)."""
+    import textwrap
+
+    notes = [_renamed(note, names) for note in plans.row_notes(row) if note.startswith("workload ")]
+    return [
+        line
+        for note in notes
+        for line in textwrap.wrap(f"read: {note}", 116, initial_indent="  ", subsequent_indent="    ",
+                                  break_long_words=False, break_on_hyphens=False)
+    ]  # fmt: skip

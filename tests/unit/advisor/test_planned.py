@@ -100,7 +100,8 @@ def test_a_setting_left_out_is_named_with_how_many_plans_miss_it(shared_mini, tm
     )
     no_workload = {k: v for k, v in PLAN.items() if k != "workload_id"}
     assert refused([no_workload], shared_mini.root) == (
-        "planned configurations: missing setting(s) workload_id (name it with --workload)"
+        "planned configurations: missing setting(s) workload_id (name the measured one it resembles with --workload: "
+        "gsm8k, math, workload_id-0, workload_id-1, workload_id-2, workload_id-3)"  # the mini release's workloads
     )
 
 

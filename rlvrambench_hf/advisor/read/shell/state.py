@@ -66,6 +66,11 @@ def unresolved(text: str) -> tuple[str, str] | None:
     return what, why
 
 
+def known_text(text: str) -> str:
+    """``text`` as far as it is known before the script runs: each marker a space, taints dropped."""
+    return _TAINT.sub("", _MARKER.sub(" ", text))
+
+
 def clean(text: str) -> tuple[str, list[str]]:
     """``text`` without taints, and the environment variables whose values are in it."""
     names = [bytes.fromhex(h).decode() for h in _TAINT.findall(text)]

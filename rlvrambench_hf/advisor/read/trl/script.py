@@ -4,8 +4,9 @@
 The source is parsed as Python runs it (its bytes, so that an encoding cookie is honoured). Statements are followed
 in order (module level, ``if __name__ == "__main__":``, function bodies): a name bound to a literal, a model loaded
 with ``X.from_pretrained("id")`` (its id; ``get_peft_model(model, config)`` keeps it and adds the LoRA config), a
-``LoraConfig(...)`` (peft's default rank 8 when it gives none), a ``GRPOConfig(...)`` (keywords, ``**{...}``) and
-assignments to its fields after it is built (``args.beta = 0.0``). A value computed when the script runs is an error
+``LoraConfig(...)`` (peft's default rank 8 when it gives none), a ``GRPOConfig(...)`` (keywords, ``**{...}``),
+assignments to its fields after it is built (``args.beta = 0.0``) and the first ``load_dataset("id")`` (as the
+``dataset_name`` that ``trl grpo`` takes, which names the workload). A value computed when the script runs is an error
 only for a field the advisor reads, with its line; so is a field set inside a branch or loop, or ``**`` of a value
 the script computes. A script that takes its GRPOConfig from the command line (``TrlParser((..., GRPOConfig,
 ...))``) is read with the arguments it is given (``--config recipe.yaml --field value``, :func:`argument_fields`).
@@ -63,6 +64,7 @@ class _Flow:
     configs: list[_Config] = field(default_factory=list)
     loras: list[_Lora] = field(default_factory=list)
     trainers: list[dict[str, object]] = field(default_factory=list)
+    datasets: list[str] = field(default_factory=list)  # the Hub ids of load_dataset("...") calls, in order
 
 
 def script_fields(
@@ -79,6 +81,8 @@ def script_fields(
     model = model.id if isinstance(model, _Model) else model
     if model is not None and not isinstance(model, _Config):
         fields.setdefault("model_name_or_path", model)
+    if flow.datasets:
+        fields.setdefault("dataset_name", flow.datasets[0])
     lora = trainer.get("peft_config")
     trained = trainer.get("model")
     lora = lora if isinstance(lora, _Lora) else trained.lora if isinstance(trained, _Model) else None
@@ -205,8 +209,8 @@ def _call(node: ast.Call, flow: _Flow, context: dict[str, Any]) -> object:
         config = _Config(_keywords(node, flow, context), node.lineno)
         flow.configs.append(config)
         return config
-    if callee == "GRPOTrainer":
-        flow.trainers.append(_keywords(node, flow, context))
+    if callee in ("GRPOTrainer", "load_dataset"):  # values only the running script has, noted
+        _noted(callee, node, flow, context)
         return _RunTime(node.lineno)
     if callee in _PARSERS and node.args:
         classes = node.args[0].elts if isinstance(node.args[0], (ast.Tuple, ast.List)) else [node.args[0]]
@@ -216,6 +220,16 @@ def _call(node: ast.Call, flow: _Flow, context: dict[str, Any]) -> object:
         if isinstance(parser, _Parser) and "GRPOConfig" in parser.classes:
             return _parsed_dataclasses(parser, node.lineno, flow, context)
     return _RunTime(node.lineno)
+
+
+def _noted(callee: str, node: ast.Call, flow: _Flow, context: dict[str, Any]) -> None:
+    """A trainer's keywords; the Hub id a ``load_dataset`` call names (the data names the workload: ..workloads)."""
+    if callee == "GRPOTrainer":
+        flow.trainers.append(_keywords(node, flow, context))
+        return
+    name = _value(node.args[0], flow, context) if node.args else None
+    if isinstance(name, str):
+        flow.datasets.append(name)
 
 
 def _keywords(node: ast.Call, flow: _Flow, context: dict[str, Any]) -> dict[str, object]:
