@@ -274,10 +274,11 @@ def error_line(exc: BaseException, prog: str = "rlvrambench") -> str:
 
 
 def debug_text(exc: BaseException) -> str:
-    """The traceback of ``exc`` as ``--debug`` prints it: in full, but with credentials redacted."""
+    """The traceback of ``exc`` as ``--debug`` prints it: in full, but with credentials redacted and every
+    character that is not printable escaped (line breaks kept)."""
     import traceback
 
-    return redact("".join(traceback.format_exception(exc)))
+    return escaped(redact("".join(traceback.format_exception(exc))))
 
 
 def _quoted_text(text: str, limit: int) -> str:
@@ -312,3 +313,16 @@ def _escaped(text: str, limit: int) -> str:
     """``text`` with non-printable characters escaped, cut after ``limit`` characters (a name, not a value)."""
     pieces = _take([_visible(c) for c in text[:limit]], limit)
     return "".join(pieces) + ("" if len(pieces) == len(text) else CUT)
+
+
+# ---- text for a terminal (issue 38, item 5) ----------------------------------------------------------------------
+
+
+def escaped(text: str, keep: str = "\n") -> str:
+    """``text`` with every character that is not printable escaped as Python writes it (``\\x1b``, ``\\x07``,
+    ``\\x9b``, ``\\u202e``, ``\\u200b``), but those of ``keep``: no escape sequence, bell, C1 control or
+    bidirectional override reaches a terminal raw. Unlike :func:`quote`, nothing is cut and no quotes are added
+    (a file name in an output line, a table cell)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in text)

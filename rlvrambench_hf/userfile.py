@@ -4,11 +4,10 @@ reader of a user's file goes through.
 A regular file is read where it lies; anything else that can be read — a pipe, a character device, standard input
 given as ``/dev/stdin`` or ``/dev/fd/N`` — is read once, fully, into memory (up to :data:`STREAM_LIMIT`), since the
 readers need to seek. A missing file, a folder or one that cannot be opened is one line saying which, never a
-library's text. A plan file is opened within a size limit (:func:`opened`, :func:`read_text`: configs, launch
-scripts, planned CSVs each have theirs), its content is checked as text (:func:`check_text`) and parsed as JSON or
-YAML (:func:`parse_json`, :func:`parse_structured`: the line and column of an error, YAML parsed by libyaml's C
-loader where it is installed and refused above :data:`MAX_YAML_BYTES`, a bound on the values a YAML alias bomb
-expands to)."""
+library's text. A regular file is opened so that nothing can make the open wait (a FIFO put in its place), its
+size checked on the open handle (:func:`open_regular`; a model folder's files must be regular). A plan file is
+opened within a size limit (:func:`opened`, :func:`read_text`), its content checked as text (:func:`check_text`) and
+parsed as JSON or YAML within bounds (:mod:`.structured`'s :func:`parse_json`, :func:`parse_structured`)."""
 
 from __future__ import annotations
 
@@ -20,25 +19,29 @@ import sys
 from collections.abc import Callable
 from typing import IO
 
-from .errors import InputError, RLVRAMBenchError, first_line, quote
+from .errors import InputError, first_line, quote
+from .structured import MAX_DEPTH as MAX_DEPTH
+from .structured import MAX_INT_DIGITS as MAX_INT_DIGITS
+from .structured import MAX_NODES as MAX_NODES
+from .structured import MAX_YAML_BYTES as MAX_YAML_BYTES
+from .structured import count_nodes as count_nodes
+from .structured import parse_json as parse_json
+from .structured import parse_structured as parse_structured
 
 #: The largest file read whole unless its reader says otherwise (a score file, an attempts list: the release's are
 #: under 1 MB); a regular file or a stream beyond it is refused before it is read.
 MAX_DOCUMENT_BYTES = 64 << 20
 #: The most that :func:`read_stream` reads by default.
 STREAM_LIMIT = MAX_DOCUMENT_BYTES
-#: Most YAML / JSON nodes a config may hold once aliases are expanded (a YAML alias bomb stops here).
-MAX_NODES = 200_000
 #: How much is read first from a stream, so that data refused on its first bytes is not read to the end.
 HEAD_BYTES = 1 << 16
 #: Largest config file read (a VERL or TRL config, a launch script, a planned YAML / JSON list), bytes.
 MAX_CONFIG_BYTES = 16 * 2**20
 #: Largest launch script read (VERL's launch scripts are a few KiB; the shell reader is slower than YAML's), bytes.
 MAX_SCRIPT_BYTES = 2**20
-#: Largest YAML text parsed (VERL's generated trainer config is 40 KiB; 4 MiB of YAML is a data file, not a config).
-MAX_YAML_BYTES = 4 * 2**20
 #: Largest planned CSV read (100,000 plans take about 15 MB), bytes.
 MAX_CSV_BYTES = 256 * 2**20
+_KINDS = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a device"}
 #: The first line of YAML or JSON: a mapping key, a list item or the start of a JSON value.
 _STRUCTURED = re.compile(r"\s*(?:[{\[]|- |-$|[\"']?[A-Za-z_][\w.-]*[\"']?\s*:(?:\s|$))")
 
@@ -101,20 +104,41 @@ def read_stream(
     return head + rest
 
 
-def content_of(found: str | bytes, label: str, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
-    """The bytes of what :func:`user_input` gave: a regular file's, read now (refused above ``limit`` bytes before
-    any is read), or those a stream gave already."""
+def content_of(
+    found: str | bytes, label: str, limit: int = MAX_DOCUMENT_BYTES, refused: Callable[[bytes], bool] | None = None
+) -> bytes:
+    """The bytes of what :func:`user_input` gave (or of a path: it must be a regular file): a regular file's, read
+    now (refused above ``limit`` bytes before any is read; no further than its first bytes when ``refused`` says
+    so), or those a stream gave already."""
     if isinstance(found, bytes):
         too_large(label, len(found), limit)
         return found
     try:
-        with open(found, "rb") as handle:
-            too_large(label, os.fstat(handle.fileno()).st_size, limit)
-            data = handle.read(limit + 1)
+        with open_regular(found, label, limit) as handle:
+            data = read_stream(handle, label, refused=refused, limit=limit)
     except OSError as exc:
         raise InputError(f"cannot read {label}: {reason(exc)}") from None
     too_large(label, len(data), limit)  # a file that grew while it was read
     return data
+
+
+def open_regular(path: str | os.PathLike[str], label: str, limit: int | None = None) -> IO[bytes]:
+    """``path`` opened for reading if it is a regular file (of at most ``limit`` bytes), checked on the open handle:
+    the open never waits (a FIFO is opened without blocking), and anything else is refused before a byte is read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise InputError(f"cannot read {label}: {reason(exc)}") from None
+    try:
+        mode = os.fstat(fd)
+        if not stat.S_ISREG(kind := mode.st_mode):
+            raise InputError(f"{label} is {_KINDS.get(stat.S_IFMT(kind), 'a special file')}, not a regular file")
+        too_large(label, mode.st_size, limit if limit is not None else mode.st_size)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def too_large(label: str, size: int, limit: int) -> None:
@@ -188,25 +212,6 @@ def reason(exc: OSError) -> str:
     return "the system gave no reason"
 
 
-def parse_json(content: bytes | str, label: str, error: type[RLVRAMBenchError] = InputError) -> object:
-    """``content`` (the bytes or text of ``label``) as a JSON value, or one line of ``error`` saying why not: not
-    UTF-8 (where), not JSON (what, where), nested too deeply, or a number with too many digits."""
-    import json
-
-    try:
-        text = content.decode("utf-8-sig") if isinstance(content, bytes) else content
-    except UnicodeDecodeError as exc:
-        raise error(f"{label} is not UTF-8 (byte {exc.start:,} cannot be decoded); save it as UTF-8") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise error(f"{label} is not valid JSON ({exc.msg} at line {exc.lineno:,}, column {exc.colno:,})") from None
-    except RecursionError:
-        raise error(f"{label} is JSON nested too deeply to be read") from None
-    except ValueError:  # an integer of thousands of digits (Python's own limit, not a JSON error)
-        raise error(f"{label} holds an integer of more than {sys.get_int_max_str_digits():,} digits") from None
-
-
 def check_text(data: bytes, name: str) -> None:
     """Refuse binary content: a NUL byte or bytes that are not UTF-8."""
     if b"\0" in data:
@@ -215,49 +220,6 @@ def check_text(data: bytes, name: str) -> None:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"{name}: is not UTF-8 text (byte {exc.start})") from None
-
-
-def parse_structured(text: str, name: str, suffix: str) -> object:
-    """YAML (any suffix but ``.json``; at most :data:`MAX_YAML_BYTES`) or JSON text as plain values; bounded in
-    size once expanded."""
-    import json
-
-    import yaml
-
-    if suffix != ".json" and len(text) > MAX_YAML_BYTES:  # characters: at least as many bytes
-        raise InputError(
-            f"{name}: {len(text):,} characters of YAML is more than the {MAX_YAML_BYTES >> 20} MiB a config may have"
-        )
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser where installed: 10-20x faster
-    try:
-        data = json.loads(text) if suffix == ".json" else yaml.load(text, Loader=loader)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{name}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        raise InputError(f"{name}: not valid YAML{where}: {exc.problem or exc.context}") from None
-    except (ValueError, yaml.YAMLError) as exc:
-        kind = "JSON" if suffix == ".json" else "YAML"
-        raise InputError(f"{name}: not valid {kind}: {first_line(exc)}") from None
-    except RecursionError:
-        raise InputError(f"{name}: nested too deeply") from None
-    count_nodes(data, name)
-    return data
-
-
-def count_nodes(data: object, name: str) -> None:
-    """Refuse a structure of more than :data:`MAX_NODES` nodes (shared YAML aliases count each time)."""
-    stack, seen = [data], 0
-    while stack:
-        node = stack.pop()
-        seen += 1
-        if seen > MAX_NODES:
-            raise InputError(f"{name}: more than {MAX_NODES} values (a YAML alias bomb?); refused")
-        if isinstance(node, dict):
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
 
 
 def opened(path: str | os.PathLike[str], what: str, limit: int = MAX_CONFIG_BYTES) -> str | bytes:
@@ -284,7 +246,7 @@ def head_of(found: str | bytes, name: str, size: int = HEAD_BYTES) -> bytes:
     if isinstance(found, bytes):
         return found[:size]
     try:
-        with open(found, "rb") as handle:
+        with open_regular(found, name) as handle:
             return handle.read(size)
     except OSError as exc:
         raise InputError(f"cannot read {name}: {reason(exc)}") from None
@@ -307,7 +269,7 @@ def check_text_file(path: str | os.PathLike[str], name: str, chunk: int = 2**20)
     decoder = codecs.getincrementaldecoder("utf-8")()
     offset = 0
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path, name) as handle:
             while block := handle.read(chunk):
                 if b"\0" in block:
                     raise InputError(f"{name}: is a binary file (NUL bytes), not text")

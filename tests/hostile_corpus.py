@@ -14,6 +14,7 @@ import gzip
 import json
 import os
 import random
+import re
 import shutil
 import socket
 import struct
@@ -35,6 +36,9 @@ class Prepared:
     files: list[Path] = field(default_factory=list)
     outputs: Path | None = None  # the folder the command's outputs go to, instead of the case's own
     skip: str | None = None  # why this case cannot be made here
+    signal: dict | None = None  # {"name": "TERM", "processes": N}: the command is killed once N processes run below it
+    options: list[str] = field(default_factory=list)  # options added after the target's own (a later one wins)
+    unprivileged: bool = False  # the command runs without the right to read others' files (root: no DAC capability)
 
 
 Maker = Callable[[Path, bytes, str], Prepared]  # (the input's own folder, a valid file of the kind, its suffix)
@@ -44,7 +48,7 @@ Maker = Callable[[Path, bytes, str], Prepared]  # (the input's own folder, a val
 class Input:
     name: str
     make: Maker
-    expect: str = "refused"  # refused (exit 2), accepted (0), either (0 or 2), interrupt (130)
+    expect: str = "refused"  # refused (exit 2), accepted (0), either (0 or 2), interrupt (130), killed (by a signal)
     formats: tuple[str, ...] = ("csv", "json", "yaml", "sh")  # the file formats it applies to
     seconds: float | None = None  # the most the command may take (an input that costs quadratic time)
     prints: bool = False  # a success may print (a bounded excerpt of what user code printed) on standard error
@@ -534,6 +538,231 @@ CODE_INPUTS = {
         code(ESTIMATOR, "no predict method", "class Hostile:\n    def fit(self, training):\n        pass\n"),
     ],
 }
+
+
+# ---- contained user code (issue 38, items 1 and 5): escapes, stops, secrets, forged output, pickled replies, disk,
+# a killed command, escape sequences. Each attack is written once and generated for every user-code kind (a policy's
+# initial_decisions, an estimator's fit), so every policy and estimator target meets it. An attack that the
+# containment stops fails with one line (``refused``); one whose effect must simply not be seen is ``accepted``.
+
+#: Secrets in the environment of every command of the harness (test_hostile_inputs.harness_env): user code must not
+#: find them, and no output may show them.
+SECRETS = {
+    "HF_TOKEN": "hf_" + "HarnessSecretToken" * 2,
+    "HUGGING_FACE_HUB_TOKEN": "hf_" + "HarnessLegacyToken" * 2,
+    "MY_SERVICE_TOKEN": "svc-harness-secret-0123456789",
+    "OPENAI_API_KEY": "sk-harness-secret-key-0123456789",
+    "AWS_ACCESS_KEY_ID": "AKIAHARNESSSECRET001",
+    "AWS_SECRET_ACCESS_KEY": "harness/aws/secret/access/key/0123456789",
+    "DB_PASSWORD": "harness-db-password-0123",
+    "SOME_SECRET": "harness-some-secret-0123",
+    "GOOGLE_APPLICATION_CREDENTIALS": "/harness/secret/credentials.json",
+    "PIP_INDEX_URL": "https://user:harness-url-password@pypi.example/simple",
+}
+#: What user code writes where the command's own output might be: it must never appear on standard output.
+FORGED = "FORGED result line"
+#: A file the command would create if a child's reply ran code in it (unpickled): it must never appear.
+PWNED = "PWNED"
+_CONTAINED_PRELUDE = f"""
+import ctypes, os, pickle, signal, subprocess, sys, tempfile, time
+
+SECRET_VALUES = {sorted(SECRETS.values())!r}
+
+
+def _ancestors():
+    # the processes above this one that run the command's code (the harness driver, python -m rlvrambench_hf)
+    found, pid = [], os.getppid()
+    while pid > 1:
+        try:
+            cmdline = open(f"/proc/{{pid}}/cmdline", "rb").read()
+            parent = int(open(f"/proc/{{pid}}/stat").read().rpartition(")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+        if b"hostile_driver" in cmdline or b"rlvrambench_hf" in cmdline:
+            found.append(pid)
+        pid = parent
+    return found
+
+
+def _refused(result, what):
+    if result != 0:
+        raise PermissionError(ctypes.get_errno(), what + " refused")
+
+
+LIBC = ctypes.CDLL(None, use_errno=True)
+"""
+#: Attacks as method bodies (the hook's own return follows): name -> (lines, expectation).
+_ATTACKS = {
+    "forks; the fork starts a session and clears its death signal": (
+        "if os.fork() == 0:\n    os.setsid()\n    LIBC.prctl(1, 0, 0, 0, 0)\n    time.sleep(3600)\n    os._exit(0)",
+        "refused",
+    ),
+    "double-forks through libc (no Python fork hooks) into a new session": (
+        "if LIBC.fork() == 0:\n    LIBC.setsid()\n    if LIBC.fork() == 0:\n        LIBC.prctl(1, 0, 0, 0, 0)\n"
+        "        LIBC.sleep(3600)\n    LIBC._exit(0)\ntime.sleep(0.5)",
+        "refused",
+    ),
+    "starts a program with posix_spawn": ("os.posix_spawn('/bin/sleep', ['sleep', '3600'], {})", "refused"),
+    "starts a program in a session of its own": (
+        "subprocess.Popen(['sleep', '3600'], start_new_session=True)",
+        "refused",
+    ),
+    "starts a daemon through the shell (setsid, &)": (
+        "subprocess.run(['sh', '-c', 'setsid sleep 3600 > /dev/null 2>&1 &'])\ntime.sleep(0.5)",
+        "refused",
+    ),
+    "stops its parent and the command (SIGSTOP)": (
+        "for pid in _ancestors():\n    os.kill(pid, signal.SIGSTOP)",
+        "refused",
+    ),
+    "suspends its parent and the command (SIGTSTP)": (
+        "for pid in _ancestors():\n    os.kill(pid, signal.SIGTSTP)",
+        "refused",
+    ),
+    "stops every thread of the command (tkill)": (
+        "for pid in _ancestors():\n    for tid in os.listdir(f'/proc/{pid}/task'):\n"
+        "        _refused(LIBC.syscall(200, int(tid), 19), 'tkill')",
+        "refused",
+    ),
+    "traces the command (ptrace attach)": (
+        "for pid in _ancestors():\n    _refused(LIBC.ptrace(16, pid, 0, 0), 'ptrace')",
+        "refused",
+    ),
+    "writes the command's memory (/proc/PID/mem)": (
+        "for pid in _ancestors():\n    open(f'/proc/{pid}/mem', 'r+b').close()",
+        "refused",
+    ),
+    "looks for secrets in its environment and the command's": (
+        "found = [n for n, v in os.environ.items() if v in SECRET_VALUES]\n"
+        "for path in ['/proc/self/environ', *(f'/proc/{p}/environ' for p in _ancestors())]:\n"
+        "    try:\n        data = open(path, 'rb').read().decode('latin-1')\n    except OSError:\n        continue\n"
+        "    found += [path for v in SECRET_VALUES if v in data]\n"
+        "import huggingface_hub\nif huggingface_hub.get_token():\n    found.append('huggingface_hub.get_token()')\n"
+        "if found:\n    raise RuntimeError('secrets found in ' + ', '.join(sorted(set(found))))",
+        "accepted",
+    ),
+    "writes forged result lines to every descriptor, the terminal and the command's output": (
+        "import stat\nline = (" + repr(FORGED) + " + '\\n').encode()\nfor fd in range(1024):\n    try:\n"
+        "        if not stat.S_ISSOCK(os.fstat(fd).st_mode):\n            os.write(fd, line)\n"
+        "    except OSError:\n        pass\n"
+        "for path in ['/dev/tty', *(f'/proc/{p}/fd/{n}' for p in _ancestors() for n in (1, 2))]:\n    try:\n"
+        "        with open(path, 'wb') as handle:\n            handle.write(line)\n    except OSError:\n        pass\n"
+        "print(" + repr(FORGED) + ")",
+        "prints",
+    ),
+    "answers with a pickle whose __reduce__ runs code in the command": (
+        "import multiprocessing.connection as mc\nclass Boom:\n    def __reduce__(self):\n"
+        "        return (exec, ("
+        + repr(f"import sys; sys.stdout.write({FORGED!r} + '\\n'); sys.stdout.flush(); open({PWNED!r}, 'w').close()")
+        + ",))\n"
+        "payload = pickle.dumps(('ok', Boom()))\nsend = mc.Connection.send_bytes\n"
+        "mc.Connection.send_bytes = lambda self, *args, **kwargs: send(self, payload)\n"
+        "mc.Connection.send = lambda self, obj: send(self, payload)",
+        "refused",
+    ),
+    "fills its working folder with one file": (
+        "with tempfile.NamedTemporaryFile(delete=False) as handle:\n    for _ in range(1024):\n"
+        "        handle.write(b'x' * (1 << 20))",
+        "refused",
+    ),
+    "fills its working folder with many files": (
+        "folder = tempfile.mkdtemp()\nfor i in range(512):\n"
+        "    with open(os.path.join(folder, f'f{i}'), 'wb') as handle:\n        handle.write(b'x' * (1 << 20))",
+        "refused",
+    ),
+    "writes beside its own module": (
+        "with open(os.path.join(os.path.dirname(__file__), 'big.bin'), 'wb') as handle:\n"
+        "    handle.write(b'x' * (1 << 20))",
+        "refused",
+    ),
+    "prints escape sequences, a bell, C1 controls and bidi overrides": (
+        "sys.stdout.write('\\x1b[2J\\x1b[31mred\\x07 bell \\x9b31m c1 \\u202e bidi \\r carriage\\n')",
+        "prints",
+    ),
+}
+#: The same module patched at import: its very first message ("step", "ready") is the pickle.
+_PICKLED_AT_IMPORT = _ATTACKS["answers with a pickle whose __reduce__ runs code in the command"][0]
+#: A hook that leaves three escaped processes (a spawned program, a new session, a fork in its own session) and then
+#: waits, for the commands killed by a signal: the command, its keeper, the child and these three run below it.
+_ESCAPES_THEN_WAITS = (
+    "os.posix_spawn('/bin/sleep', ['sleep', '3600'], {})\n"
+    "subprocess.Popen(['sleep', '3600'], start_new_session=True)\n"
+    "if os.fork() == 0:\n    os.setsid()\n    LIBC.prctl(1, 0, 0, 0, 0)\n    time.sleep(3600)\n    os._exit(0)\n"
+    "time.sleep(3600)"
+)
+_KILLED = {"TERM": "killed", "HUP": "killed", "KILL": "killed", "INT": "interrupt"}
+#: Per user-code kind: its base module, the hook an attack goes in, the hook's parameters and its own return.
+_KINDS = {
+    "policy": (POLICY, "initial_decisions", "task", ABSTAIN, "Policy"),
+    "estimator": (ESTIMATOR, "fit", "training", "return None", "Estimator"),
+}
+
+
+def contained_attack(kind: str, name: str, lines: str, expect: str) -> Input:
+    base, hook, args, ending, parent = _KINDS[kind]
+    body = method("Hostile", parent, hook, args, lines + "\n" + ending)
+    prints = expect == "prints"
+    made = code(_CONTAINED_PRELUDE + base, f"contained: {name}", body, expect="accepted" if prints else expect)
+    return dataclasses.replace(made, prints=prints)
+
+
+def killed_by(kind: str, signal_name: str) -> Input:
+    """The command killed by ``signal_name`` while its user code waits, having started three escaped processes."""
+    base, hook, args, ending, parent = _KINDS[kind]
+    body = method("Hostile", parent, hook, args, _ESCAPES_THEN_WAITS + "\n" + ending)
+    made = code(_CONTAINED_PRELUDE + base, "", body)
+
+    def make(folder: Path, unused: bytes, suffix: str) -> Prepared:
+        prepared = made.make(folder, unused, suffix)
+        prepared.signal = {"name": signal_name, "processes": 5}
+        prepared.options = ["--timeout", "120"]  # the signal, not the time limit, ends the command
+        return prepared
+
+    return Input(f"contained: the command killed by SIG{signal_name} while user code waits", make, _KILLED[signal_name])
+
+
+def estimator_named(name: str, value: str, spec: Callable[[str], str], expect: str = "accepted") -> Input:
+    """An estimator given a NAME (or an argument shown in its default name) holding ``value``, printed in the
+    table: escaped, never raw."""
+
+    def make(folder: Path, unused: bytes, suffix: str) -> Prepared:
+        path = folder / "usercode.py"
+        extra = "\n\nclass Named(Estimator):\n    def __init__(self, label=None):\n        self.label = label\n"
+        path.write_text(ESTIMATOR + extra)
+        return Prepared(spec(f"{path}:Named"), files=[path])
+
+    return Input(f"estimator {name}", make, expect)
+
+
+_ESCAPED_VALUES = {
+    "an escape sequence": "\x1b[2J\x1b[31mred",
+    "a bell": "ding\x07",
+    "a C1 control (CSI)": "c1\x9b31m",
+    "a right-to-left override": "\u202eevil",
+    "a zero-width space": "zero\u200bwidth",
+}
+for _kind in _KINDS:
+    CODE_INPUTS[_kind] += [contained_attack(_kind, n, lines, expect) for n, (lines, expect) in _ATTACKS.items()]
+    CODE_INPUTS[_kind].append(
+        code(
+            _CONTAINED_PRELUDE + _KINDS[_kind][0] + "\n" + _PICKLED_AT_IMPORT,
+            "contained: a pickle whose __reduce__ runs code, sent at import",
+            "",
+            _KINDS[_kind][4],
+        )
+    )
+    CODE_INPUTS[_kind] += [killed_by(_kind, signal_name) for signal_name in _KILLED]
+CODE_INPUTS["policy"] += [
+    code(POLICY, f"a name with {what}", f"class Hostile(Policy):\n    name = {value!r}\n")
+    for what, value in _ESCAPED_VALUES.items()
+]
+CODE_INPUTS["estimator"] += [
+    estimator_named(f"NAME with {what}", value, lambda target, value=value: f"{value}={target}")
+    for what, value in _ESCAPED_VALUES.items()
+] + [
+    estimator_named(f"argument with {what}", value, lambda target, value=value: f"{target},label={value}")
+    for what, value in _ESCAPED_VALUES.items()
+]
 
 
 def record(content_bytes: bytes | None, kind: str = "file") -> Maker:
@@ -1117,4 +1346,203 @@ ACCELERATE_INPUTS = [
     edit("accelerate: num_machines 0", "num_machines: 1", "num_machines: 0"),
     edit("accelerate: num_machines -1", "num_machines: 1", "num_machines: -1"),
     edit("accelerate: an integer of 5,000 digits", "num_processes: 2", "num_processes: " + "9" * 5000),
+]
+
+
+# ---- output lines name files escaped (issue 38, item 5) ----
+
+
+def named_folder(folder: Path) -> Path:
+    """A folder whose name holds an escape sequence, a bell, a C1 control and a bidi override (issue 38, item 5:
+    a file name in a command's output line is printed escaped)."""
+    target = folder / "out\x1b[2J\x07\x9b31m\u202eevil"
+    target.mkdir()
+    return target
+
+
+OUTPUT_INPUTS.append(Input("outputs in a folder named with control characters", outputs_in(named_folder), "accepted"))
+
+
+# ---- readers bounded by construction (issue 38, item 2): JSON and YAML bounded in nesting and integer digits for
+# every structured file a command reads; a local model folder's config.json and safetensors headers (the target
+# ``advise --verl`` with the folder as its model path); predictions read by pyarrow.
+
+
+def structured(value: bytes) -> Callable[[bytes], bytes]:
+    """The valid file with ``value`` added under a key of its own (JSON: wrapped in an object; YAML: a line)."""
+
+    def change(base: bytes) -> bytes:
+        if base.lstrip().startswith((b"{", b"[")):
+            return b'{"hostile": ' + value + b', "valid": ' + base + b"}"
+        return base.rstrip(b"\n") + b"\nhostile_value: " + value + b"\n"
+
+    return change
+
+
+FILE_INPUTS += [
+    Input("an integer of 5,000 digits", data(structured(b"9" * 5000)), formats=("json", "yaml")),
+    Input("an integer of 400 digits", data(structured(b"9" * 400)), formats=("json", "yaml")),
+    Input("nested 200 deep", data(structured(b"[" * 200 + b"]" * 200)), formats=("json", "yaml")),
+]
+
+#: A Qwen2.5-0.5B config.json (the facts of its Hub repository, as estimation/knownconfigs.py ships them).
+MODEL_CONFIG = {
+    **{"model_type": "qwen2", "hidden_size": 896, "num_hidden_layers": 24, "num_attention_heads": 14},
+    **{"num_key_value_heads": 2, "intermediate_size": 4864, "vocab_size": 151936, "max_position_embeddings": 32768},
+    **{"tie_word_embeddings": True, "torch_dtype": "bfloat16"},
+}
+
+
+def tensors_header(shapes: object = None) -> dict:
+    """A safetensors header of two layers of that model (shapes as its checkpoint has them; no data follows)."""
+    header: dict = {"__metadata__": {"format": "pt"}}
+    header["model.embed_tokens.weight"] = {"dtype": "BF16", "shape": [151936, 896], "data_offsets": [0, 0]}
+    for i in range(2):
+        for name, shape in (("self_attn.q_proj", [896, 896]), ("mlp.down_proj", [896, 4864])):
+            given = shape if shapes is None else shapes
+            header[f"model.layers.{i}.{name}.weight"] = {"dtype": "BF16", "shape": given, "data_offsets": [0, 0]}
+    return header
+
+
+def safetensors(header: object, length: int | None = None) -> bytes:
+    raw = json.dumps(header).encode() if not isinstance(header, bytes) else header
+    return struct.pack("<Q", len(raw) if length is None else length) + raw
+
+
+def model_folder(folder: Path, files: dict[str, bytes | str | None] | None = None) -> Path:
+    """A model folder: a valid config.json and model.safetensors, each replaced as ``files`` says (bytes: the
+    content; "fifo", "socket", "folder", "/dev/zero": that instead; "unreadable": the valid file, mode 000)."""
+    target = folder / "model"
+    target.mkdir()
+    valid = {"config.json": json.dumps(MODEL_CONFIG).encode(), "model.safetensors": safetensors(tensors_header())}
+    for name, content in {**valid, **(files or {})}.items():
+        path = target / name
+        if content == "fifo":
+            os.mkfifo(path)
+        elif content == "socket":
+            unix_socket(target, "").rename(path)
+        elif content == "folder":
+            path.mkdir()
+        elif content == "/dev/zero":
+            path.symlink_to("/dev/zero")
+        elif content == "unreadable":
+            path.write_bytes(valid[name])
+            path.chmod(0)
+        elif isinstance(content, bytes):
+            path.write_bytes(content)
+    return target
+
+
+def with_model(files: dict[str, bytes | str | None] | None = None, sparse_to: int | None = None) -> Maker:
+    """The valid launch script with its model path set to a model folder made by :func:`model_folder` (the file
+    ``sparse_to`` names grown to that many bytes by a hole: it takes no disk space)."""
+
+    def make(folder: Path, base: bytes, suffix: str) -> Prepared:
+        target = model_folder(folder, files)
+        if sparse_to is not None:
+            name = next(iter(files or {"config.json": None}))
+            with open(target / name, "r+b") as handle:
+                handle.truncate(sparse_to)
+        script = re.sub(rb"MODEL_PATH=\S+", b"MODEL_PATH=" + str(target).encode(), base, count=1)
+        prepared = write(folder, script, suffix)
+        prepared.unprivileged = any(v == "unreadable" for v in (files or {}).values())
+        return prepared
+
+    return make
+
+
+def model_input(name: str, expect: str = "refused", seconds: float | None = 20, **made: object) -> Input:
+    return Input(f"model folder: {name}", with_model(**made), expect, formats=("model",), seconds=seconds)
+
+
+_CONFIG = "config.json"
+MODEL_INPUTS = [
+    Input("a FIFO fed the valid content", fifo, "accepted"),
+    Input("/dev/stdin fed the valid content", from_stdin, "accepted"),
+    model_input("valid (config.json and safetensors headers)", "accepted", files={}),
+    model_input("config.json alone", "accepted", files={"model.safetensors": None}),
+    model_input("config.json of 3 GiB (sparse)", files={_CONFIG: json.dumps(MODEL_CONFIG).encode()}, sparse_to=3 << 30),
+    model_input("config.json a FIFO nobody writes", files={_CONFIG: "fifo"}),
+    model_input("config.json a socket", files={_CONFIG: "socket"}),
+    model_input("config.json a folder", files={_CONFIG: "folder"}),
+    model_input("config.json a link to /dev/zero", files={_CONFIG: "/dev/zero"}),
+    model_input("config.json another user's (unreadable)", files={_CONFIG: "unreadable"}),
+    model_input("config.json not JSON", files={_CONFIG: b"{oops"}),
+    model_input("config.json a JSON list", files={_CONFIG: b"[1, 2]"}),
+    model_input("config.json nested 100,000 deep", files={_CONFIG: b"[" * 100_000 + b"]" * 100_000}),
+    model_input("config.json nested 200 deep", files={_CONFIG: b'{"a": ' + b"[" * 200 + b"]" * 200 + b"}"}),
+    model_input(
+        "config.json with an integer of 5,000 digits",
+        files={_CONFIG: json.dumps(MODEL_CONFIG).replace("896", "9" * 5000, 1).encode()},
+    ),
+    model_input(
+        "config.json with an integer of 400 digits",
+        files={_CONFIG: json.dumps(MODEL_CONFIG).replace("896", "9" * 400, 1).encode()},
+    ),
+    *(
+        model_input(
+            f"config.json hidden_size {value}", files={_CONFIG: json.dumps({**MODEL_CONFIG, "hidden_size": v}).encode()}
+        )
+        for value, v in (("0", 0), ("-3", -3), ("true", True), ("2**40", 2**40), ("'896'", "896"))
+    ),
+    model_input("safetensors header that is text", files={"model.safetensors": safetensors(b"not json at all")}),
+    model_input("safetensors header that is a list", files={"model.safetensors": safetensors([1, 2])}),
+    model_input(
+        "safetensors null shapes",
+        files={
+            "model.safetensors": safetensors(
+                tensors_header(shapes=None) | {"x.weight": {"dtype": "BF16", "shape": None}}
+            )
+        },
+    ),
+    model_input(
+        "safetensors negative shapes", files={"model.safetensors": safetensors(tensors_header(shapes=[-5, 896]))}
+    ),
+    model_input("safetensors text shapes", files={"model.safetensors": safetensors(tensors_header(shapes=["a", "b"]))}),
+    model_input(
+        "safetensors boolean shapes", files={"model.safetensors": safetensors(tensors_header(shapes=[True, 2]))}
+    ),
+    model_input(
+        "safetensors a shape of 5,000 digits",
+        files={"model.safetensors": safetensors(b'{"x.weight": {"dtype": "BF16", "shape": [' + b"9" * 5000 + b"]}}")},
+    ),
+    model_input("safetensors header nested 100,000 deep", files={"model.safetensors": safetensors(b"[" * 100_000)}),
+    model_input(
+        "safetensors header length beyond the file", files={"model.safetensors": safetensors(tensors_header(), 10_000)}
+    ),
+    model_input("safetensors header length 2**63", files={"model.safetensors": safetensors(tensors_header(), 2**63)}),
+    model_input("safetensors of 3 bytes", files={"model.safetensors": b"abc"}),
+    model_input("safetensors a FIFO nobody writes", files={"model.safetensors": "fifo"}),
+    model_input("safetensors another user's (unreadable)", files={"model.safetensors": "unreadable"}),
+    model_input(
+        "safetensors of 3 GiB (sparse) with a valid header",
+        "accepted",
+        files={"model.safetensors": safetensors(tensors_header())},
+        sparse_to=3 << 30,
+    ),
+]
+
+
+def jsonl_deep(base: bytes) -> bytes:
+    """A JSON Lines row nested 100,000 deep before the valid rows (pyarrow's reader overflows its stack on it)."""
+    return b'{"hostile": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n" + base
+
+
+def parquet_described(base: bytes) -> bytes:
+    """The valid predictions as Parquet whose ``datasets`` description (schema metadata) is nested 100,000 deep."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    table = pacsv.read_csv(io.BytesIO(base)).replace_schema_metadata({b"huggingface": b"[" * 100_000})
+    buffer = io.BytesIO()
+    pq.write_table(table.cast(pa.schema([pa.field(n, pa.string()) for n in table.column_names])), buffer)
+    return buffer.getvalue()
+
+
+PREDICTIONS_INPUTS = [
+    Input("JSON Lines nested 100,000 deep", data(jsonl_deep), formats=("csv",)),
+    Input("Parquet whose datasets description is nested 100,000 deep", data(parquet_described), "accepted", ("csv",)),
 ]

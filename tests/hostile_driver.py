@@ -9,6 +9,15 @@ for all the cases of a target keeps the harness fast: the imports and the releas
 The driver's memory is bounded (``RLIMIT_AS``: what it holds once the package is imported, plus 3 GiB), so an input
 that makes a reader grow ends in an allocation failure, not in a machine out of memory; each result counts the
 processes of user code's process groups still running after the command (``left_processes``).
+
+The driver is a subreaper (Linux): a process that escapes its parent (a double fork, ``setsid()``) is re-parented to
+the driver instead of init, so ``left_processes`` also counts every process below the driver still running after a
+case that was not there before it (then ends them, so that one case cannot spoil the next). A case with ``"signal":
+{"name": "TERM", "processes": N}`` runs the command as a process of its own instead, waits until N processes run
+below it (the command's children and what user code started), sends it the signal, and reports its exit status
+(negative: the signal that ended it) and what it left running (with ``"to": "keeper"``, the signal goes to the
+command's child instead: the keeper of its user code). A case with ``"unprivileged": true`` runs without
+the right to read others' files (root's DAC capabilities set aside meanwhile).
 """
 
 from __future__ import annotations
@@ -24,6 +33,16 @@ import traceback
 
 
 def run(case: dict) -> dict:
+    before = below(os.getpid())
+    result = _killed(case) if case.get("signal") else _in_process(case)
+    left = left_below(before)
+    result["left_processes"] = max(result["left_processes"], len(left))
+    result["left_commands"] = sorted({_comm(pid) for pid in left})
+    _end(left)
+    return result
+
+
+def _in_process(case: dict) -> dict:
     from rlvrambench_hf.cli import main
 
     try:
@@ -65,6 +84,102 @@ def _left(groups: list[int]) -> int:
         time.sleep(0.05)
 
 
+def _stat(pid: int | str) -> tuple[int, str] | None:
+    """(parent pid, state) of a process, None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rpartition(")")[2].split()
+        return int(fields[1]), fields[0]
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def below(root: int) -> set[int]:
+    """The processes below ``root`` that still run (zombies excluded), by a scan of /proc."""
+    parents: dict[int, list[int]] = {}
+    states: dict[int, str] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if entry.isdigit() and (found := _stat(entry)) is not None:
+            parents.setdefault(found[0], []).append(int(entry))
+            states[int(entry)] = found[1]
+    out: set[int] = set()
+    todo = [root]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            if child not in out:
+                out.add(child)
+                todo.append(child)
+    return {pid for pid in out if states.get(pid) not in ("Z", "X", None)}
+
+
+def left_below(before: set[int], seconds: float = 2.0) -> set[int]:
+    """What runs below the driver that did not before, after a grace of up to ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while True:
+        left = below(os.getpid()) - before
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()[:80]
+    except OSError:
+        return "?"
+
+
+def _end(pids: set[int]) -> None:
+    import signal
+
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    for _ in range(100):  # reap what was re-parented to the driver
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                break
+        except ChildProcessError:
+            break
+
+
+def _killed(case: dict) -> dict:
+    """Run the command as a process of its own and end it with a signal once user code runs (see the module)."""
+    import signal
+
+    wanted = case["signal"]
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    stdin = open(case.get("stdin") or os.devnull, "rb")
+    started = time.monotonic()
+    command = subprocess.Popen(
+        [sys.executable, "-m", "rlvrambench_hf", *case["argv"]], cwd=case["cwd"], stdin=stdin, stdout=out, stderr=err
+    )
+    seen = 0
+    while time.monotonic() - started < 120 and command.poll() is None:
+        seen = len(below(command.pid))
+        if seen >= wanted["processes"]:
+            break
+        time.sleep(0.05)
+    if command.poll() is None and wanted.get("to") == "keeper":  # the command's child: the keeper of its user code
+        for pid in below(command.pid):
+            if _stat(pid) is not None and _stat(pid)[0] == command.pid:  # type: ignore[index]
+                os.kill(pid, getattr(signal, "SIG" + wanted["name"]))
+    elif command.poll() is None:
+        command.send_signal(getattr(signal, "SIG" + wanted["name"]))
+    try:
+        status: object = command.wait(30)
+    except subprocess.TimeoutExpired:
+        command.kill()
+        command.wait()
+        status = "hung"
+    stdin.close()
+    result = {"status": status, "stdout": _text(out), "stderr": _text(err), "seconds": time.monotonic() - started}
+    return {**result, "left_processes": 0, "processes_seen": seen}
+
+
 def _run(case: dict, main: object) -> dict:
     writer = None
     if case.get("fifo"):
@@ -82,6 +197,7 @@ def _run(case: dict, main: object) -> dict:
     os.dup2(err.fileno(), 2)
     sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)))
     started = time.monotonic()
+    reads_all = _reads_others_files(not case.get("unprivileged"))
     try:
         os.chdir(case["cwd"])
         status: object = main(case["argv"])  # type: ignore[operator]
@@ -92,6 +208,7 @@ def _run(case: dict, main: object) -> dict:
         status = "escaped"
     finally:
         seconds = time.monotonic() - started
+        _reads_others_files(reads_all)
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
         for fd, copy in zip((0, 1, 2), saved):
@@ -104,6 +221,26 @@ def _run(case: dict, main: object) -> dict:
             writer.kill()
             writer.wait()
     return {"status": status, "stdout": _text(out), "stderr": _text(err), "seconds": seconds}
+
+
+def _reads_others_files(allowed: bool) -> bool:
+    """Give this process the right to read any file (root's CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH in its effective
+    set, where it has them) or take it away, so that a file of mode 000 cannot be read, as for a user who is not its
+    owner; whether it had the right before."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        header, data = (ctypes.c_uint32 * 2)(0x20080522, 0), (ctypes.c_uint32 * 6)()
+        if libc.capget(header, data) != 0:
+            return True
+        mask = (1 << 1) | (1 << 2)
+        before = data[0] & mask == mask & data[1]
+        data[0] = (data[0] | (data[1] & mask)) if allowed else (data[0] & ~mask)
+        libc.capset(header, data)
+        return before
+    except (OSError, AttributeError):
+        return True
 
 
 def _text(handle: object) -> str:
@@ -125,7 +262,18 @@ def bound_memory(extra: int = 3 << 30) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (used + extra, resource.getrlimit(resource.RLIMIT_AS)[1]))
 
 
+def become_subreaper() -> None:
+    """Make this process the one that orphans below it are re-parented to (Linux; elsewhere nothing)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
+
+
 if __name__ == "__main__":
+    become_subreaper()
     bound_memory()
     with open(sys.argv[1]) as f:
         cases = json.load(f)

@@ -217,7 +217,10 @@ class Quiet:
 
 class Sleeps(Quiet):
     def next_action(self, task, revealed):
-        Path(os.environ.get("STARTED", os.devnull)).touch()
+        if os.environ.get("STARTED"):  # says so on an abstract socket: user code may write no file of the test's
+            import socket
+            with socket.socket(socket.AF_UNIX) as said:
+                said.connect("\\0" + os.environ["STARTED"])
         time.sleep(600)
 
 class Exits(Quiet):
@@ -272,19 +275,24 @@ def test_a_policy_raising_keyboardinterrupt_exits_130_naming_it(policies: Path, 
 
 
 def test_ctrl_c_during_a_policy_call_is_an_interrupt_and_stops_the_policy(policies: Path, tmp_path: Path) -> None:
-    started = tmp_path / "started"
+    import socket
+
+    name = f"rlvrambench-test-{os.getpid()}-{time.monotonic_ns()}"
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind("\0" + name)
+    listener.listen(1)
+    listener.settimeout(60)
     args = ["--source", str(SNAPSHOT), "replay", "--policy", f"{policies}:Sleeps", "--output", str(tmp_path / "o.json")]
     process = subprocess.Popen(
         [sys.executable, "-m", "rlvrambench_hf", *args],
-        env=cli_env(STARTED=str(started)),
+        env=cli_env(STARTED=name),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
     )
-    deadline = time.monotonic() + 60
-    while not started.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    with listener:
+        listener.accept()[0].close()  # the policy's call has started
     os.killpg(process.pid, signal.SIGINT)  # as a terminal does: the whole process group
     out, err = process.communicate(timeout=60)
     assert process.returncode == 130 and err.strip().splitlines() == ["rlvrambench: interrupted"]

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -43,14 +44,19 @@ from hostile_corpus import (
     ACCELERATE_INPUTS,
     CODE_INPUTS,
     FILE_INPUTS,
+    FORGED,
     HARNESS_SECRET,
     LOG_INPUTS,
     LOG_SECRETS,
+    MODEL_INPUTS,
     OUTPUT_INPUTS,
     PLANNED_INPUTS,
+    PREDICTIONS_INPUTS,
+    PWNED,
     RELEASE_INPUTS,
     SCORE_INPUTS,
     SCRIPT_INPUTS,
+    SECRETS,
     SOURCE_INPUTS,
     TEXT_INPUTS,
     TRL_INPUTS,
@@ -120,6 +126,10 @@ TARGETS = [
     Target("estimate advise --verl YAML", ("estimate", "advise", "--verl", "{IN}"), "verl yaml"),
     Target("estimate advise --trl", ("estimate", "advise", "--trl", "{IN}", "--workload", "math"), "trl"),
     Target("advise --log", ("advise", "--log", "{IN}"), "log"),
+    # issue 38, item 2: a local model folder as the launch script's model path (config.json, safetensors headers)
+    Target(
+        "advise --verl SCRIPT with a local model folder", ("advise", "--verl", "{IN}", "--workload", "gsm8k"), "model"
+    ),
     Target(
         "advise --trl --accelerate-config",
         ("advise", "--trl", "{TRL}", "--workload", "math", "--accelerate-config", "{IN}"),
@@ -298,6 +308,18 @@ def scores_base(work: Path) -> tuple[bytes, str]:
     return scores.read_bytes(), ".json"
 
 
+def model_base(work: Path) -> tuple[bytes, str]:
+    """The VERL launch script with a model folder of this machine as its model path (a valid config.json and
+    safetensors headers, hostile_corpus.model_folder)."""
+    from hostile_corpus import model_folder
+
+    valid = work / "valid-model"
+    valid.mkdir(exist_ok=True)
+    folder = valid / "model" if (valid / "model").is_dir() else model_folder(valid)
+    script = VERL_SCRIPT.replace("MODEL_PATH=$HOME/models/Qwen2.5-3B-Instruct", f"MODEL_PATH={folder}", 1)
+    return script.encode(), ".sh"
+
+
 BASES: dict[str, tuple[Callable[[Path], tuple[bytes, str]], str]] = {
     "predictions": (predictions_base, "csv"),
     "followup": (followup_base, "csv"),
@@ -310,6 +332,7 @@ BASES: dict[str, tuple[Callable[[Path], tuple[bytes, str]], str]] = {
     "scores": (scores_base, "json"),
     "log": (log_base, "log"),
     "accelerate": (accelerate_base, "yaml"),
+    "model": (model_base, "model"),
 }
 #: The inputs of one kind of file, beside the FILE_INPUTS of its format.
 OWN_INPUTS = {
@@ -320,6 +343,9 @@ OWN_INPUTS = {
     "scores": SCORE_INPUTS,
     "log": LOG_INPUTS,
     "accelerate": ACCELERATE_INPUTS,
+    "model": MODEL_INPUTS,
+    "predictions": PREDICTIONS_INPUTS,
+    "followup": PREDICTIONS_INPUTS,
 }
 
 
@@ -339,6 +365,8 @@ def harness_env() -> dict[str, str]:
         HF_ENDPOINT="http://127.0.0.1:9",
         PYTHONPATH=f"{REPO_ROOT}{os.pathsep}{REPO_ROOT / 'tests'}",  # this checkout, wherever it is installed
         RLVRAMBENCH_USER_MEMORY_MIB="512",
+        RLVRAMBENCH_USER_DISK_MIB="64",
+        **SECRETS,  # secrets user code must not find and no output may show
         SOME_API_KEY=HARNESS_SECRET,  # a secret of the environment: no output may show it
     )
 
@@ -356,7 +384,7 @@ def cases() -> list[tuple[Target, Input]]:
     for target in TARGETS:
         outputs = OUTPUT_INPUTS if target.kind in BASES and writes(target) else []
         for item in corpus(target.kind) + outputs:
-            if target.cheap or item.expect in ("refused", "interrupt"):
+            if target.cheap or item.expect in ("refused", "interrupt", "killed"):
                 out.append((target, item))
     return out
 
@@ -414,10 +442,9 @@ def _run_target(target: Target, work: Path) -> dict[str, dict]:
             "{TRL}": str(trl),
         }
         argv = ["--source", str(SNAPSHOT)] if target.kind != "source" else ["--source", prepared.arg]
-        argv += [_fill(a, fill) for a in target.argv]
-        plans.append(
-            (item, prepared, out, {"argv": argv, "cwd": str(own), "stdin": prepared.stdin, "fifo": prepared.fifo})
-        )
+        argv += [_fill(a, fill) for a in target.argv] + prepared.options
+        case = {"argv": argv, "cwd": str(own), "stdin": prepared.stdin, "fifo": prepared.fifo}
+        plans.append((item, prepared, out, {**case, "signal": prepared.signal, "unprivileged": prepared.unprivileged}))
     before = {item.name: digests(prepared.files) for item, prepared, _, _ in plans}
     cases_file, results_file = work / "cases.json", work / "results.json"
     cases_file.write_text(json.dumps([plan[3] for plan in plans]))
@@ -428,8 +455,9 @@ def _run_target(target: Target, work: Path) -> dict[str, dict]:
         capture_output=True,
     )
     assert done.returncode == 0, done.stderr.decode()[-3000:]
-    for (item, prepared, out, _), result in zip(plans, json.loads(results_file.read_text())):
+    for (item, prepared, out, case), result in zip(plans, json.loads(results_file.read_text())):
         result["changed"] = digests(prepared.files) != before[item.name]
+        result["pwned"] = (Path(case["cwd"]) / PWNED).exists()
         result["left"] = sorted(p.name for p in out.rglob("*") if p.name != "lost+found")
         outcomes[item.name] = result
         shutil.rmtree(out, ignore_errors=True)
@@ -442,7 +470,7 @@ def _fill(arg: str, values: dict[str, str]) -> str:
     return arg
 
 
-ALLOWED = {"refused": {2}, "accepted": {0}, "either": {0, 2}, "interrupt": {130}}
+ALLOWED = {"refused": {2}, "accepted": {0}, "either": {0, 2}, "interrupt": {130}, "killed": {-1, -9, -15}}
 
 
 def allowed(target: Target, item: Input) -> set[int]:
@@ -472,8 +500,12 @@ def test_hostile_input(harness, target: Target, item: Input) -> None:
     status, stderr = result["status"], result["stderr"]
     assert status in allowed(target, item), (status, stderr[-2000:])
     assert "Traceback" not in stderr, stderr[-2000:]
-    assert result["left_processes"] == 0, "user code left processes running"
-    if status in target.success and item.prints:
+    assert result["left_processes"] == 0, f"user code left processes running: {result.get('left_commands')}"
+    contained_checks(target, result)
+    if item.expect == "killed":
+        assert stderr == "", stderr[-2000:]  # a command killed by a signal prints nothing
+        assert result["left"] == [], f"a killed command left {result['left']}"
+    elif status in target.success and item.prints:
         assert len(stderr) < 8192, f"{len(stderr):,} characters on stderr"
     elif status in target.success:
         assert stderr == "", stderr
@@ -487,6 +519,43 @@ def test_hostile_input(harness, target: Target, item: Input) -> None:
         assert item.hidden not in stderr + result.get("stdout", ""), "a value from the environment was printed"
     if item.seconds is not None:
         assert result["seconds"] <= item.seconds, f"took {result['seconds']:.1f} s"
+
+
+# ---- contained user code and escaped output (issue 38, items 1 and 5) ----
+#: Characters that must never reach a terminal raw: C0 controls but line feed, DEL, C1 controls, and the format
+#: characters (bidi overrides, zero-width ones).
+RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+
+
+def contained_checks(target: Target, result: dict) -> None:
+    """Whatever a case did: no forged line among the command's output, no code of a child's reply run in the
+    command, no secret of the environment printed, and no raw control character on any output."""
+    stdout, stderr = result["stdout"], result["stderr"]
+    assert FORGED not in stdout, "user code's lines appeared on the command's output"
+    assert not result["pwned"], "a child's reply ran code in the command"
+    shown = [name for name, value in SECRETS.items() if value in stdout + stderr]
+    assert not shown, f"secrets printed: {shown}"
+    raw = RAW.search(stdout + stderr)
+    assert raw is None, f"a raw {raw.group()!r} reached the terminal" if raw else ""
+
+
+@pytest.mark.unit
+def test_what_reaches_a_terminal_is_escaped(capsys: pytest.CaptureFixture[str]) -> None:
+    """The pieces the harness's RAW check stands on: a table cell, the output guard, a --debug traceback."""
+    from rlvrambench_hf.cli._common import escaping_output, format_table
+    from rlvrambench_hf.errors import InputError, debug_text, escaped
+
+    hostile = "a\x1b[2J\x07\x9b31m\u202e\u200b\r\tb"
+    assert escaped(hostile) == "a\\x1b[2J\\x07\\x9b31m\\u202e\\u200b\\r\\tb" and escaped("plain\n") == "plain\n"
+    table = format_table(["method", "n"], [[hostile, 1], ["plain", 2]])
+    assert RAW.search(table) is None and table.splitlines()[2].rindex("1") == table.splitlines()[3].rindex("2")
+    with escaping_output():
+        print(f"wrote {hostile}")
+    assert capsys.readouterr().out == f"wrote {escaped(hostile)}\n"
+    try:
+        raise InputError("x") from ValueError(hostile)
+    except InputError as exc:
+        assert RAW.search(debug_text(exc)) is None and "\\u202e" in debug_text(exc)
 
 
 def test_no_secret_of_a_log_reaches_the_output(harness) -> None:

@@ -168,6 +168,7 @@ def test_every_folder_of_the_package_is_a_regular_package():
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("redaction",),
     ("errors",),
+    ("structured",),
     ("arrow", "userfile"),
     ("data.schema",),
     ("data.sources",),

@@ -377,3 +377,135 @@ def test_the_parquet_files_are_read_through_the_redirect_to_storage(pushed, serv
     meta = get_hf_file_metadata(url)
     assert meta.etag == digest_file(release / rel).sha256 and meta.location.startswith(server.storage_endpoint)
     assert meta.commit_hash == head(server, repo_id) and meta.size == (release / rel).stat().st_size
+
+
+# ---- malformed answers (issue 38, item 4): a small Hub of this test's own, whose answers to one request at a time
+# lack fields, have fields of the wrong types, are not JSON, or are larger than any answer may be. Every such
+# answer is one line naming the request and what was wrong, exit 2, nothing committed.
+
+SHA = "a" * 40
+VALID_INFO = {"id": "me/data", "sha": SHA, "siblings": [], "private": False}
+VALID_REFS = {"branches": [{"name": "main", "ref": "refs/heads/main", "targetCommit": SHA}], "converts": [], "tags": []}
+HTML = b"<!DOCTYPE html><html><body><h1>Sign in</h1></body></html>"
+
+
+class MalformedHub:
+    """A Hub that answers every request a push makes validly but ``request`` (repository information, file list,
+    refs, commit), which it answers with ``body``."""
+
+    def __init__(self, request: str, body: bytes) -> None:
+        import http.server
+        import re
+        import threading
+
+        self.request, self.body, self.calls = request, body, []
+        hub = self
+        routes = {
+            "info": re.compile(r"^/api/datasets/me/data(/revision/[^/]+)?$"),
+            "tree": re.compile(r"^/api/datasets/me/data/tree/"),
+            "refs": re.compile(r"^/api/datasets/me/data/refs"),
+            "preupload": re.compile(r"^/api/datasets/me/data/preupload/"),
+            "commit": re.compile(r"^/api/datasets/me/data/commit/"),
+            "validate": re.compile(r"^/api/validate-yaml"),
+        }
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _answer(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                payload = self.rfile.read(length) if length else b""
+                path = self.path.split("?")[0]
+                name = next((n for n, r in routes.items() if r.match(path)), "unknown")
+                hub.calls.append(name)
+                body = hub.body if name == hub.request else hub.valid(name, payload)
+                self.send_response(404 if body is None else 200)
+                self.send_header("Content-Type", "text/html" if body == HTML else "application/json")
+                self.send_header("Content-Length", str(len(body or b"")))
+                self.end_headers()
+                self.wfile.write(body or b"")
+
+            do_GET = do_POST = do_HEAD = _answer
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def valid(self, name: str, payload: bytes) -> bytes | None:
+        if name == "preupload":
+            files = json.loads(payload)["files"]
+            modes = [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files]
+            return json.dumps({"files": modes, "commitOid": SHA}).encode()
+        valid = {"info": VALID_INFO, "tree": [], "refs": VALID_REFS, "validate": {"errors": [], "warnings": []}}
+        answer = valid.get(name, {"commitOid": "b" * 40, "commitUrl": f"{self.endpoint}/datasets/me/data/commit/x"})
+        return json.dumps(answer).encode() if name != "unknown" else None
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
+MALFORMED = {
+    "repository information without a commit": ("info", b'{"id": "me/data"}', "its commit is None"),
+    "repository information without an id": ("info", b'{"sha": "' + SHA.encode() + b'"}', "without the field 'id'"),
+    "repository information with a number for the commit": ("info", b'{"id": "me/data", "sha": 5}', "its commit is 5"),
+    "repository information that is a list": ("info", b"[]", "an answer of the wrong shape"),
+    "repository information that is an HTML page": ("info", HTML, "an answer that is not JSON"),
+    "repository information of 9 MiB": ("info", b'{"sha": "' + b"a" * (9 << 20) + b'"}', "with more than it may"),
+    "a file list entry without its size": (
+        "tree",
+        b'[{"type": "file", "path": "a", "oid": "' + SHA.encode() + b'"}]',
+        "without the field 'size'",
+    ),
+    "a file list entry whose size is text": (
+        "tree",
+        json.dumps([{"type": "file", "path": "a", "size": "big", "oid": SHA}]).encode(),
+        "its size of a is 'big', not a number of bytes",
+    ),
+    "a file list entry whose object id is a number": (
+        "tree",
+        json.dumps([{"type": "file", "path": "a", "size": 3, "oid": 7}]).encode(),
+        "its object id of a is 7",
+    ),
+    "a file list that is text": ("tree", b"not json", "an answer that is not JSON"),
+    "refs without tags": ("refs", b'{"branches": [], "converts": []}', "without the field 'tags'"),
+    "refs whose branch name is a number": (
+        "refs",
+        json.dumps({**VALID_REFS, "branches": [{"name": 3, "ref": "refs/heads/main", "targetCommit": SHA}]}).encode(),
+        "its ref is 3, not a name",
+    ),
+    "a commit answer without its URL": (
+        "commit",
+        b'{"commitOid": "' + b"b" * 40 + b'"}',
+        "without the field 'commitUrl'",
+    ),
+    "a commit answer whose commit id is a number": (
+        "commit",
+        b'{"commitOid": 5, "commitUrl": "https://huggingface.co/datasets/me/data/commit/' + b"b" * 40 + b'"}',
+        "its commit id is 5",
+    ),
+    "a commit answer that is an HTML page": ("commit", HTML, "an answer that is not JSON"),
+}
+REQUESTS = {"info": "repository information", "tree": "file list", "refs": "refs", "commit": "commit"}
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_a_malformed_answer_of_the_hub_is_one_line_naming_the_request(release, tmp_path, case):
+    request, body, said = MALFORMED[case]
+    hub = MalformedHub(request, body)
+    try:
+        env = cli_env(HF_ENDPOINT=hub.endpoint, HF_TOKEN="hf_" + "x" * 30, HF_HOME=str(tmp_path / "hf"))
+        args = ["--tag", "v9.9.9"] if request == "refs" else []
+        done = run_cli("release", "push", str(release), "--repo-id", "me/data", *args, env=env)
+    finally:
+        hub.close()
+    lines = done.stderr.splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr[-2000:]
+    assert "internal error" not in lines[0] and "Traceback" not in done.stderr
+    assert f"answered its {REQUESTS[request]}" in lines[0] or f"answered the {REQUESTS[request]}" in lines[0], lines
+    assert said in lines[0] and hub.endpoint in lines[0], lines
+    assert "hf_xxx" not in done.stderr + done.stdout
+    if request != "commit":
+        assert "commit" not in hub.calls  # refused before anything was committed
+    else:
+        assert "run the same push again" in lines[0]

@@ -3,7 +3,8 @@
 :data:`COMMANDS` is the one table of commands: each names the module of this package and the function in it that
 adds the command's options and handler to its parser. A module is imported only when its command is chosen (or its
 ``--help`` asked for), so ``--version``, ``--help`` and every command load what they use and nothing else. A
-handler takes the parsed arguments and returns the exit status. Every error prints one line through
+handler takes the parsed arguments and returns the exit status; what it prints on standard output reaches the
+terminal without a raw control character (:func:`~._common.escaping_output`). Every error prints one line through
 :func:`~rlvrambench_hf.errors.error_line` and exits with 2 (130 for an interrupt, also one raised by a user's
 policy or estimator); an exception that is not the package's own is a bug: one line too, exit 1. ``--debug``
 prints the traceback first, credentials redacted.
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from .. import __version__
 from ..errors import EXIT_INTERRUPTED, InputError, RLVRAMBenchError, debug_text, error_line, first_line, one_line
-from ._common import EXIT_ERROR, needs_subcommand
+from ._common import EXIT_ERROR, escaping_output, needs_subcommand
 
 EPILOG = (
     "Every error prints one line and exits with status 2 (--debug shows the traceback). Optional extras: "
@@ -189,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from ..data.sources.hubnet import hub_traffic  # after parsing: --version and --help import no core
 
-        with hub_traffic(install_client=False):  # one deadline for the command's Hub traffic
+        with hub_traffic(install_client=False), escaping_output():  # one deadline for the command's Hub traffic
             return int(args.handler(args) or 0)
     except RLVRAMBenchError as exc:
         return _failed(exc, args.debug, exc.exit_status)

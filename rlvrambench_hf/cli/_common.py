@@ -5,11 +5,12 @@ Imported by every command (and by ``--version``): only the standard library and 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
 
-from ..errors import EXIT_ERROR, quote, redact
+from ..errors import EXIT_ERROR, escaped, quote, redact
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..data.sources.base import Source
@@ -95,7 +96,8 @@ def _seconds(text: str) -> float:
 
 
 def format_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
-    """A left-aligned plain-text table; ``None`` prints as an empty cell, floats with up to 4 decimals."""
+    """A left-aligned plain-text table; ``None`` prints as an empty cell, floats with up to 4 decimals, and
+    characters that are not printable escaped (a name a user chose: an escape sequence, a bidi override)."""
 
     def cell(value: object) -> str:
         if value is None:
@@ -103,8 +105,8 @@ def format_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> st
         if isinstance(value, float):
             return f"{value:.4f}".rstrip("0").rstrip(".") if value == value else "nan"
         if isinstance(value, (list, tuple)):
-            return ";".join(map(str, value))
-        return str(value)
+            return escaped(";".join(map(str, value)), keep="")
+        return escaped(str(value), keep="")
 
     body = [[cell(v) for v in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in body]) for i, h in enumerate(headers)]
@@ -112,6 +114,43 @@ def format_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> st
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in body]
     return "\n".join(lines)
+
+
+class _Escaping:
+    """A text stream that writes to ``inner`` with every character that is not printable escaped, line breaks
+    kept (see :func:`escaping_output`); anything else (``buffer``, ``fileno``, ``isatty``) is ``inner``'s."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self._inner = inner
+
+    def write(self, text: str) -> int:
+        self._inner.write(escaped(text))
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+@contextlib.contextmanager
+def escaping_output() -> Iterator[None]:
+    """Within the block, what is printed on standard output never carries a raw control character (an escape
+    sequence, a bell, a C1 control, a bidi override, a carriage return): each is written escaped, so that no
+    value from a user's file, name or code can move the cursor, clear the screen or reorder a line. Each
+    command escapes the values it shows; this is the last bound, for any it did not."""
+    inner = sys.stdout
+    if inner is None:
+        yield
+        return
+    sys.stdout = _Escaping(inner)
+    try:
+        yield
+    finally:
+        if isinstance(sys.stdout, _Escaping):
+            sys.stdout = inner
 
 
 def add_push_options(parser: argparse.ArgumentParser, *, default_message: str, tag: bool = False) -> None:

@@ -10,15 +10,15 @@ first (huggingface_hub retries a failed connection for about 23 s).
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..data.sources.huberrors import hub_error, is_network_error
-from ..errors import InputError, RLVRAMBenchError, SourceError, first_line, quote, redact
+from ..errors import InputError, RLVRAMBenchError, SourceError, first_line, redact
 from .knownconfigs import KNOWN_CONFIGS, KNOWN_SOURCE
+from .localmodel import checked_sizes, checked_tensors, local_model_folder, read_config, read_local_model
 
 LORA_RANK = 64
 #: Bytes per element of the safetensors floating dtypes.
@@ -55,6 +55,7 @@ def metadata_from_shapes(
     tensor, and the rank-``rank`` all-linear adapter count: Σ over the 2-D weights inside the layers of
     rank·(rows + cols).
     """
+    checked_sizes(config, f"model {model_id}: config.json")
     text = config.get("text_config") if isinstance(config.get("text_config"), Mapping) else None
     settings = {**(text or {}), **{k: v for k, v in config.items() if k in CONFIG_FIELDS}} if text else config
     missing = [k for k in ("hidden_size", "num_hidden_layers", "vocab_size") if not isinstance(settings.get(k), int)]
@@ -128,12 +129,13 @@ def fetch_model_metadata(model_id: str, revision: str | None = None) -> dict[str
         raise _metadata_error(exc, model_id, revision) from None
     if config_path is None:
         raise SourceError(f"{where}: the Hub did not serve its config.json")
-    config, raw = read_config(config_path, where)
-    tensors = {
-        name: (info.dtype, tuple(info.shape))
+    config, raw = read_config(config_path, where, SourceError)
+    served = {
+        name: {"dtype": info.dtype, "shape": list(info.shape)}
         for file in headers.files_metadata.values()
         for name, info in file.tensors.items()
     }
+    tensors = checked_tensors(served, f"{where}: the safetensors headers the Hub served")
     metadata = metadata_from_shapes(model_id, config, tensors)
     metadata["config_sha256"] = hashlib.sha256(raw).hexdigest()
     metadata["revision"] = config_path.parent.name if "snapshots" in config_path.parts else revision
@@ -205,6 +207,7 @@ def architecture_metadata(model_id: str, config: Mapping[str, Any], *, rank: int
     per layer and the final norm, and the output head unless tied. Also the KV cache per token
     (``kv_cache_bytes_per_token``: keys and values of every layer in the config's dtype). Mixture-of-experts
     configs are refused (their expert counts change the arithmetic)."""
+    checked_sizes(config, f"model {model_id}: config.json")
     settings = _text_settings(config)
     names = ("hidden_size", "num_hidden_layers", "vocab_size", "intermediate_size", "num_attention_heads")
     missing = [k for k in names if not isinstance(settings.get(k), int) or isinstance(settings.get(k), bool)]
@@ -258,65 +261,11 @@ def architecture_metadata(model_id: str, config: Mapping[str, Any], *, rank: int
     }
 
 
-#: Longest safetensors header read (the format's own limit is 100 MB).
-MAX_HEADER = 100 * 1024 * 1024
-
-
-def safetensors_shapes(folder: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
-    """``{tensor: (dtype, shape)}`` from the headers of the ``*.safetensors`` files in ``folder`` (the first 8 bytes
-    give the header's length; no weights are read)."""
-    tensors: dict[str, tuple[str, tuple[int, ...]]] = {}
-    for path in sorted(folder.glob("*.safetensors")):
-        with path.open("rb") as handle:
-            length = int.from_bytes(handle.read(8), "little")
-            if not 0 < length <= MAX_HEADER:
-                raise InputError(f"{path}: not a safetensors file (header length {length})")
-            try:
-                header = json.loads(handle.read(length))
-            except (UnicodeDecodeError, json.JSONDecodeError):
-                raise InputError(f"{path}: its safetensors header is not JSON") from None
-        if not isinstance(header, Mapping):
-            raise InputError(f"{path}: its safetensors header is not a mapping of tensors")
-        for name, info in header.items():
-            if name != "__metadata__" and isinstance(info, Mapping):
-                shape = info.get("shape", ())
-                if not isinstance(shape, (list, tuple)) or not all(_dimension(d) for d in shape):
-                    raise InputError(f"{path}: tensor {quote(name)} has no shape of dimensions from 0 to 2**40")
-                tensors[name] = (str(info.get("dtype")), tuple(shape))
-    return tensors
-
-
-def _dimension(value: object) -> bool:
-    """A tensor dimension as a safetensors header may give it: a whole number of elements, never negative."""
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**40
-
-
-def local_model_folder(model: str) -> Path | None:
-    """``model`` as a folder here holding a ``config.json`` (``~`` expanded), or None."""
-    try:
-        folder = Path(model).expanduser()
-        return folder if (folder / "config.json").is_file() else None
-    except (OSError, ValueError):
-        return None
-
-
-def read_config(path: Path, where: str) -> tuple[dict[str, Any], bytes]:
-    raw = path.read_bytes()
-    try:
-        config = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SourceError(f"{where}: config.json is not valid JSON ({exc})") from None
-    if not isinstance(config, dict):
-        raise SourceError(f"{where}: config.json is not a JSON object")
-    return config, raw
-
-
 def local_model_metadata(folder: Path, model_id: str | None = None) -> dict[str, Any]:
     """The counts of the model in a local ``folder``: its safetensors headers with its config.json, or its
-    config.json's architecture alone when it holds no weights."""
+    config.json's architecture alone when it holds no weights (files read within bounds: :mod:`.localmodel`)."""
     model_id = model_id or str(folder)
-    config, raw = read_config(folder / "config.json", f"model {model_id}")
-    tensors = safetensors_shapes(folder)
+    config, raw, tensors = read_local_model(folder)
     metadata = metadata_from_shapes(model_id, config, tensors) if tensors else architecture_metadata(model_id, config)
     metadata["config_sha256"] = hashlib.sha256(raw).hexdigest()
     return metadata
@@ -324,7 +273,7 @@ def local_model_metadata(folder: Path, model_id: str | None = None) -> dict[str,
 
 def _from_cached_config(model_id: str, config_path: Path) -> dict[str, Any]:
     """The counts from a cached config.json's architecture (the Hub's headers not reachable)."""
-    config, raw = read_config(config_path, _where(model_id, None))
+    config, raw = read_config(config_path, _where(model_id, None), SourceError)
     metadata = architecture_metadata(model_id, config)
     metadata["config_sha256"] = hashlib.sha256(raw).hexdigest()
     metadata["revision"] = config_path.parent.name if "snapshots" in config_path.parts else None

@@ -4,6 +4,11 @@ The plan compares the folder with the remote revision file by file (SHA-256 for 
 the others): files to add, to replace, to delete and unchanged. ``.gitattributes`` on the remote is kept.
 Tokens come from huggingface_hub (``HF_TOKEN``, ``hf auth login``); they are never printed or written.
 :func:`push_folder` is the verify-plan-commit path for any repository type (the metric's Space uses it too).
+
+Every answer of the Hub is checked before it is used (:mod:`.hubanswers`): the remote's state is read within the
+bounds of :mod:`~rlvrambench_hf.data.sources.hubnet`, and a malformed answer is one line naming the request and what
+was wrong, exit 2. Uploads and the commit itself run without the command's deadline (a large release takes its
+time); their answers are checked the same way.
 """
 
 from __future__ import annotations
@@ -14,8 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-from ..data.sources.huberrors import endpoint, hub_error, hub_errors, is_network_error
+from ..data.sources.huberrors import endpoint, hub_error, is_network_error
 from ..errors import InputError, SourceError, quote
+from .hubanswers import COMMIT_ID, MALFORMED, RemoteFile, expect, hub_answer, remote_state, unbounded, what_was_wrong
 from .layout import folder_files, git_blob_sha1
 from .verify import check_release, read_record
 
@@ -25,14 +31,6 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Remote files a push never deletes.
 KEPT_REMOTE_FILES = (".gitattributes",)
 _TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-
-@dataclass(frozen=True)
-class RemoteFile:
-    path: str
-    size: int
-    blob_id: str
-    sha256: str | None = None  # set for files stored in LFS
 
 
 @dataclass
@@ -118,27 +116,6 @@ def commit_operations(
     ]
     ops += [CommitOperationDelete(path_in_repo=rel) for rel in plan.delete]
     return ops
-
-
-def remote_state(
-    repo_id: str, revision: str, token: str | None = None, repo_type: str = "dataset"
-) -> tuple[str, dict[str, RemoteFile]]:
-    """The commit ``revision`` resolves to and the files it holds."""
-    from huggingface_hub import HfApi
-    from huggingface_hub.hf_api import RepoFile
-
-    api = HfApi(token=token)
-    with hub_errors(repo_id, revision, repo_type=repo_type):
-        commit = str(api.repo_info(repo_id, revision=revision, repo_type=repo_type).sha)
-        entries = api.list_repo_tree(repo_id, revision=commit, recursive=True, repo_type=repo_type)
-        files = {}
-        for entry in entries:
-            if isinstance(entry, RepoFile):
-                lfs = entry.lfs
-                files[entry.path] = RemoteFile(
-                    entry.path, entry.size, entry.blob_id, lfs.sha256 if lfs is not None else None
-                )
-    return commit, files
 
 
 def resolve_token(token: str | None = None) -> str:
@@ -231,7 +208,7 @@ def push_folder(
     result = PushResult(plan, tag=tag)
     if dry_run:
         return result
-    with hub_errors(repo_id, revision, repo_type=repo_type):
+    with hub_answer("repository creation", repo_id, revision, repo_type, bounded=False):
         if missing:  # exist_ok: a repository created meanwhile by someone else is used as it is
             api.create_repo(repo_id, repo_type=repo_type, exist_ok=True, **(create or {}))
             result.created = True
@@ -250,7 +227,7 @@ def _remote(
     try:
         commit, remote = remote_state(repo_id, revision, token, repo_type)
     except SourceError:
-        with hub_errors(repo_id, revision, repo_type=repo_type):
+        with hub_answer("repository information", repo_id, revision, repo_type):
             if may_create and not api.repo_exists(repo_id, repo_type=repo_type):
                 return None, {}, True
         raise
@@ -264,8 +241,10 @@ def _check_refs(
     request: a commit goes to a branch."""
     if tag is None and not branch_needed:
         return
-    with hub_errors(repo_id, revision, repo_type=repo_type):
+    with hub_answer("refs", repo_id, revision, repo_type):
         refs = api.list_repo_refs(repo_id, repo_type=repo_type, include_pull_requests=revision.startswith("refs/pr/"))
+        for ref in [*refs.branches, *refs.tags, *(refs.pull_requests or [])]:
+            expect(isinstance(ref.name, str) and isinstance(ref.ref, str), "ref", ref.name, "a name")
     if tag is not None and any(t.name == tag for t in refs.tags):
         raise InputError(f"tag {tag} already exists in {repo_id}")
     branches = [b.name for b in refs.branches]
@@ -285,17 +264,27 @@ def _commit(api: HfApi, plan: PushPlan, folder: Path, result: PushResult, option
         "a commit applies all of its changes or none, so run the same push again: it plans against the remote's head"
     )
     try:
-        info = api.create_commit(
-            plan.repo_id,
-            commit_operations(plan, folder),
-            commit_message=options.get("message") or "Update",
-            revision=plan.revision,
-            create_pr=options.get("create_pr", False),
-            parent_commit=plan.remote_commit,
-            repo_type=repo_type,
-        )
+        with unbounded():
+            info = api.create_commit(
+                plan.repo_id,
+                commit_operations(plan, folder),
+                commit_message=options.get("message") or "Update",
+                revision=plan.revision,
+                create_pr=options.get("create_pr", False),
+                parent_commit=plan.remote_commit,
+                repo_type=repo_type,
+            )
+        oid, url = info.oid, info.pr_url or info.commit_url
+        expect(isinstance(oid, str) and COMMIT_ID.fullmatch(oid), "commit id", oid, "a 40-character commit id")
+        expect(isinstance(url, str), "commit URL", url, "a URL")
     except Exception as exc:
         cause = _hub_cause(exc, HfHubHTTPError)
+        if cause is None and isinstance(exc, MALFORMED):
+            raise SourceError(
+                f"{plan.repo_id}: the Hub at {endpoint()} answered the commit to {where} with {what_was_wrong(exc)};"
+                " the commit may have been made: run the same push again, it plans against the remote's head",
+                repo_id=plan.repo_id,
+            ) from None
         if cause is None:
             raise
         status = getattr(getattr(cause, "response", None), "status_code", None)
@@ -307,13 +296,14 @@ def _commit(api: HfApi, plan: PushPlan, folder: Path, result: PushResult, option
                 revision=plan.revision,
             ) from None
         raise SourceError(f"push to {where} failed: {_reason(cause)}; {again}", repo_id=plan.repo_id) from None
-    result.commit, result.commit_url = info.oid, info.pr_url or info.commit_url
+    result.commit, result.commit_url = oid, url
 
 
 def _tag(api: HfApi, result: PushResult, tag: str, message: str | None, repo_type: str) -> None:
     plan = result.plan
     try:
-        api.create_tag(plan.repo_id, tag=tag, revision=result.commit, repo_type=repo_type, tag_message=message)
+        with unbounded():
+            api.create_tag(plan.repo_id, tag=tag, revision=result.commit, repo_type=repo_type, tag_message=message)
     except Exception as exc:
         if not is_network_error(exc) and hub_error(exc, plan.repo_id, plan.revision) is None:
             raise

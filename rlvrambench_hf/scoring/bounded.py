@@ -16,7 +16,10 @@ What can be stopped decides the mechanism (:class:`UserObject`'s ``isolation``):
 In every mode any ``BaseException`` of the user code (``SystemExit``, ``KeyboardInterrupt``) is a
 :class:`~rlvrambench_hf.errors.UserCodeError` naming the object, the call and the case, and what the call returned
 is checked by the caller's ``accept`` inside the same deadline, before anything is formatted from it; only the
-plain values ``accept`` makes of it leave the call.
+plain values ``accept`` makes of it leave the call. In a child process those values come back as JSON
+(:mod:`.containment.wire`, never a pickle) and are checked once more by the command (``check``, by default
+``accept`` itself: a check of plain values accepts what it made), since the child may send anything.
+What user code printed, and its tracebacks, are shown escaped.
 """
 
 from __future__ import annotations
@@ -28,8 +31,17 @@ import threading
 from collections.abc import Callable
 from typing import Any, Literal
 
-from ..errors import InputError, RLVRAMBenchError, UserCodeError, UserCodeInterrupted, first_line, one_line, quote
-from .contained import MEMORY_ENV, Child, Output, memory_budget
+from ..errors import (
+    InputError,
+    RLVRAMBenchError,
+    UserCodeError,
+    UserCodeInterrupted,
+    first_line,
+    one_line,
+    quote,
+    type_name,
+)
+from .contained import DISK_ENV, MEMORY_ENV, Child, Output, disk_budget, memory_budget, shown
 
 #: Seconds one call into user code may take unless the caller says otherwise (a normal policy needs milliseconds).
 DEFAULT_TIMEOUT = 300.0
@@ -38,6 +50,8 @@ Isolation = Literal["inline", "thread", "process"]
 #: ("died", how) | ("timeout",).
 Reply = tuple[Any, ...]
 _TIMED_OUT: Reply = ("timeout",)
+#: What a write beyond user code's disk bound fails with (its file size, its folder's room, the read-only rest).
+_DISK_FULL = ("File too large", "No space left on device", "Read-only file system", "Disk quota exceeded")
 
 
 def checked_timeout(timeout: object) -> float | None:
@@ -77,13 +91,24 @@ class UserObject:
         if isolation == "process":
             self._child = obj.take_child() if isinstance(obj, RemoteObject) else contained(obj)
 
-    def call(self, method: str, *args: Any, where: str = "", accept: Callable[[Any], Any] = discard) -> Any:
-        """``accept(obj.method(*args))`` under the time limit; ``where`` names the case in errors."""
-        return self._outcome(self._ask((method, args, accept)), method, where)
+    def call(
+        self,
+        method: str,
+        *args: Any,
+        where: str = "",
+        accept: Callable[[Any], Any] = discard,
+        check: Callable[[Any], Any] | None = None,
+    ) -> Any:
+        """``accept(obj.method(*args))`` under the time limit; ``where`` names the case in errors; ``check`` (by
+        default ``accept``) checks in this process what a child process sent back."""
+        return self._outcome(self._ask((method, args, accept), check or accept), method, where)
 
-    def get(self, attribute: str, default: Any, accept: Callable[[Any], Any]) -> Any:
+    def get(
+        self, attribute: str, default: Any, accept: Callable[[Any], Any], check: Callable[[Any], Any] | None = None
+    ) -> Any:
         """``accept(getattr(obj, attribute, default))`` under the time limit (a property is user code too)."""
-        return self._outcome(self._ask((None, (attribute, default), accept)), f"reading {attribute}", "")
+        reply = self._ask((None, (attribute, default), accept), check or accept)
+        return self._outcome(reply, f"reading {attribute}", "")
 
     def close(self) -> None:
         """End the child process, if any; what the user code printed is shown on standard error (a bounded
@@ -104,10 +129,12 @@ class UserObject:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _ask(self, request: tuple[Any, ...]) -> Reply:
+    def _ask(self, request: tuple[Any, ...], check: Callable[[Any], Any]) -> Reply:
         if self._child is not None:
             self._printed = self._child.output
             reply = self._child.ask(request, self.timeout)
+            if reply is not None and reply[0] == "ok":
+                return settle(check, reply[1])
             return _TIMED_OUT if reply is None else reply
         if self.isolation == "process":
             return ("died", "it was stopped earlier")
@@ -131,7 +158,7 @@ class UserObject:
         if printed is None or not printed.total:
             return
         failure.args = (one_line(f"{failure.args[0]} (it printed {printed.total:,} bytes; --debug shows them)"),)
-        failure.add_note(f"what {self.owner} printed:\n{printed.excerpt()}")
+        failure.add_note(f"what {shown(self.owner)} printed:\n{printed.excerpt()}")
 
     def _fail(self, reply: Reply, method: str, where: str) -> None:
         prefix = f"{self.owner}, {where}" if where else self.owner
@@ -157,9 +184,13 @@ class UserObject:
         said = text if kind == "unreadable" else f"raised {text}"
         if text.startswith("MemoryError") and self.isolation == "process":
             said += f" (user code may allocate {memory_budget() >> 20:,} MiB; {MEMORY_ENV} raises it)"
+        elif self.isolation == "process" and any(words in text for words in _DISK_FULL):
+            said += (
+                f" (user code may write {disk_budget() >> 20:,} MiB, in its working folder only; {DISK_ENV} raises it)"
+            )
         failure = (UserCodeInterrupted if interrupted else UserCodeError)(f"{prefix}: {method} {said}")
-        if trace:
-            failure.add_note(trace)  # --debug shows where the user's code failed
+        if trace:  # --debug shows where the user's code failed
+            failure.add_note("\n".join(shown(line) for line in trace.splitlines()))
         raise failure
 
 
@@ -194,6 +225,17 @@ def run_request(obj: Any, method: str | None, args: tuple[Any, ...], accept: Cal
     except BaseException as exc:  # noqa: B036 - the returned object's own code failed while it was read
         what = f"returned {quote(result)}, which raised {first_line(exc, typed=True)} when it was read"
         return ("unreadable", isinstance(exc, KeyboardInterrupt), what, _trace(exc))
+
+
+def settle(check: Callable[[Any], Any], value: Any) -> Reply:
+    """What the command makes of ``value``, the plain data a child sent back: ``("ok", check(value))``, or the
+    refusal of ``check``, or the reply saying that it is not what the call returns."""
+    try:
+        return ("ok", check(value))
+    except RLVRAMBenchError as exc:
+        return ("refused", exc)
+    except Exception as exc:  # data of a shape the check did not foresee
+        return ("unreadable", False, f"sent back {quote(value)}, which the command cannot use ({type_name(exc)})", "")
 
 
 def _show_output(header: str, excerpt: str) -> None:
@@ -245,12 +287,22 @@ def contained(obj: Any) -> Child:
 
 
 _MISSING = ("rlvrambench: no such attribute",)
-_CALLABLE = ("rlvrambench: a method",)
 
 
-def _view(value: Any) -> Any:
-    """What an attribute read on a :class:`RemoteObject` sends back: a marker for a method, else the value."""
-    return _CALLABLE if callable(value) else value
+def _view(value: Any) -> list[Any]:
+    """What an attribute read on a :class:`RemoteObject` sends back: ``["missing"]``, ``["method"]`` or
+    ``["value", value]``."""
+    if value is _MISSING or (type(value) is tuple and value == _MISSING):
+        return ["missing"]
+    return ["method"] if callable(value) else ["value", value]
+
+
+def _viewed(value: Any) -> list[Any]:
+    """The command's check of an attribute read that came back from a child (see :func:`_view`)."""
+    if type(value) is list and value and value[0] in ("missing", "method", "value"):
+        if len(value) == (2 if value[0] == "value" else 1):
+            return value
+    raise UserCodeError(f"reading an attribute sent back {quote(value)}")
 
 
 def _as_is(value: Any) -> Any:
@@ -291,13 +343,13 @@ class RemoteObject:
             raise AttributeError(name)
         if self._user is None:
             self._user = UserObject(self, self._owner, timeout=self._timeout, isolation="process")
-        value = self._user.get(name, _MISSING, _view)
-        if value == _MISSING:
+        kind, *value = self._user.get(name, _MISSING, _view, _viewed)
+        if kind == "missing":
             raise AttributeError(name)
-        if value == _CALLABLE:
+        if kind == "method":
             user = self._user
             return lambda *args: user.call(name, *args, accept=_as_is)
-        return value
+        return value[0]
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):

@@ -99,9 +99,9 @@ def read_parquet(label: str, parquet: pq.ParquetFile) -> pa.Table:
 
 def decode_class_labels(table: pa.Table) -> pa.Table:
     """Integer columns that ``datasets`` describes as ``ClassLabel`` (in the schema metadata) as label names."""
-    try:
+    try:  # a description nested too deeply, or of integers too long, describes nothing: the codes stay numbers
         features = json.loads((table.schema.metadata or {}).get(b"huggingface", b"{}"))["info"]["features"]
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, RecursionError):
         return table
     for index, name in enumerate(table.column_names):
         feature = features.get(name) if isinstance(features, dict) else None

@@ -17,7 +17,9 @@ repeated columns, a missing column or value, an empty file, a header without row
 :class:`~rlvrambench_hf.errors.InputError` that names what was seen (never raw bytes). Only the first 64 KiB are
 read before the format and header are checked, so a huge wrong file fails at once. A file pyarrow cannot parse is
 diagnosed by the package (:mod:`~rlvrambench_hf.data.tables.diagnose`: the line that is not UTF-8, a line too long,
-the row with the wrong number of cells, ...). A pipe or device (``/dev/stdin``, ``<(...)``) is read once, fully.
+the row with the wrong number of cells, ...). A file is read once, into memory, its size checked on the open
+handle (a file put in its place meanwhile is never read); a pipe or device (``/dev/stdin``, ``<(...)``) is read
+once, fully.
 
 Memory is bounded before anything is materialised (:mod:`.predictionbounds`): at most :data:`MAX_BYTES` of a file,
 a stream or what compressed data decompresses to, a Parquet footer checked first, at most :data:`MAX_ROWS` rows. An
@@ -38,7 +40,7 @@ import pyarrow.compute as pc
 from ..arrow import one_chunk
 from ..data.tables.diagnose import csv_problem, first_non_utf8, json_lines_problem
 from ..errors import InputError, first_line, quote, summary
-from ..userfile import reason, standard_input, too_large, user_input
+from ..userfile import MAX_DEPTH, content_of, count_nodes, reason, standard_input, user_input
 from .predictionbounds import MAX_BYTES, MAX_ROWS, decompressed, parquet_file, read_parquet
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -160,11 +162,8 @@ def _open_input(path: str) -> tuple[_Input, bytes]:
     else:
         label = f"predictions file {path}"
         found = user_input(path, label, refused=_refused_at_once, limit=MAX_BYTES)
-        if isinstance(found, str):
-            source, size = _Input(label, found, None), _file_size(found, label)
-            too_large(label, size, MAX_BYTES)
-        else:  # a pipe or device, read once
-            source, size = _Input(label, None, pa.py_buffer(found), name=path), len(found)
+        data = content_of(found, label, MAX_BYTES, _refused_at_once)  # read once, its size checked on the handle
+        source, size = _Input(label, None, pa.py_buffer(data), name=path), len(data)
     try:
         with source.open() as stream:
             head = stream.read(_HEAD)
@@ -176,13 +175,6 @@ def _open_input(path: str) -> tuple[_Input, bytes]:
     data = decompressed(_Input(source.label, source.path, source.data, codec).open, source.label, codec, size)
     source = _Input(source.label, None, pa.py_buffer(data), codec, source.path or source.name, decoded=True)
     return source, data[:_HEAD]
-
-
-def _file_size(path: str, label: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError as exc:
-        raise InputError(f"cannot read {label}: {reason(exc)}") from None
 
 
 def _refused_at_once(head: bytes) -> bool:
@@ -323,6 +315,7 @@ def _header_names(first_line_text: str) -> list[str]:
 def _read_json_lines(source: _Input) -> pa.Table:
     import pyarrow.json as pajson
 
+    _check_nesting(source)
     try:
         with source.open() as stream:
             return pajson.read_json(stream, read_options=pajson.ReadOptions(block_size=BLOCK_SIZE))
@@ -331,6 +324,25 @@ def _read_json_lines(source: _Input) -> pa.Table:
         if problem is not None:
             raise InputError(f"{source.label}: {problem}") from None
         raise InputError(f"{source.label} is not valid JSON Lines ({first_line(exc, limit=160)})") from None
+
+
+def _check_nesting(source: _Input) -> None:
+    """Refuse a JSON Lines row nested more than :data:`~rlvrambench_hf.userfile.MAX_DEPTH` deep before pyarrow reads
+    it (its parser overflows its stack past a few thousand levels); a row of plain values is not even parsed."""
+    import json
+
+    data = source.data.to_pybytes() if source.data is not None else b""
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if line.count(b"{") + line.count(b"[") <= 1:
+            continue
+        where = f"{source.label}, line {number:,}"
+        try:
+            value = json.loads(line)
+        except RecursionError:
+            raise InputError(f"{where}: nested more than {MAX_DEPTH} deep") from None
+        except ValueError:  # not JSON, or an integer Python will not convert: pyarrow's reading says what
+            continue
+        count_nodes(value, where, None)
 
 
 def _as_strings(source: _Input, name: str, values: pa.ChunkedArray) -> pa.Array:

@@ -3,8 +3,9 @@
 it (:mod:`.bounded` runs the calls).
 
 Where processes can be forked (POSIX), importing the module and creating the object happen in a child process of
-its own, contained from import to exit (:mod:`.contained`: its own process group, bounded memory and output, ended
-with the command): an ``os._exit``, a thread that never ends or a fork at import cannot touch the command. Each
+its own, contained from import to exit (:mod:`.contained`: below a keeper that ends all it starts, unable to
+reach the command, bounded in memory, disk and output): an ``os._exit``, a thread that never ends or a fork at
+import cannot touch the command. Each
 step is bounded by the same time limit as the calls; any ``BaseException`` it raises is a
 :class:`~rlvrambench_hf.errors.UserCodeError`. Elsewhere they run in the caller's process, bounded in the main
 thread, and the object is remembered as the package's own to isolate (:func:`isolation_for`).

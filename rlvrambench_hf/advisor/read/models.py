@@ -1,14 +1,16 @@
 """Models as users name them: a Hub id, a local folder (``/root/models/Qwen/Qwen2.5-0.5B``), a folder named as a
 measured model. The metadata itself (config.json and safetensors headers, from a folder here, the Hugging Face cache
 offline or the Hub online; sizes from config.json's architecture when no weights are at hand) is read by
-:mod:`rlvrambench_hf.estimation.hubmeta`; this module decides what a written model path stands for.
+:mod:`rlvrambench_hf.estimation.hubmeta` (a folder's files within bounds: :mod:`~rlvrambench_hf.estimation.localmodel`);
+this module decides what a written model path stands for.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ...estimation.hubmeta import architecture_metadata, fetch_model_metadata, local_model_folder, local_model_metadata
+from ...estimation.hubmeta import architecture_metadata, fetch_model_metadata, local_model_metadata
+from ...estimation.localmodel import local_model_folder, read_local_model
 
 __all__ = [
     "architecture_metadata",
@@ -20,8 +22,14 @@ __all__ = [
 
 
 def local_folder(model: str) -> Path | None:
-    """``model`` as a folder on this machine holding a ``config.json``, or None."""
-    return local_model_folder(model) if isinstance(model, str) else None
+    """``model`` as a folder on this machine holding a ``config.json``, or None. Its config.json and safetensors
+    headers are read here, within their bounds: a folder whose files cannot be read (a FIFO or a 3 GB file for a
+    config.json, a header that lies about its length or its shapes, another user's file) is one line, exit 2,
+    rather than a model without metadata."""
+    folder = local_model_folder(model) if isinstance(model, str) else None
+    if folder is not None:
+        read_local_model(folder)
+    return folder
 
 
 def looks_local(path: str) -> bool:

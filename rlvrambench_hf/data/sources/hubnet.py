@@ -133,7 +133,7 @@ def _bounded_client(request_hooks: list[Callable[..., Any]]) -> Any:
     return BoundedClient(
         event_hooks={"request": request_hooks, "response": [_bound_response]},
         follow_redirects=True,
-        timeout=FIRST_BYTE_TIMEOUT,
+        timeout=None,  # as huggingface_hub's own client: a program's traffic keeps its timeouts; ours are per request
         limits=httpx2.Limits(max_keepalive_connections=0),  # every socket is seen connecting, so it can be shut
     )
 
