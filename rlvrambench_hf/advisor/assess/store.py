@@ -27,6 +27,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ...errors import quote
+
 LIBRARY = "rlvrambench_hf"
 NAMESPACE = "advisor"
 #: The first bytes of every entry, before its kind.
@@ -164,7 +166,7 @@ def load_objects(payload: bytes, persistent: Mapping[str, object]) -> object:
 
         def persistent_load(self, pid: Any) -> object:
             if pid not in persistent:
-                raise pickle.UnpicklingError(f"unknown stored reference {pid!r}")
+                raise pickle.UnpicklingError(f"unknown stored reference {quote(pid)}")
             return persistent[pid]
 
     return Unpickler(io.BytesIO(payload)).load()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ....errors import InputError
+from ....errors import InputError, quote
 from .tokens import Token
 
 #: Most compound commands nested inside one another.
@@ -113,7 +113,7 @@ def parse(tokens: list[Token], name: str) -> Block:
     block = parser.block(frozenset(), frozenset())
     token = parser.peek()
     if token is not None:
-        raise InputError(f"{name} line {token.line}: unexpected {token.text!r} (bash refuses to run this script)")
+        raise InputError(f"{name} line {token.line}: unexpected {quote(token.text)} (bash refuses to run this script)")
     return block
 
 
@@ -157,7 +157,7 @@ class _Parser:
     def expect(self, word: str, opened: str, line: int) -> None:
         if not self.is_word(word):
             raise InputError(
-                f"{self.name} line {line}: {opened} here has no {word!r} (bash refuses to run this script)"
+                f"{self.name} line {line}: {opened} here has no {quote(word)} (bash refuses to run this script)"
             )
         self.i += 1
 
@@ -172,7 +172,7 @@ class _Parser:
                 return items
             if token.kind == "op" and token.text in (*_CASE_ENDS, ")", "|", "||", "&&", "|&"):
                 raise InputError(
-                    f"{self.name} line {token.line}: unexpected {token.text!r} (bash refuses to run this script)"
+                    f"{self.name} line {token.line}: unexpected {quote(token.text)} (bash refuses to run this script)"
                 )
             items.append(self.and_or())
 
@@ -221,7 +221,9 @@ class _Parser:
             self.i += 1
             return Group(body, line)
         if token.kind != "word":
-            raise InputError(f"{self.name} line {line}: unexpected {token.text!r} (bash refuses to run this script)")
+            raise InputError(
+                f"{self.name} line {line}: unexpected {quote(token.text)} (bash refuses to run this script)"
+            )
         word = token.text
         method = _COMPOUND.get(word)
         if method is not None:
@@ -262,9 +264,9 @@ class _Parser:
 
     def loop(self, word: str, line: int) -> Loop:
         condition = self.block(frozenset({"do"}), frozenset())
-        self.expect("do", f"{word!r}", line)
+        self.expect("do", f"{quote(word)}", line)
         body = self.block(frozenset({"done"}), frozenset())
-        self.expect("done", f"{word!r}", line)
+        self.expect("done", f"{quote(word)}", line)
         return Loop(condition, body, line, word == "until")
 
     def for_loop(self, word: str, line: int) -> For:

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ....errors import InputError
+from ....errors import InputError, quote
 from .versions import ALWAYS_REFERENCE_UNTIL, MINI_BATCH_CHECK_FROM, RELEASES
 
 if TYPE_CHECKING:
@@ -151,7 +151,7 @@ def _fork_keys(config: Config) -> None:
         return
     count, n = _count(agents), _count(_get(config, target)) or 1
     if count is None:
-        raise VerlRefuses(config.origin, key, f"{key} = {agents!r} is not a positive count")
+        raise VerlRefuses(config.origin, key, f"{key} = {quote(agents)} is not a positive count")
     if count > 1:
         _set(config, target, n * count, f"{config.source(key)} ({key}={count} × rollout.n={n})")
     config.flags.append(
