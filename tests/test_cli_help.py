@@ -113,7 +113,8 @@ def test_version_answers_before_any_core_is_imported():
     assert sorted(loaded["package"]) == [
         "rlvrambench_hf",
         "rlvrambench_hf.cli",
-        "rlvrambench_hf.cli._common",
+        "rlvrambench_hf.cli.shared",
+        "rlvrambench_hf.cli.shared.common",
         "rlvrambench_hf.errors",
         "rlvrambench_hf.redaction",  # the formatter every error line goes through
     ]
@@ -223,7 +224,12 @@ _REPORT_AT_EXIT = (
 #: The libraries no command may import unless it uses them (house rule; the architecture's "heavy imports").
 HEAVY = ("scipy", "pandas", "datasets", "evaluate", "matplotlib", "sklearn")
 #: The private helper modules of the command line, shared by several commands.
-SHARED_CLI = {"rlvrambench_hf.cli", "rlvrambench_hf.cli._common", "rlvrambench_hf.cli._intervals"}
+SHARED_CLI = {
+    "rlvrambench_hf.cli",
+    "rlvrambench_hf.cli.shared",
+    "rlvrambench_hf.cli.shared.common",
+    "rlvrambench_hf.cli.shared.intervals",
+}
 
 # One representative call per command (after `baseline` where it needs predictions) and the heavy libraries it
 # uses: scipy for bootstrap intervals and the estimators' fits (the logistic method follows scikit-learn's solver

@@ -542,7 +542,7 @@ def contained_checks(target: Target, result: dict) -> None:
 @pytest.mark.unit
 def test_what_reaches_a_terminal_is_escaped(capsys: pytest.CaptureFixture[str]) -> None:
     """The pieces the harness's RAW check stands on: a table cell, the output guard, a --debug traceback."""
-    from rlvrambench_hf.cli._common import escaping_output, format_table
+    from rlvrambench_hf.cli.shared.common import escaping_output, format_table
     from rlvrambench_hf.errors import InputError, debug_text, escaped
 
     hostile = "a\x1b[2J\x07\x9b31m\u202e\u200b\r\tb"

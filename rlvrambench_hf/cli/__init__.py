@@ -4,7 +4,7 @@
 adds the command's options and handler to its parser. A module is imported only when its command is chosen (or its
 ``--help`` asked for), so ``--version``, ``--help`` and every command load what they use and nothing else. A
 handler takes the parsed arguments and returns the exit status; what it prints on standard output reaches the
-terminal without a raw control character (:func:`~._common.escaping_output`). Every error prints one line through
+terminal without a raw control character (:func:`~.shared.common.escaping_output`). Every error prints one line through
 :func:`~rlvrambench_hf.errors.error_line` and exits with 2 (130 for an interrupt, also one raised by a user's
 policy or estimator); an exception that is not the package's own is a bug: one line too, exit 1. ``--debug``
 prints the traceback first, credentials redacted.
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from .. import __version__
 from ..errors import EXIT_INTERRUPTED, InputError, RLVRAMBenchError, debug_text, error_line, first_line, one_line
-from ._common import EXIT_ERROR, escaping_output, needs_subcommand
+from .shared.common import EXIT_ERROR, escaping_output, needs_subcommand
 
 EPILOG = (
     "Every error prints one line and exits with status 2 (--debug shows the traceback). Optional extras: "

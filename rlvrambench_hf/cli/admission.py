@@ -11,8 +11,8 @@ from typing import Any
 from ..admission.policy import RULES
 from ..admission.truth import agreement_text
 from ..errors import InputError, quote
-from ._common import add_timeout, checked_source, choices_text, format_table
-from ._intervals import add_interval_options, interval_options_of, units_cell, with_interval
+from .shared.common import add_timeout, checked_source, choices_text, format_table
+from .shared.intervals import add_interval_options, interval_options_of, units_cell, with_interval
 
 RULE_NAMES: tuple[str, ...] = tuple(RULES)
 

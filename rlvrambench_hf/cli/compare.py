@@ -11,8 +11,8 @@ from pathlib import Path
 from ..errors import quote
 from ..transfer.key import ALL_TRACKS, TRACKS
 from ..transfer.tasks import RULES
-from ._common import PREDICTIONS_FORMATS, checked_source, choices_text
-from ._intervals import add_interval_options, interval_legend, interval_options_of
+from .shared.common import PREDICTIONS_FORMATS, checked_source, choices_text
+from .shared.intervals import add_interval_options, interval_legend, interval_options_of
 
 RULE_PREFIX = "rule:"
 

@@ -17,7 +17,7 @@ from ..errors import (
     first_line,
     quote,
 )
-from ._common import checked_source, choices_text, format_table, source_of
+from .shared.common import checked_source, choices_text, format_table, source_of
 
 
 def add_configs(p: argparse.ArgumentParser) -> None:

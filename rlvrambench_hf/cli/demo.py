@@ -11,7 +11,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from ._common import source_of
+from .shared.common import source_of
 
 
 def add_demo(parser: argparse.ArgumentParser) -> None:

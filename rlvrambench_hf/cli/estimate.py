@@ -12,8 +12,8 @@ import sys
 from typing import Any
 
 from ..errors import one_line, summary
-from ._common import add_group, add_timeout, checked_source, format_table
-from ._intervals import add_interval_options, interval_legend, interval_options_of, with_interval
+from .shared.common import add_group, add_timeout, checked_source, format_table
+from .shared.intervals import add_interval_options, interval_legend, interval_options_of, with_interval
 
 
 def add_estimate(parser: argparse.ArgumentParser) -> None:

@@ -6,8 +6,8 @@ import argparse
 from typing import Any, cast
 
 from ..followup.core import STUDIES
-from ._common import PREDICTIONS_FORMATS, add_group, checked_source, format_table
-from ._intervals import add_interval_options, interval_legend, interval_options_of, with_interval
+from .shared.common import PREDICTIONS_FORMATS, add_group, checked_source, format_table
+from .shared.intervals import add_interval_options, interval_legend, interval_options_of, with_interval
 
 
 def add_followup(parser: argparse.ArgumentParser) -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import quote
-from ._common import checked_source, format_table
-from ._intervals import add_interval_options, interval_options_of
+from .shared.common import checked_source, format_table
+from .shared.intervals import add_interval_options, interval_options_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..reporting.leaderboard import Standing

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import add_group, add_push_options, push_and_print
+from .shared.common import add_group, add_push_options, push_and_print
 
 _SPACE_ID_HELP = "the Space OWNER/NAME; evaluate.load('OWNER/NAME') loads NAME.py from it (default: {})"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ._common import add_group, add_timeout
+from .shared.common import add_group, add_timeout
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -110,7 +110,7 @@ def run_estimation(args: argparse.Namespace) -> int:
 def _source(args: argparse.Namespace) -> Source:
     """The command's source, once its output was checked against its inputs (before any work)."""
     from ..data.tables.output import object_file
-    from ._common import checked_source
+    from .shared.common import checked_source
 
     return checked_source(args, [args.output], {"--policy": object_file(getattr(args, "policy", None))})
 

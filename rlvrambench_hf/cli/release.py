@@ -7,7 +7,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ._common import add_group, add_push_options, push_and_print, source_of
+from .shared.common import add_group, add_push_options, push_and_print, source_of
 
 if TYPE_CHECKING:
     from ..release.push import PushResult
@@ -138,7 +138,7 @@ def _diff(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(document)
     else:
-        from ._difftext import diff_text
+        from .shared.difftext import diff_text
 
         print(diff_text(result, max(args.limit, 0)))
     return 1 if result.changed else 0

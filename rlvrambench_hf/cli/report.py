@@ -6,7 +6,7 @@ import argparse
 
 from ..errors import InputError, quote
 from ..followup.core import STUDIES
-from ._common import PREDICTIONS_FORMATS, add_timeout, choices_text
+from .shared.common import PREDICTIONS_FORMATS, add_timeout, choices_text
 
 
 def add_report(parser: argparse.ArgumentParser) -> None:
@@ -61,7 +61,7 @@ def followup_files(pairs: list[str]) -> dict[str, str]:
 def run_report(args: argparse.Namespace) -> int:
     from ..reporting.plots import require_matplotlib
     from ..reporting.report import write_report
-    from ._common import source_of
+    from .shared.common import source_of
 
     followup = followup_files(args.followup_predictions)
     require_matplotlib()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import re
 
-from ._common import add_group, add_push_options, print_push
+from .shared.common import add_group, add_push_options, print_push
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 

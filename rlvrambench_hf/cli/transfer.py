@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InputError
 from ..transfer.key import ALL_TRACKS, TRACKS
 from ..transfer.tasks import RULES
-from ._common import PREDICTIONS_FORMATS, checked_source, choices_text, format_table
-from ._intervals import add_interval_options, interval_legend, interval_options_of, units_cell, with_interval
+from .shared.common import PREDICTIONS_FORMATS, checked_source, choices_text, format_table
+from .shared.intervals import add_interval_options, interval_legend, interval_options_of, units_cell, with_interval
 
 if TYPE_CHECKING:
     from ..data.sources.base import Source

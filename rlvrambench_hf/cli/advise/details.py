@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from ...advisor import Answer, Plans
-from .._common import format_table
+from ..shared.common import format_table
 
 #: The words of the details, defined once above them.
 LEGEND = (

@@ -13,7 +13,7 @@ from ...advisor.diagnose.diagnosis import Diagnosis
 from ...advisor.diagnose.parts import PlanMatch, ReleaseFailures
 from ...advisor.plan.plans import Plans
 from ...errors import InputError, MissingExtraError, first_line, printable, quote
-from .._common import checked_source
+from ..shared.common import checked_source
 from .plans import launch_options, named, shipped_example
 
 

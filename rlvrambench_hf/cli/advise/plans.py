@@ -10,7 +10,7 @@ from typing import Any, Literal
 from ...advisor import Hardware, Plans, advise, read_plans
 from ...advisor.assess.answers import Answers
 from ...errors import InputError, printable, quote
-from .._common import checked_source, format_table
+from ..shared.common import checked_source, format_table
 
 Kind = Literal["planned", "verl", "trl"]
 #: Plans whose details are printed; above it stdout has the verdict lines and a summary.

@@ -10,11 +10,11 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..errors import EXIT_ERROR, escaped, quote, redact
+from ...errors import EXIT_ERROR, escaped, quote, redact
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..data.sources.base import Source
-    from ..release.push import PushResult
+    from ...data.sources.base import Source
+    from ...release.push import PushResult
 
 #: How option help names the accepted predictions formats.
 PREDICTIONS_FORMATS = "CSV, JSON Lines or Parquet, optionally .gz/.bz2/.zst-compressed; - reads standard input"
@@ -52,7 +52,7 @@ def choices_text(names: Iterable[str]) -> str:
 
 def source_of(args: argparse.Namespace) -> Source:
     """The source named by the global ``--source`` / ``--revision`` options (or the environment)."""
-    from ..data.sources.resolve import open_source
+    from ...data.sources.resolve import open_source
 
     return open_source(args.source, args.revision)
 
@@ -62,7 +62,7 @@ def checked_source(
 ) -> Source:
     """The command's source, after refusing (before any work) ``outputs`` that cannot be written or would overwrite
     one of its ``inputs`` (option name -> file) or the source itself."""
-    from ..data.tables.output import check_outputs
+    from ...data.tables.output import check_outputs
 
     source = source_of(args)
     check_outputs(outputs, inputs=inputs, source=source)
@@ -71,7 +71,7 @@ def checked_source(
 
 def add_timeout(parser: argparse.ArgumentParser, what: str) -> None:
     """The ``--timeout SECONDS`` option of a command that runs user code (``what``: "policy", "estimator")."""
-    from ..scoring.bounded import DEFAULT_TIMEOUT
+    from ...scoring.bounded import DEFAULT_TIMEOUT
 
     parser.add_argument(
         "--timeout",

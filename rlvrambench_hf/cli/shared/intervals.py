@@ -7,8 +7,8 @@ import argparse
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import InputError
-from ..scoring.intervaloptions import BOOTSTRAP, DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED, IntervalOptions
+from ...errors import InputError
+from ...scoring.intervaloptions import BOOTSTRAP, DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED, IntervalOptions
 
 OPTIONAL = (
     "add a bootstrap interval over the independent units (or the exact range where they are too few) to every rate "

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..release.diff import ReleaseDiff
-from ._common import format_table
+from ...release.diff import ReleaseDiff
+from .common import format_table
 
 
 def diff_text(result: ReleaseDiff, limit: int) -> str:
