@@ -103,7 +103,7 @@ def build_report(
     **given: Unpack[ReportInputs],
 ) -> Report:
     """Compute every section of the report for ``source``, with the user's inputs (:class:`ReportInputs`); your
-    files are read and checked first."""
+    files are read, scored and replayed first, so that a bad one fails before the release's own sections."""
     from .. import __version__, admission, transfer
     from ..data.sources.resolve import open_source
     from ..data.tables.reader import load_table
@@ -126,15 +126,20 @@ def build_report(
 
         plans = read_plans(planned, source=source, revision=revision)
     src = open_source(source, revision)
+    # the user's inputs first (their predictions scored, their policy replayed), so that a bad one fails at once
     tables = transfer.load_transfer_tables(src)
-    methods = {rule: transfer.reference_scores(rule, src, intervals=True) for rule in transfer.RULES}
+    mine = None
     if predictions is not None:
         key = transfer.scoring_key(tables["queries"], tables["outcomes"])
         ids, states = transfer.read_predictions(predictions)
         origin = f"predictions file {predictions}"
-        methods[USER_METHOD] = transfer.score_predictions(key, ids, states, origin=origin, intervals=True)
-    followups = {study: score_study(study, src, predictions=followup_files.get(study)) for study in STUDIES}
+        mine = transfer.score_predictions(key, ids, states, origin=origin, intervals=True)
+    theirs = {study: score_study(study, src, predictions=path) for study, path in followup_files.items()}
     replay = admission.replay_report(src, policy=policy, timeout=given.get("timeout", DEFAULT_TIMEOUT))
+    methods = {rule: transfer.reference_scores(rule, src, intervals=True) for rule in transfer.RULES}
+    if mine is not None:
+        methods[USER_METHOD] = mine
+    followups = {study: theirs[study] if study in theirs else score_study(study, src) for study in STUDIES}
     configurations = load_table("all_configurations", src, decode=True)
     points = admission_curve(replay)
     retrospective = run_retrospective(src)

@@ -40,7 +40,8 @@ class MeasuredRef(Part):
 class MeasuredMatch(Part):
     """A measured record with the plan's settings: its label (``unresolved`` without a repeated one), eligible
     seeds, largest completed peak, partial ``evidence``, the stages its processes ended in, and whether it matches
-    on every defining setting (``match``). ``record`` is the release's record as the JSON gives it."""
+    on every defining setting (``match``; for a record carried from the release's device to the plan's, how, with
+    the ``carried_peak_mib`` there). ``record`` is the release's record as the JSON gives it."""
 
     table: str
     configuration_id: str
@@ -51,6 +52,7 @@ class MeasuredMatch(Part):
     stages: tuple[str, ...]
     match: str
     record: Mapping[str, Any]
+    carried_peak_mib: float | None = None
 
     @classmethod
     def of(cls, record: Mapping[str, Any]) -> MeasuredMatch:
@@ -65,6 +67,7 @@ class MeasuredMatch(Part):
             tuple(stages),
             record["match"],
             record,
+            record.get("carried_peak_mib"),
         )
 
     def to_json(self) -> dict[str, Any]:

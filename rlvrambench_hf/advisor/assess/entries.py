@@ -30,7 +30,7 @@ from ..answer import (
     UserKeys,
     Verdict,
 )
-from ..plan.hardware import Hardware
+from ..plan.hardware import BENCHMARK_HARDWARE, Hardware
 from . import bands
 from .changes import in_user_keys
 from .context import Context
@@ -71,9 +71,33 @@ def floors_of(
 
 
 def measured_of(a: Assessment, context: Context, i: int) -> tuple[MeasuredMatch, ...] | None:
-    if not a.matches.count[i]:
+    """The records plan ``i`` matches; on another device than the release's, the release's records of its settings
+    with how they carry to it (when they decide its verdict)."""
+    if a.matches.count[i]:
+        return tuple(MeasuredMatch.of(r) for r in matched_records(context.records, a.codes, i))
+    if not (a.carried.found[i] and a.basis[i] == 0):
         return None
-    return tuple(MeasuredMatch.of(r) for r in matched_records(context.records, a.codes, i))
+    s = a.settings
+    u, to = float(s["vllm_gpu_memory_utilization"][i]), int(s["device_capacity_mib"][i])
+    release, peak = BENCHMARK_HARDWARE.device_capacity_mib, float(a.carried.peak[i])
+    out = []
+    for r in matched_records(context.records, a.carried.codes, i):
+        if np.isfinite(peak) and r["max_completed_peak_mib"] is not None:
+            how = (
+                f"measured on the release's {release:,} MiB device and carried to {to:,} MiB by vLLM's reservation, "
+                f"the one term that depends on the capacity: {r['max_completed_peak_mib']:,.0f} + {u:g} x "
+                f"({to:,} - {release:,}) = {r['max_completed_peak_mib'] + u * (to - release):,.0f} MiB"
+            )
+            r = {**r, "match": how, "carried_peak_mib": round(r["max_completed_peak_mib"] + u * (to - release), 1)}
+        else:
+            how = (
+                f"measured on the release's {release:,} MiB device, where it ran out of memory, and carried to "
+                f"{to:,} MiB: the capacity shrinks by {release - to:,} MiB and vLLM's reservation only by {u:g} x "
+                "that, so it runs out there too"
+            )
+            r = {**r, "match": how}
+        out.append(MeasuredMatch.of(r))
+    return tuple(out)
 
 
 def agree_of(a: Assessment, i: int) -> bool | None:

@@ -22,13 +22,15 @@ NONE = -1
 @dataclass(frozen=True)
 class Matches:
     """Per plan: matched records, the most and least severe resolved label index (-1 / 3 when none is resolved),
-    resolved records, and the first within-margin record (global index, -1 when none)."""
+    resolved records, the first within-margin record (global index, -1 when none) and the largest completed peak
+    of the matched records (MiB; NaN when none completed)."""
 
     count: np.ndarray
     worst: np.ndarray
     best: np.ndarray
     resolved: np.ndarray
     within_margin_record: np.ndarray
+    peak: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class RecordIndex:
     codes: np.ndarray  # records × settings (int64; negative where unrecorded or null)
     recorded: np.ndarray  # records × settings (bool)
     resolved: np.ndarray
+    peaks: np.ndarray  # per record: its largest completed peak, MiB (NaN: none completed)
     tables: tuple[tuple[tuple[str, ...], Codes, int], ...]  # per table: recorded settings, codes, first record
 
     @classmethod
@@ -53,13 +56,16 @@ class RecordIndex:
             codes.append(np.column_stack([coded.codes[n] for n in DEFINING_SETTINGS]))
             recorded.append(np.tile([n in table.recorded for n in DEFINING_SETTINGS], (coded.rows, 1)))
             resolved.append(table.resolved)
+        peaks = np.array([np.nan if (p := r["max_completed_peak_mib"]) is None else p for r in records])
         return cls(
-            index, tuple(records), np.vstack(codes), np.vstack(recorded), np.concatenate(resolved), tuple(tables)
-        )
+            index, tuple(records), np.vstack(codes), np.vstack(recorded), np.concatenate(resolved),
+            peaks.astype(np.float64).reshape(len(records)), tuple(tables),
+        )  # fmt: skip
 
 
-def _summaries(keys: np.ndarray, resolved: np.ndarray, offset: int) -> tuple[np.ndarray, ...]:
-    """Per distinct key (sorted): records, worst and best resolved label, resolved count, first within margin."""
+def _summaries(keys: np.ndarray, resolved: np.ndarray, peaks: np.ndarray, offset: int) -> tuple[np.ndarray, ...]:
+    """Per distinct key (sorted): records, worst and best resolved label, resolved count, first within margin,
+    largest completed peak."""
     usable = keys >= 0
     unique, inverse = np.unique(keys[usable], return_inverse=True)
     inverse = inverse.reshape(-1)
@@ -75,7 +81,9 @@ def _summaries(keys: np.ndarray, resolved: np.ndarray, offset: int) -> tuple[np.
     within = labels == 0
     for group, position in zip(inverse[within][::-1], positions[within][::-1]):
         first[group] = position
-    return unique, count, worst, best, done, first
+    peak = np.full(len(unique), np.nan)
+    np.fmax.at(peak, inverse, peaks[usable])
+    return unique, count, worst, best, done, first, peak
 
 
 def exact_matches(records: RecordIndex, codes: Codes) -> Matches:
@@ -87,6 +95,7 @@ def exact_matches(records: RecordIndex, codes: Codes) -> Matches:
     best = np.full(n, 3)
     resolved = np.zeros(n, dtype=np.int64)
     within = np.full(n, NONE)
+    peak = np.full(n, np.nan)
     radix = records.index.radix
     pattern = np.zeros(n, dtype=np.int64)
     for bit, name in enumerate(DEFINING_SETTINGS):
@@ -97,8 +106,9 @@ def exact_matches(records: RecordIndex, codes: Codes) -> Matches:
         for recorded, coded, offset in records.tables:
             settings = [name for name in recorded if name not in left_out]
             keys = coded.key(settings, radix)
-            unique, g_count, g_worst, g_best, g_done, g_first = _summaries(
-                keys, records.resolved[offset : offset + coded.rows], offset
+            part = slice(offset, offset + coded.rows)
+            unique, g_count, g_worst, g_best, g_done, g_first, g_peak = _summaries(
+                keys, records.resolved[part], records.peaks[part], offset
             )
             if not len(unique):
                 continue
@@ -111,7 +121,8 @@ def exact_matches(records: RecordIndex, codes: Codes) -> Matches:
             best[mine] = np.minimum(best[mine], g_best[at])
             resolved[mine] += g_done[at]
             within[mine] = np.where(within[mine] >= 0, within[mine], g_first[at])
-    return Matches(count, worst, best, resolved, within)
+            peak[mine] = np.fmax(peak[mine], g_peak[at])
+    return Matches(count, worst, best, resolved, within, peak)
 
 
 def plan_codes(codes: Codes, row: int) -> np.ndarray:
@@ -169,3 +180,52 @@ def _with_match(record: dict[str, Any], recorded: np.ndarray, plan: np.ndarray) 
     if not_given:
         out["settings_not_given"] = not_given
     return out
+
+
+@dataclass(frozen=True)
+class Carried:
+    """Release measurements carried to each plan's device (:func:`carried`): per plan, whether one is carried, its
+    label index (-1: none), the carried peak (MiB; NaN for a failure carried down) and the plans' codes on the
+    release's device (for the records the answer lists)."""
+
+    found: np.ndarray
+    state: np.ndarray
+    peak: np.ndarray
+    codes: Codes
+
+
+def carried(
+    records: RecordIndex,
+    codes_on_release: Codes,
+    exact: Matches,
+    utilization: np.ndarray,
+    capacity: np.ndarray,
+    margin: np.ndarray,
+    release_capacity: int,
+) -> Carried:
+    """The release's measurement of each plan's settings carried from its device (capacity ``C``) to the plan's
+    (``C'``), by the one term that depends on the capacity: vLLM reserves ``u × C`` of the device (vLLM ≥ 0.7),
+    nothing else a run holds depends on it, so the same run peaks at ``peak + u × (C' − C)``.
+
+    A run that completed is labelled by that peak against the plan's margin and capacity, never better than its
+    measured label on a smaller device nor worse on a larger one while ``u ≤ 0.95`` (the margin then grows faster
+    than the peak). A run that ran out of memory runs out on any device no larger (its memory less the
+    reservation's shrink ``u (C − C')`` still exceeds ``C'``, as ``u ≤ 1``); on a larger one nothing is carried, nor
+    for plans with an exact match, without ``u``, or whose records are not all resolved."""
+    n = codes_on_release.rows
+    on_release = exact_matches(records, codes_on_release)
+    candidate = (exact.count == 0) & (on_release.count > 0) & np.isfinite(utilization)
+    shift = utilization * (capacity - release_capacity)
+    peak = on_release.peak + shift
+    label = np.where(peak > capacity, 2, np.where(peak > margin, 1, 0))
+    worst = on_release.worst
+    larger = capacity > release_capacity
+    failed = candidate & (worst == 2) & ~larger
+    completed = candidate & (worst >= 0) & (worst < 2) & (on_release.resolved == on_release.count) & np.isfinite(peak)
+    keeps_pace = utilization <= 0.95
+    state = np.full(n, NONE)
+    up = np.where(keeps_pace, np.minimum(worst, label), np.maximum(worst, label))
+    state = np.where(completed, np.where(larger, up, np.maximum(worst, label)), state)
+    state = np.where(failed, 2, state)
+    found = failed | completed
+    return Carried(found, state, np.where(completed, peak, np.nan), codes_on_release)

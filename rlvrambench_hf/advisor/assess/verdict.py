@@ -30,7 +30,7 @@ from ..plan.hardware import BENCHMARK_HARDWARE, HARDWARE_SETTINGS, Hardware
 from ..plan.knobs import KNOB_BY_NAME
 from .context import Context
 from .floors import Floors, floors
-from .lookup import Matches, exact_matches
+from .lookup import Carried, Matches, carried, exact_matches
 from .predict import ABOVE, FAILURE, WITHIN, Predictions, SettingArrays, memory_inputs, predict
 from .records import UNKNOWN, Codes
 
@@ -57,6 +57,7 @@ class Assessment:
     not_modelled: dict[str, np.ndarray]  # reason -> rows the model does not cover for that reason
     near_limit: np.ndarray
     band: PlanBand  # each plan's error band and its parts
+    carried: Carried  # the release's measurements carried to the plans' device
 
     def not_modelled_reasons(self, i: int) -> list[str]:
         return [reason for reason, mask in self.not_modelled.items() if mask[i]]
@@ -104,9 +105,13 @@ def assess(table: pa.Table, context: Context) -> Assessment:
     n = table.num_rows
     any_reason = np.logical_or.reduce([*uncovered.values(), np.zeros(n, bool)])
     strict = np.logical_or.reduce([m for r, m in uncovered.items() if r not in ADDITIVE] + [np.zeros(n, bool)])
-    measured = (matches.count > 0) & ~any_reason
+    carry = carried_to_device(table, settings, matches, context)
     failing = found_floors.failing()
-    measured_state = np.where(matches.resolved > 0, matches.worst, UNRESOLVED_STATE)
+    exact = (matches.count > 0) & ~any_reason
+    measured = exact | (carry.found & ~any_reason & ~failing)
+    measured_state = np.where(
+        matches.count > 0, np.where(matches.resolved > 0, matches.worst, UNRESOLVED_STATE), carry.state
+    )
     peak, capacity, margin = model.peak, x["device_capacity_mib"], settings["margin_limit_mib"]
     model_state = np.where(
         np.isnan(peak), -1, np.where(peak > capacity, FAILURE, np.where(peak > margin, ABOVE, WITHIN))
@@ -122,8 +127,31 @@ def assess(table: pa.Table, context: Context) -> Assessment:
     basis = np.where(measured, 0, np.where(failing, 1, 2))
     return Assessment(
         table, settings, codes, matches, found_floors, predictions, state, basis, model, model_state, uncovered, near,
-        band,
+        band, carry,
     )  # fmt: skip
+
+
+def carried_to_device(table: pa.Table, settings: SettingArrays, exact: Matches, context: Context) -> Carried:
+    """The release's measurements of the plans' settings, made on its device, carried to each plan's device
+    (:func:`.lookup.carried`): a plan on a device of another capacity keeps what the release measured."""
+    release = BENCHMARK_HARDWARE.device_capacity_mib
+    on_release = table
+    for name in HARDWARE_SETTINGS:
+        column = with_validity(pa.int64(), np.full(table.num_rows, getattr(BENCHMARK_HARDWARE, name)), None)
+        if name in on_release.column_names:
+            on_release = on_release.set_column(on_release.schema.get_field_index(name), name, column)
+        else:
+            on_release = on_release.append_column(name, column)
+    u = np.where(settings.valid["vllm_gpu_memory_utilization"], settings["vllm_gpu_memory_utilization"], np.nan)
+    return carried(
+        context.records,
+        context.records.index.codes(on_release),
+        exact,
+        u,
+        settings["device_capacity_mib"],
+        settings["margin_limit_mib"],
+        release,
+    )
 
 
 def plan_band_of(

@@ -148,7 +148,14 @@ def _measured(answer: Answer) -> list[str]:
     records = answer.measured or ()
     seeds = sum(len(r.eligible_seeds) for r in records)
     ran = f"the release ran these settings ({_count(len(records), 'record')}, {_count(seeds, 'eligible seed')})"
-    peaks = [r.max_completed_peak_mib for r in records if r.max_completed_peak_mib is not None]
+    if _carried(answer):
+        release = BENCHMARK_HARDWARE.device_capacity_mib
+        ran += f" on its {release:,} MiB A100, carried to this device by vLLM's reservation (u x capacity)"
+    peaks = [
+        r.carried_peak_mib if r.carried_peak_mib is not None else r.max_completed_peak_mib
+        for r in records
+        if r.max_completed_peak_mib is not None
+    ]
     state = answer.verdict.state
     lines = []
     if state == "memory_failure":
@@ -297,7 +304,8 @@ def basis(answer: Answer) -> str:
     v = answer.verdict
     decided = v.basis if v.state is not None else None
     rests = {
-        "measured": "basis: measured (the release ran these settings)",
+        "measured": "basis: measured (the release ran these settings"
+        + (" on its A100, carried to this device by vLLM's reservation)" if _carried(answer) else ")"),
         "floor": "basis: floor (arithmetic that cannot hold, whatever the model predicts)",
         "predicted": "basis: predicted by the per-phase memory model, not a measurement",
     }.get(decided or "", "basis: none (no verdict)")
@@ -305,6 +313,11 @@ def basis(answer: Answer) -> str:
     if not flags:
         return f"{rests}; scope: within the measured families, settings and hardware"
     return f"{rests}; scope: {'; '.join(dict.fromkeys(flags))}"
+
+
+def _carried(answer: Answer) -> bool:
+    """Whether the measurement was made on the release's device and carried to the plan's."""
+    return answer.device.device_capacity_mib != BENCHMARK_HARDWARE.device_capacity_mib and bool(answer.measured)
 
 
 def _title(flag: str) -> str:

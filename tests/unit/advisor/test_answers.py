@@ -148,6 +148,36 @@ def test_more_device_memory_never_makes_a_verdict_worse(mini_context, rows, capa
         assert seen == sorted(seen, reverse=True), (row, capacities, seen)
 
 
+@pytest.mark.parametrize("capacity", [c for c in DEVICE_CAPACITIES if c != 40960])
+def test_a_measured_plan_keeps_its_measurement_on_every_other_device(mini_context, capacity):
+    """Every measured configuration of the release, on a device of another capacity: never a worse verdict on a
+    larger device nor a better one on a smaller, its records listed with the peak carried by vLLM's reservation
+    (``peak + u x (C' - C)``), and a failure carried only to devices no larger."""
+    rows = [{k: v for k, v in s.items() if k in PLAN_KEYS} for s in world.pool_settings()]
+    peaks = world.pool_peaks()
+    on_release = answers(rows, mini_context)
+    elsewhere = answers(rows, mini_context, Hardware.of(capacity, None))
+    carried = 0
+    for row, before, after in zip(rows, on_release, elsewhere):
+        assert before["verdict"]["basis"] == "measured", before["verdict"]
+        b, a = severity(before["verdict"]["state"]), severity(after["verdict"]["state"])
+        assert a <= b if capacity > 40960 else a >= b, (row["configuration_id"], before["verdict"], after["verdict"])
+        peak = peaks[row["configuration_id"]]
+        if after["verdict"]["basis"] == "floor":  # a smaller device's vLLM budget cannot hold what it must
+            assert capacity < 40960 and after["verdict"]["state"] == "memory_failure", after["verdict"]
+            continue
+        if after["verdict"]["basis"] != "measured":  # nothing carries a failure to a larger device
+            assert peak is None and capacity > 40960, (row["configuration_id"], after["verdict"])
+            continue
+        carried += 1
+        (record,) = after["measured"]
+        assert record["configuration_id"] == row["configuration_id"] and "carried" in after["verdict"]["sentence"]
+        if peak is not None:
+            shifted = peak + row["vllm_gpu_memory_utilization"] * (capacity - 40960)
+            assert record["carried_peak_mib"] == pytest.approx(shifted, abs=0.1)
+    assert carried >= len(rows) // 2
+
+
 def applied(row: dict, change: dict) -> dict:
     """``row`` with ``change`` made, as the advisor makes it (a length change keeps max_model_len = prompt +
     response when it was)."""
