@@ -400,13 +400,24 @@ def digests(files: list[Path]) -> dict[str, str | None]:
 
 
 @pytest.fixture(scope="module")
-def harness(tmp_path_factory):
-    """Runs every case of a target on first use (one driver process per target) and keeps the results."""
+def harness(tmp_path_factory, testrun_uid):
+    """Runs every case of a target on first use (one driver process per target) and keeps the results. Under
+    pytest-xdist the workers share them through this run's temporary root: the first worker to need a target runs
+    it, and one that needs it later, or meanwhile, waits for and reads those results, so no target runs twice."""
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    shared = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / f"hostile-{testrun_uid}"
+    shared.mkdir(exist_ok=True)
     done: dict[str, dict[str, dict]] = {}
 
     def result(target: Target, item: Input) -> dict:
         if target.name not in done:
-            done[target.name] = run_target(target, tmp_path_factory.mktemp("hostile"))
+            path = shared / f"{hashlib.sha256(target.name.encode()).hexdigest()[:16]}.json"
+            with FileLock(f"{path}.lock"):
+                if not path.exists():
+                    path.write_text(json.dumps(run_target(target, tmp_path_factory.mktemp("hostile"))))
+                done[target.name] = json.loads(path.read_text())
         return done[target.name][item.name]
 
     return result
