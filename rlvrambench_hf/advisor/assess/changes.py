@@ -46,6 +46,8 @@ MOVES: dict[str, tuple[int, str]] = {
     "train_batch_size": (2, "down"),
 }
 LENGTHS = ("max_prompt_length", "max_response_length")
+#: Micro-batches VERL requires to divide the sequences each GPU trains on (its check of the per-GPU mini-batch).
+DIVIDING = ("actor_micro_batch", "rollout_logprob_micro_batch", "ref_logprob_micro_batch")
 
 
 @dataclass(frozen=True)
@@ -77,12 +79,16 @@ def variants(table: pa.Table, rows: np.ndarray, index: MeasuredIndex) -> Variant
     """Every single-setting variant of plans ``rows`` along the measured values (a memory knob: turned on)."""
     parts, origin, setting, cost, before, after = [], [], [], [], [], []
     table = _with_knob_values(table)
+    per_gpu = _sequences_per_gpu(table)
     for k, (name, (tier, direction)) in enumerate(MOVES.items()):
         if name not in table.column_names:
             continue
         current, valid = numbers(table.column(name))
         for value in index.values[name].to_pylist() if name in index.values else [True]:
-            chosen = rows[valid[rows] & _allowed(direction, current[rows], float(value))]
+            fits = _allowed(direction, current[rows], float(value))
+            if name in DIVIDING:  # a micro-batch that does not divide the sequences per GPU would not run
+                fits &= np.fmod(per_gpu[rows], float(value)) == 0
+            chosen = rows[valid[rows] & fits]
             if not len(chosen):
                 continue
             step = 1.0 if direction == "on" else np.abs(np.log(float(value) / np.maximum(current[chosen], 1e-12)))
@@ -104,6 +110,15 @@ def variants(table: pa.Table, rows: np.ndarray, index: MeasuredIndex) -> Variant
         np.concatenate(before),
         after,
     )
+
+
+def _sequences_per_gpu(table: pa.Table) -> np.ndarray:
+    """Sequences each GPU trains on per step (NaN where a setting is not given)."""
+    got = [numbers(table.column(n)) if n in table.column_names else (np.zeros(table.num_rows), np.zeros(
+        table.num_rows, dtype=bool)) for n in ("train_batch_size", "rollout_n", "gpu_count")]  # fmt: skip
+    (batch, b_ok), (n, n_ok), (gpus, g_ok) = got
+    ok = b_ok & n_ok & g_ok & (gpus > 0)
+    return np.where(ok, batch * n / np.where(ok, gpus, 1.0), np.nan)
 
 
 def _with_knob_values(table: pa.Table) -> pa.Table:

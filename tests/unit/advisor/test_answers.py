@@ -253,12 +253,6 @@ def test_near_the_limit_means_within_the_band_of_the_margin_or_the_capacity(mini
         assert found["verdict"]["state"] in STATES
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: assess/changes.py proposes any measured actor_micro_batch below the plan's (16 for 24 sequences "
-    "per GPU), while memory/headroom.py keeps the micro-batch a divisor of the sequences per GPU, as VERL's check "
-    "of the per-GPU mini-batch requires: the answer's two micro-batch figures disagree and the change would not run",
-)
 def test_a_proposed_micro_batch_divides_the_sequences_per_gpu_as_the_largest_fitting_one_does(mini_context):
     row = plan(workload_id="math", train_batch_size=12, actor_micro_batch=24, max_response_length=2560,
                max_model_len=3072, vllm_gpu_memory_utilization=0.5)  # fmt: skip
