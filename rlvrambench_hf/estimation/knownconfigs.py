@@ -42,6 +42,22 @@ def _llama(hidden: int, layers: int, heads: int, inter: int, tied: bool) -> dict
     }
 
 
+def _qwen3(hidden: int, layers: int, heads: int, inter: int, tied: bool) -> dict[str, object]:
+    return {
+        "model_type": "qwen3",
+        "hidden_size": hidden,
+        "num_hidden_layers": layers,
+        "num_attention_heads": heads,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "intermediate_size": inter,
+        "vocab_size": 151936,
+        "max_position_embeddings": 40960,
+        "tie_word_embeddings": tied,
+        "torch_dtype": "bfloat16",
+    }
+
+
 _QWEN25 = {
     "0.5B": _qwen2(896, 24, 14, 2, 4864, 151936, 32768),
     "1.5B": _qwen2(1536, 28, 12, 2, 8960, 151936, 32768),
@@ -63,6 +79,26 @@ KNOWN_CONFIGS: Mapping[str, Mapping[str, object]] = {
     "Qwen/Qwen2.5-Math-1.5B": _qwen2(1536, 28, 12, 2, 8960, 151936, 4096),
     "Qwen/Qwen2.5-Math-7B": _qwen2(3584, 28, 28, 4, 18944, 152064, 4096),
     **{f"meta-llama/{name}{suffix}": config for name, config in _LLAMA.items() for suffix in ("", "-Instruct")},
+    **{f"Qwen/Qwen2-7B{suffix}": _qwen2(3584, 28, 28, 4, 18944, 152064, 32768) for suffix in ("", "-Instruct")},
+    **{f"Qwen/Qwen2-72B{suffix}": _qwen2(8192, 80, 64, 8, 29568, 152064, 32768) for suffix in ("", "-Instruct")},
+    "Qwen/Qwen3-4B": _qwen3(2560, 36, 32, 9728, True),
+    "Qwen/Qwen3-8B": _qwen3(4096, 36, 32, 12288, False),
+    "Qwen/Qwen3-32B": _qwen3(5120, 64, 64, 25600, False),
+    **{
+        f"deepseek-ai/deepseek-llm-7b-{kind}": {
+            "model_type": "llama",
+            "hidden_size": 4096,
+            "num_hidden_layers": 30,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 32,
+            "intermediate_size": 11008,
+            "vocab_size": 102400,
+            "max_position_embeddings": 4096,
+            "tie_word_embeddings": False,
+            "torch_dtype": "bfloat16",
+        }
+        for kind in ("base", "chat")
+    },
 }
 #: How metadata derived from these facts names where it came from.
 KNOWN_SOURCE = "config.json facts shipped with rlvrambench-hf (the Hub's config.json could not be read)"
