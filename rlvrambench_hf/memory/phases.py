@@ -108,8 +108,9 @@ class PhaseModel:
         def counted(t: Term) -> bool:
             return not t.measured if stack_only else (t.calibrated or not t.measured or t.name in tokens)
 
+        # the token terms count net of their calibration (the share of them the release measured)
         columns = [
-            np.sum([np.maximum(t.mib, 0.0) for t in self.terms[p] if counted(t)] or [np.zeros(len(self.known))], axis=0)
+            np.maximum(np.sum([t.mib for t in self.terms[p] if counted(t)] or [np.zeros(len(self.known))], axis=0), 0)
             for p in PHASES
         ]
         return np.column_stack(columns)

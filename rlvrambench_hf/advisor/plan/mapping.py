@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from .conversions import (
     _adaptation,
+    _any_on,
     _as_is,
     _colocated,
     _dtype,
+    _first_on,
     _hybrid,
     _lora_rank,
     _lower,
@@ -158,6 +160,19 @@ VERL_MAPPING: tuple[Mapped, ...] = (
     _knob("actor_rollout_ref.actor.use_dynamic_bsz", "use_dynamic_bsz"),
     _knob("actor_rollout_ref.actor.ppo_max_token_len_per_gpu", "max_token_len_per_gpu"),
     _knob("actor_rollout_ref.actor.ulysses_sequence_parallel_size", "ulysses_sp_size"),
+    Mapped(
+        KL_KEYS,
+        "reference_model",
+        "on when use_kl_loss or use_kl_in_reward is (VERL then loads a reference policy; with LoRA the base model)",
+        _any_on,
+        _first_on,
+        False,
+        ("bool", "bool"),
+    ),  # fmt: skip
+    _knob("actor_rollout_ref.ref.fsdp_config.param_offload", "ref_param_offload"),
+    _knob("critic.model.fsdp_config.param_offload", "critic_param_offload"),
+    _knob("critic.model.fsdp_config.optimizer_offload", "critic_optimizer_offload"),
+    _knob("critic.ppo_micro_batch_size_per_gpu", "critic_micro_batch"),
 )
 
 #: Settings no floor, phase or scope decision reads (the memory model, the floors, the measured records and the

@@ -16,6 +16,8 @@ from .conversions import (
     _or_prompt_plus_response,
     _peft_back,
     _peft_rank,
+    _positive,
+    _positive_back,
     _quant_back,
     _quant_bits,
     _same,
@@ -138,6 +140,8 @@ TRL_MAPPING: tuple[Mapped, ...] = (
         "lora_r with use_peft, else 0",
         _peft_rank,
         _peft_back,
+        _positive,
+        _positive_back,
         False,
         ("bool", "int64"),
     ),  # fmt: skip
@@ -206,6 +210,19 @@ TRL_MAPPING: tuple[Mapped, ...] = (
         _offload_back,
         False,
         ("string", "bool"),
+    ),  # fmt: skip
+)
+
+TRL_MAPPING = (
+    *TRL_MAPPING,
+    Mapped(
+        ("beta",),
+        "reference_model",
+        "on when beta > 0 (TRL then loads a reference model; with PEFT the base model, adapters disabled)",
+        _positive,
+        _positive_back,
+        False,
+        ("float64",),
     ),  # fmt: skip
 )
 
