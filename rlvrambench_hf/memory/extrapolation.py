@@ -140,7 +140,8 @@ class PlanBand:
         if part == STACK:
             return (
                 f"terms the release measured none of (full fine-tuning, a reference, a critic, Ulysses, generation "
-                f"outside vLLM, dynamic batches' tokens): {100 * STACK_SHARE:g} % of them, a physical prior for the "
+                f"outside vLLM, dynamic batches' tokens, another engine's reservation): {100 * STACK_SHARE:g} % of "
+                "them, a physical prior for the "
                 "allocator's fragmentation and the buffers their physics leaves out (no measurement calibrates it)"
             )
         if part == DEVICE:
@@ -182,6 +183,11 @@ def per_phase(
     parts[DEVICE][:] = np.where(device, band.device_share, 0.0)[:, None] * model.uncertain()
     dynamic = x.knob("dynamic_batch") > 0
     stack = model.uncertain(stack_only=True)
+    # SGLang's mem_fraction_static holds weights and KV cache; its CUDA graphs and activations sit beside it
+    other = (x.knob("other_engine") > 0) & (x.knob("unpaged_generation") == 0)
+    for k, phase in enumerate(PHASES):
+        engine = [t.mib for t in model.terms[phase] if t.name in ("vllm_reservation", "vllm_between_generations")]
+        stack[:, k] += np.where(other, np.sum(engine or [np.zeros(n)], axis=0), 0.0)
     for phase, tokens in (("actor_update", tok_actor), ("reference_logprob", tok_score)):
         limit = band.tokens_max.get(phase, np.inf)
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -28,7 +28,7 @@ and optimizer states are sharded over (G where the stage shards them, else 1):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,6 +50,50 @@ PREFETCH_UNITS = 2.0
 ALL_TO_ALL_TENSORS, ALL_TO_ALL_BYTES = 4.0, 2.0
 
 Explain = Callable[[int], str]
+#: Estimators without a critic: they cost what GRPO costs (VERL's ``AdvantageEstimator``; ReMax's greedy baseline
+#: is one more sequence per prompt, inside vLLM's reservation).
+CRITIC_FREE = frozenset({
+    "grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline", "remax", "gpg", "opo", "grpo_passk",
+    "grpo_vectorized", "rloo_vectorized", "gspo", "sapo", "dapo", "drgrpo", "dr_grpo", "optimal_token_baseline",
+    "tir_optimal_token_baseline", "gdpo", "cispo",
+})  # fmt: skip
+#: The plan's string knobs and settings :func:`stack_codes` reads.
+STRING_KNOBS = ("strategy", "zero_stage", "rollout_engine", "vllm_mode", "advantage_estimator", "algorithm",
+                "adaptation", "use_dynamic_bsz")  # fmt: skip
+
+
+def stack_codes(rows: Sequence[Mapping[str, object]]) -> dict[str, np.ndarray]:
+    """The string knobs of plans (dicts) as numbers: the sharding stage (3: FSDP or ZeRO-3, 2: ZeRO-2, 1: ZeRO-1,
+    0: DDP or ZeRO-0; accelerate's DeepSpeed plugin defaults to stage 2), DeepSpeed, vLLM in server mode, unpaged
+    generation (transformers), a GAE critic, dynamic batch sizes, another engine than vLLM, full fine-tuning (the
+    adaptation ``none``)."""
+
+    def low(row: Mapping[str, object], name: str) -> str | None:
+        value = row.get(name)
+        return None if value is None else str(value).lower()
+
+    def stage(row: Mapping[str, object]) -> float:
+        strategy, zero = low(row, "strategy"), row.get("zero_stage")
+        if strategy == "ddp":
+            return 0.0
+        if strategy == "deepspeed":
+            return float(zero) if isinstance(zero, (int, float)) and not isinstance(zero, bool) else 2.0
+        return 3.0
+
+    def estimator(row: Mapping[str, object]) -> str | None:
+        return low(row, "advantage_estimator") or low(row, "algorithm")
+
+    columns = {
+        "sharding_stage": [stage(r) for r in rows],
+        "deepspeed": [low(r, "strategy") == "deepspeed" for r in rows],
+        "vllm_server": [low(r, "vllm_mode") == "server" for r in rows],
+        "unpaged_generation": [low(r, "rollout_engine") == "hf" for r in rows],
+        "gae_critic": [estimator(r) == "gae" for r in rows],
+        "dynamic_batch": [low(r, "use_dynamic_bsz") == "true" for r in rows],
+        "other_engine": [low(r, "rollout_engine") not in (None, "vllm") for r in rows],
+        "full_fine_tuning": [low(r, "adaptation") == "none" for r in rows],
+    }
+    return {k: np.array(v, dtype=np.float64).reshape(len(rows)) for k, v in columns.items()}
 
 
 @dataclass(frozen=True)
@@ -234,3 +278,14 @@ _ZERO = {
 }
 #: The terms of this module: the band's ``stack_not_measured`` part is a share of them.
 STACK_TERMS = frozenset({*_ZERO})
+
+
+def vllm_kept(x: PlanInputs) -> np.ndarray:
+    """The reservation vLLM keeps outside generation, MiB: ``u × C`` when it never sleeps, else 0."""
+    return np.where(x["free_cache_engine"] > 0, 0.0, x["vllm_gpu_memory_utilization"] * x["device_capacity_mib"])
+
+
+def vllm_woken_weights(x: PlanInputs, arch: Architecture) -> np.ndarray:
+    """vLLM's bf16 weights woken for the sync, MiB: ``2P/T`` when it slept, else 0 (inside its kept reservation)."""
+    t = np.where(x["rollout_tp_size"] > 0, x["rollout_tp_size"], 1.0)
+    return np.where(x["free_cache_engine"] > 0, 2.0 * arch.p / t / MIB, 0.0)

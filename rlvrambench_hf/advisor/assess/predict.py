@@ -241,8 +241,9 @@ def memory_inputs(table: pa.Table, s: SettingArrays) -> tuple[PlanInputs, Archit
     for knob in KNOBS:
         if knob.type != pa.string() and knob.name in table.column_names:
             values[knob.name], valid[knob.name] = numbers(table.column(knob.name))
-    values.update(stack_columns(table))
-    valid.update({name: np.ones(table.num_rows, dtype=bool) for name in stack_columns(table)})
+    stack = stack_columns(table)
+    values.update(stack)
+    valid.update({name: np.ones(table.num_rows, dtype=bool) for name in stack})
     dtype = table.column("actor_param_dtype").to_pylist() if "actor_param_dtype" in table.column_names else None
     column = (
         table.column("workload_id") if "workload_id" in table.column_names else pa.nulls(table.num_rows, pa.string())
@@ -253,49 +254,14 @@ def memory_inputs(table: pa.Table, s: SettingArrays) -> tuple[PlanInputs, Archit
     return x, s.architecture
 
 
-#: Estimators without a critic: they cost what GRPO costs (VERL's ``AdvantageEstimator``; ReMax's greedy baseline
-#: is one more sequence per prompt inside vLLM's reservation).
-CRITIC_FREE = frozenset({
-    "grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline", "remax", "gpg", "opo", "grpo_passk",
-    "grpo_vectorized", "rloo_vectorized", "gspo", "sapo", "dapo", "drgrpo", "dr_grpo", "optimal_token_baseline",
-    "tir_optimal_token_baseline", "gdpo", "cispo",
-})  # fmt: skip
-#: Rollout engines with vLLM's memory shape: a reservation of ``u × C`` (SGLang's ``mem_fraction_static``).
-RESERVING_ENGINES = ("vllm", "sglang")
-#: Engines that generate without a paged cache (transformers' ``generate``).
-UNPAGED_ENGINES = ("hf",)
-
-
-def _strings(table: pa.Table, name: str) -> list[str | None]:
-    if name not in table.column_names:
-        return [None] * table.num_rows
-    return [None if v is None else str(v).lower() for v in table.column(name).to_pylist()]
-
-
 def stack_columns(table: pa.Table) -> dict[str, np.ndarray]:
-    """The string knobs as the numbers the per-phase model computes with: the sharding stage (3: FSDP or ZeRO-3,
-    2: ZeRO-2, 1: ZeRO-1, 0: DDP or ZeRO-0), DeepSpeed, vLLM in server mode, unpaged generation, a GAE critic,
-    dynamic batch sizes and another engine than vLLM."""
-    strategy, engine = _strings(table, "strategy"), _strings(table, "rollout_engine")
-    mode = _strings(table, "vllm_mode")
-    estimator = [e or a for e, a in zip(_strings(table, "advantage_estimator"), _strings(table, "algorithm"))]
-    adaptation = _strings(table, "adaptation")
-    zero, zero_ok = numbers(table.column("zero_stage")) if "zero_stage" in table.column_names else _absent(table)
-    dynamic = _strings(table, "use_dynamic_bsz")
-    stage = [
-        0.0 if s == "ddp" else (float(z) if ok else 2.0) if s == "deepspeed" else 3.0
-        for s, z, ok in zip(strategy, zero, zero_ok)
-    ]
-    return {
-        "sharding_stage": np.array(stage, dtype=np.float64).reshape(table.num_rows),
-        "deepspeed": np.array([s == "deepspeed" for s in strategy], dtype=np.float64).reshape(table.num_rows),
-        "vllm_server": np.array([m == "server" for m in mode], dtype=np.float64).reshape(table.num_rows),
-        "unpaged_generation": np.array([e in UNPAGED_ENGINES for e in engine], np.float64).reshape(table.num_rows),
-        "gae_critic": np.array([e == "gae" for e in estimator], dtype=np.float64).reshape(table.num_rows),
-        "dynamic_batch": np.array([d == "true" for d in dynamic], dtype=np.float64).reshape(table.num_rows),
-        "other_engine": np.array([e not in (None, "vllm") for e in engine], np.float64).reshape(table.num_rows),
-        "full_fine_tuning": np.array([a == "none" for a in adaptation], np.float64).reshape(table.num_rows),
-    }
+    """The string knobs as the numbers the per-phase model computes with (:func:`~rlvrambench_hf.memory.stack.
+    stack_codes`)."""
+    from ...memory.stack import STRING_KNOBS, stack_codes
+
+    columns = {n: table.column(n).to_pylist() for n in STRING_KNOBS if n in table.column_names}
+    rows = [{n: columns[n][i] for n in columns} for i in range(table.num_rows)]
+    return stack_codes(rows)
 
 
 def _absent(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:

@@ -24,7 +24,7 @@ from ...memory.architecture import Architecture
 from ...memory.extrapolation import PlanBand, near_limit, plan_band
 from ...memory.inputs import PlanInputs
 from ...memory.phases import PhaseModel, phases
-from ...memory.stack import Stack
+from ...memory.stack import CRITIC_FREE, Stack
 from ..answer import FLOOR, MEASURED, PREDICTED
 from ..plan.arrays import numbers, with_validity
 from ..plan.hardware import BENCHMARK_HARDWARE, HARDWARE_SETTINGS, Hardware
@@ -32,7 +32,7 @@ from ..plan.knobs import KNOB_BY_NAME
 from .context import Context
 from .floors import Floors, floors
 from .lookup import Matches, exact_matches
-from .predict import ABOVE, CRITIC_FREE, FAILURE, WITHIN, Predictions, SettingArrays, memory_inputs, predict
+from .predict import ABOVE, FAILURE, WITHIN, Predictions, SettingArrays, memory_inputs, predict
 from .records import Codes
 
 #: Verdict states: the three labels, then unresolved (a measurement without a repeated label); -1: nothing known.

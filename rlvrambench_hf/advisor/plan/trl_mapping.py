@@ -140,8 +140,6 @@ TRL_MAPPING: tuple[Mapped, ...] = (
         "lora_r with use_peft, else 0",
         _peft_rank,
         _peft_back,
-        _positive,
-        _positive_back,
         False,
         ("bool", "int64"),
     ),  # fmt: skip
