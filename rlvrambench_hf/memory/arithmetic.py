@@ -10,7 +10,7 @@ import numpy as np
 from .architecture import Architecture
 from .calibrate import Calibration
 from .inputs import KNOB_DEFAULTS, PlanInputs
-from .stack import Stack
+from .stack import Stack, parallel
 
 MIB = 2.0**20
 Explain = Callable[[int], str]
@@ -40,8 +40,8 @@ def _lengths(x: PlanInputs, arch: Architecture) -> tuple[np.ndarray, np.ndarray,
     context = np.where(x.valid["max_model_len"], x["max_model_len"], arch.context)
     length = np.minimum(context, x["max_prompt_length"] + x["max_response_length"])
     gpus = np.where(x["gpu_count"] > 0, x["gpu_count"], 1.0)
-    sp = np.maximum(x.knob("ulysses_sp_size"), 1.0)
-    return length, x["train_batch_size"] * x["rollout_n"] * sp / gpus, sp
+    split, group, _ = parallel(x)
+    return length, x["train_batch_size"] * x["rollout_n"] * group / gpus, split
 
 
 def critic_tokens(x: PlanInputs, arch: Architecture) -> np.ndarray:
@@ -95,9 +95,9 @@ class Formats:
 
     def _shards(self, i: int) -> str:
         x, a = self.x, self.a
-        b = x.actor_bytes[i]
+        b = self.st.param_bytes[i]
         r = a.adapter(self.rank)[i]
-        given = "" if x.actor_bytes_given[i] else ", fp32 as the release ran"
+        given = "" if x.actor_bytes_given[i] or self.st.megatron[i] else ", fp32 as the release ran"
         q = x.valid.get("base_quant_bits")
         if q is not None and q[i] and x["base_quant_bits"][i] > 0:
             bits = x["base_quant_bits"][i]
@@ -135,7 +135,8 @@ class Formats:
     def _tokens(self, i: int, micro: float) -> str:
         length, per_gpu, _, _ = tokens_of(self.x, self.a)
         sp = self.st.sp[i]
-        split = f" / Ulysses {sp:g}" if sp > 1 else ""
+        what = "TP x CP" if self.st.megatron[i] else "Ulysses"
+        split = f" / {what} {sp:g}" if sp > 1 else ""
         return f"min({micro:g}, {per_gpu[i]:g} sequences per GPU) x {length[i]:,.0f} tokens{split}"
 
     def logits_score(self, i: int) -> str:
@@ -185,8 +186,8 @@ class Formats:
     def gathered(self, i: int) -> str:
         a, x = self.a, self.x
         r = a.adapter(self.rank)[i]
-        b = x.actor_bytes[i]
-        dtype = "" if x.actor_bytes_given[i] else ", fp32 as the release ran"
+        b = self.st.param_bytes[i]
+        dtype = "" if x.actor_bytes_given[i] or self.st.megatron[i] else ", fp32 as the release ran"
         if self.st.unpaged[i]:
             return "0 MiB: no vLLM to copy the weights to (transformers generates with the trained model)"
         if self._d(i) == 1 and x["parameter_offload"][i] <= 0:

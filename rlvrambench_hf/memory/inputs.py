@@ -52,6 +52,10 @@ KNOB_DEFAULTS: dict[str, tuple[float, str]] = {
     "dynamic_batch": (0.0, "fixed micro-batches, as the release ran"),
     "other_engine": (0.0, "vLLM, as the release ran"),
     "full_fine_tuning": (0.0, "LoRA, as the release ran"),
+    "megatron": (0.0, "FSDP, as the release ran"),
+    "megatron_tp": (1.0, "VERL's default (megatron.tensor_model_parallel_size: 1)"),
+    "megatron_pp": (1.0, "VERL's default (megatron.pipeline_model_parallel_size: 1)"),
+    "megatron_cp": (1.0, "VERL's default (megatron.context_parallel_size: 1)"),
 }
 #: Bytes per element of the resident actor by ``actor_param_dtype`` (the release: fp32 FSDP shards).
 ACTOR_DTYPE_BYTES: dict[str, float] = {"fp32": 4.0, "float32": 4.0, "bf16": 2.0, "bfloat16": 2.0, "fp16": 2.0}

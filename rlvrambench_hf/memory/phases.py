@@ -153,8 +153,9 @@ def phases(x: PlanInputs, arch: Architecture, cal: Calibration) -> PhaseModel:
     rank = np.where(st.full, 0.0, x.knob("lora_rank"))
     r = arch.adapter(rank)
     quant = x.valid["base_quant_bits"] & (x["base_quant_bits"] > 0) if "base_quant_bits" in x.valid else None
-    base_bytes = np.where(quant, x["base_quant_bits"] / 8.0, x.actor_bytes) if quant is not None else x.actor_bytes
-    shards = (base_bytes * arch.p + x.actor_bytes * r) / st.d_params / MIB
+    b = st.param_bytes
+    base_bytes = np.where(quant, x["base_quant_bits"] / 8.0, b) if quant is not None else b
+    shards = (base_bytes * arch.p + b * r) / st.d_params / MIB
     resident = np.where(p_off, 0.0, shards)
     budget = u * c * st.vllm_here
     length, per_gpu, tok_actor, tok_score = tokens_of(x, arch)
@@ -169,10 +170,10 @@ def phases(x: PlanInputs, arch: Architecture, cal: Calibration) -> PhaseModel:
     optimizer = np.where(o_off, 4.0, 12.0) * r / g / MIB
     # one GPU (or DDP, ZeRO-1/2) without offload: nothing sharded, the resident parameters are the full ones
     unsharded = (st.d_params == 1) & ~p_off
-    full = base_bytes * arch.p + x.actor_bytes * r
+    full = base_bytes * arch.p + b * r
     # full fine-tuning syncs tensor by tensor (one unit at a time); a LoRA merge gathers everything unless layered
     one_unit = layered | st.full
-    gathered = np.where(unsharded | st.unpaged, 0.0, np.where(one_unit, x.actor_bytes * arch.unit, full) / MIB)
+    gathered = np.where(unsharded | st.unpaged, 0.0, np.where(one_unit, b * arch.unit, full) / MIB)
     vllm_between = vllm_kept(x) * st.vllm_here
     # DeepSpeed's parameter offload keeps the parameters on the CPU for good (fetched a unit at a time)
     computing = np.where(st.deepspeed & p_off, 0.0, shards)
@@ -270,7 +271,7 @@ def _stack_terms(
             "actor_optimizer_states", st.optimizer_states(during_update=True), "actor_optimizer_states"
         ),
         "actor_gradients": term("actor_gradients", st.gradients()),
-        "actor_gathered_units": term("actor_gathered_units", st.units(x.actor_bytes, st.full)),
+        "actor_gathered_units": term("actor_gathered_units", st.units(st.param_bytes, st.full)),
         "reference_weights": term("reference_weights", st.reference_weights()),
         "reference_units": term("reference_units", st.reference_units()),
         "critic_parameters": term("critic_parameters", st.critic_parameters(computing=False)),

@@ -91,9 +91,21 @@ def stack_codes(rows: Sequence[Mapping[str, object]]) -> dict[str, np.ndarray]:
         "gae_critic": [estimator(r) == "gae" for r in rows],
         "dynamic_batch": [low(r, "use_dynamic_bsz") == "true" for r in rows],
         "other_engine": [low(r, "rollout_engine") not in (None, "vllm") for r in rows],
+        "megatron": [low(r, "strategy") == "megatron" for r in rows],
         "full_fine_tuning": [low(r, "adaptation") == "none" for r in rows],
     }
     return {k: np.array(v, dtype=np.float64).reshape(len(rows)) for k, v in columns.items()}
+
+
+def parallel(x: PlanInputs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per plan: (the GPUs a micro-batch's tokens are split over, the GPUs one data-parallel rank spans, the GPUs
+    the parameters are split over by model parallelism). FSDP: Ulysses' size, the same, 1. Megatron: TP x CP
+    (sequence parallelism and vocabulary-parallel logits split the tokens by TP), TP x PP x CP, TP x PP."""
+    mega = x.knob("megatron") > 0
+    tp, pp, cp = (np.maximum(x.knob(k), 1.0) for k in ("megatron_tp", "megatron_pp", "megatron_cp"))
+    ulysses = np.maximum(x.knob("ulysses_sp_size"), 1.0)
+    split = np.where(mega, tp * cp, ulysses)
+    return split, np.where(mega, tp * pp * cp, ulysses), np.where(mega, tp * pp, 1.0)
 
 
 @dataclass(frozen=True)
@@ -114,27 +126,32 @@ class Stack:
     unpaged: np.ndarray
     server: np.ndarray
     deepspeed: np.ndarray
+    megatron: np.ndarray
 
     @classmethod
     def of(cls, x: PlanInputs, arch: Architecture) -> Stack:
         g = np.where(x["gpu_count"] > 0, x["gpu_count"], 1.0)
         stage = x.knob("sharding_stage")
+        split, _, model_parallel = parallel(x)
+        mega = x.knob("megatron") > 0
         full = x.valid["lora_rank"] & (x["lora_rank"] == 0) if "lora_rank" in x.valid else np.zeros(x.rows, bool)
         full = full | (x.knob("full_fine_tuning") > 0)
         return cls(
             x,
             arch,
             g,
-            np.where(stage >= 3, g, 1.0),
-            np.where(stage >= 2, g, 1.0),
-            np.where(stage >= 1, g, 1.0),
+            # Megatron: parameters and gradients split by TP x PP, the distributed optimizer over every GPU
+            np.where(mega, model_parallel, np.where(stage >= 3, g, 1.0)),
+            np.where(mega, model_parallel, np.where(stage >= 2, g, 1.0)),
+            np.where(mega | (stage >= 1), g, 1.0),
             np.asarray(full, dtype=bool),
             np.asarray(full & (x.knob("reference_model") > 0), dtype=bool),
             x.knob("gae_critic") > 0,
-            np.maximum(x.knob("ulysses_sp_size"), 1.0),
+            split,
             x.knob("unpaged_generation") > 0,
             x.knob("vllm_server") > 0,
             x.knob("deepspeed") > 0,
+            mega,
         )
 
     @property
@@ -151,19 +168,28 @@ class Stack:
             & (x.knob("sharding_stage") == 3)
             & (x.knob("dynamic_batch") == 0)
             & (x.knob("other_engine") == 0)
+            & ~self.megatron
         )
 
     # -- the actor's full fine-tuning -------------------------------------------------------------------------
     def optimizer_states(self, during_update: bool) -> np.ndarray:
         """Adam's states of every parameter (full fine-tuning), MiB: on the device unless offloaded — VERL loads
         them back for the step, DeepSpeed steps on the CPU."""
-        b = self.x.actor_bytes
+        b = self.param_bytes
         off = self.x["optimizer_offload"] > 0
         away = (off & self.deepspeed) if during_update else off
         return np.where(self.full & ~away, (ADAM_BYTES - 2.0 * b) * self.arch.p / self.d_states / MIB, 0.0)
 
+    @property
+    def param_bytes(self) -> np.ndarray:
+        """Bytes per parameter of the actor's weights: Megatron keeps bf16 weights (its fp32 copy is the
+        distributed optimizer's), FSDP the actor's dtype."""
+        return np.where(self.megatron, 2.0, self.x.actor_bytes)  # type: ignore[no-any-return]
+
     def gradients(self) -> np.ndarray:
-        return np.where(self.full, self.x.actor_bytes * self.arch.p / self.d_grads / MIB, 0.0)
+        """Full fine-tuning's gradients: in the parameters' dtype (Megatron: fp32 main gradients)."""
+        b = np.where(self.megatron, 4.0, self.x.actor_bytes)
+        return np.where(self.full, b * self.arch.p / self.d_grads / MIB, 0.0)
 
     def units(self, nbytes: np.ndarray | float, on: np.ndarray) -> np.ndarray:
         """Units gathered at once where parameters are sharded (or fetched from the CPU), MiB."""

@@ -147,26 +147,19 @@ OTHER_STACK = (
     "LoRA or full fine-tuning)"
 )
 ADDITIVE: frozenset[str] = frozenset({OTHER_STACK})
-#: Why Megatron stays out: its tensor / pipeline / expert parallel layout and distributed optimizer shard the state
-#: in ways the terms do not describe.
-MEGATRON = (
-    "not modelled: strategy=megatron (Megatron's tensor, pipeline and expert parallel layout and its distributed "
-    "optimizer shard the state in ways the per-phase terms do not describe: out of scope)"
-)
-
 #: Knob values the model covers (a column absent or null: the release's value); the stack's terms are physics where
 #: the release measured none (:mod:`rlvrambench_hf.memory.stack`).
 COVERED: dict[str, tuple[object, ...]] = {
     "rollout_engine": ("vllm", "sglang", "hf"),
     "vllm_mode": ("colocate", "server"),
-    "strategy": ("fsdp", "fsdp2", "deepspeed", "ddp"),
+    "strategy": ("fsdp", "fsdp2", "deepspeed", "ddp", "megatron"),
     "advantage_estimator": (*sorted(CRITIC_FREE), "gae"),
     "actor_param_dtype": ("fp32", "float32", "bf16", "bfloat16", "fp16"),
 }
 
 
 def not_modelled(table: pa.Table, codes: Codes) -> dict[str, np.ndarray]:
-    """Per reason, the plans the per-phase model does not cover (another engine, estimator or backend, Megatron);
+    """Per reason, the plans the per-phase model does not cover (another engine, estimator or backend);
     for them no verdict is given, not even a measured one."""
     out: dict[str, np.ndarray] = {}
     n = table.num_rows
@@ -176,9 +169,6 @@ def not_modelled(table: pa.Table, codes: Codes) -> dict[str, np.ndarray]:
         values = table.column(name).to_pylist()
         for value in sorted({v for v in values if v is not None and v not in covered}, key=str):
             mask = np.array([v == value for v in values], dtype=bool).reshape(n)
-            if name == "strategy" and value == "megatron":
-                out[MEGATRON] = mask
-                continue
             shown = covered if len(covered) < 6 else (*covered[:5], "...")
             out[f"not modelled: {name}={value} ({KNOB_BY_NAME[name].meaning}; the model covers {shown})"] = mask
     stack = other_stack(table)

@@ -173,6 +173,9 @@ VERL_MAPPING: tuple[Mapped, ...] = (
     _knob("critic.model.fsdp_config.param_offload", "critic_param_offload"),
     _knob("critic.model.fsdp_config.optimizer_offload", "critic_optimizer_offload"),
     _knob("critic.ppo_micro_batch_size_per_gpu", "critic_micro_batch"),
+    _knob("actor_rollout_ref.actor.megatron.tensor_model_parallel_size", "megatron_tp"),
+    _knob("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size", "megatron_pp"),
+    _knob("actor_rollout_ref.actor.megatron.context_parallel_size", "megatron_cp"),
 )
 
 #: Settings no floor, phase or scope decision reads (the memory model, the floors, the measured records and the

@@ -227,7 +227,7 @@ def test_a_plan_within_the_margin_needs_no_change_and_a_change_the_release_measu
     ("knob", "value", "reason"),
     [
         ("rollout_engine", "trtllm", "not modelled: rollout_engine=trtllm"),
-        ("strategy", "megatron", "not modelled: strategy=megatron"),
+        ("strategy", "colossalai", "not modelled: strategy=colossalai"),
         ("advantage_estimator", "my_own", "not modelled: advantage_estimator=my_own"),
     ],
 )
