@@ -169,7 +169,15 @@ VERL_MAPPING: tuple[Mapped, ...] = (
         False,
         ("bool", "bool"),
     ),  # fmt: skip
-    _knob("actor_rollout_ref.ref.fsdp_config.param_offload", "ref_param_offload"),
+    Mapped(
+        ("actor_rollout_ref.ref.fsdp_config.param_offload", "actor_rollout_ref.ref.megatron.param_offload"),
+        "ref_param_offload",
+        "on when either is (FSDP's, or a Megatron reference's)",
+        _any_on,
+        _first_on,
+        False,
+        ("bool", "bool"),
+    ),  # fmt: skip
     _knob("critic.model.fsdp_config.param_offload", "critic_param_offload"),
     _knob("critic.model.fsdp_config.optimizer_offload", "critic_optimizer_offload"),
     _knob("critic.ppo_micro_batch_size_per_gpu", "critic_micro_batch"),

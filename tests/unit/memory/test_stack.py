@@ -146,3 +146,28 @@ def test_megatron_splits_weights_by_tp_x_pp_and_its_optimizer_over_every_gpu(min
 def test_an_unknown_engine_stays_out_of_scope_with_its_reason(mini_context):
     verdict = answer(plan(rollout_engine="trtllm"), mini_context)["verdict"]
     assert verdict["state"] is None and "rollout_engine=trtllm" in verdict["sentence"]
+
+
+def test_the_changes_that_make_a_stack_fit_include_its_own_levers_in_the_users_keys(mini_context):
+    """A fully fine-tuned Qwen2.5-3B under ZeRO-2 on two GPUs does not fit: sharding the parameters too (ZeRO-3)
+    is among the changes, written as the accelerate config's entry; a critic's offloads are levers of a GAE run."""
+    zero2, gae = answers([plan(**FULL, strategy="deepspeed", zero_stage=2, vllm_gpu_memory_utilization=0.3),
+                          plan(advantage_estimator="gae")],
+                         mini_context)  # fmt: skip
+    assert zero2["verdict"]["state"] != "within_margin"
+    stage = [c for c in zero2["changes"] if c["setting"] == "zero_stage"]
+    assert stage and stage[0]["to"] == 3
+    assert stage[0]["accelerate_config"] == ["deepspeed_config.zero_stage: 3"]
+    assert gae["verdict"]["state"] != "within_margin"
+    offloads = {c["setting"] for c in gae["changes"]}
+    assert offloads & {"critic_param_offload", "critic_optimizer_offload"}, offloads
+
+
+def test_a_micro_batch_under_dynamic_batch_sizes_is_pasted_as_its_token_budget():
+    from rlvrambench_hf.advisor.assess.changes import in_user_keys
+
+    settings = {"use_dynamic_bsz": True, "max_prompt_length": 512, "max_response_length": 1024, "ulysses_sp_size": 2}
+    keys = in_user_keys("actor_micro_batch", 4, settings)
+    assert keys["verl_overrides"] == ["actor_rollout_ref.actor.ppo_max_token_len_per_gpu=3072"]
+    fixed = in_user_keys("actor_micro_batch", 4, {**settings, "use_dynamic_bsz": False})
+    assert fixed["verl_overrides"] == ["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4"]
