@@ -51,6 +51,7 @@ KNOBS: tuple[Knob, ...] = (
         pa.bool_(),
         "a KL term needs a reference policy (VERL use_kl_loss / use_kl_in_reward, TRL "
         "beta > 0); with full fine-tuning it is a second set of weights",
+        True,
     ),
     Knob("ref_param_offload", pa.bool_(), "the reference model's parameters offloaded to the CPU"),
     Knob("critic_param_offload", pa.bool_(), "the GAE critic's parameters offloaded to the CPU between its phases"),

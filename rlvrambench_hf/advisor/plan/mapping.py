@@ -178,8 +178,19 @@ VERL_MAPPING: tuple[Mapped, ...] = (
         False,
         ("bool", "bool"),
     ),  # fmt: skip
-    _knob("critic.model.fsdp_config.param_offload", "critic_param_offload"),
-    _knob("critic.model.fsdp_config.optimizer_offload", "critic_optimizer_offload"),
+    *(
+        Mapped(
+            (f"critic.fsdp.{name}", f"critic.model.fsdp_config.{name}"),
+            f"critic_{name}",
+            "on when either is (critic.fsdp, as VERL 0.9 has it; critic.model.fsdp_config, as older releases and "
+            "VERL's example scripts write it)",
+            _any_on,
+            _first_on,
+            False,
+            ("bool", "bool"),
+        )
+        for name in ("param_offload", "optimizer_offload")
+    ),
     _knob("critic.ppo_micro_batch_size_per_gpu", "critic_micro_batch"),
     _knob("actor_rollout_ref.actor.megatron.tensor_model_parallel_size", "megatron_tp"),
     _knob("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size", "megatron_pp"),
