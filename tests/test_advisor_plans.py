@@ -159,8 +159,11 @@ def test_a_verl_launch_script_the_equivalent_yaml_and_the_planned_csv_give_the_s
     # the script and the YAML also say the knobs a planned CSV leaves out, each as the release's stack ran it
     knobs = [{k: entry["settings"].pop(k, None) for k in KNOB_BY_NAME} for entry in advice]
     assert knobs[0] == knobs[1] and set(knobs[2].values()) == {None}
-    odd = {k: (knobs[0][k], from_script.source(k, 0)) for k, knob in KNOB_BY_NAME.items()
-           if not (knobs[0][k] in (None, knob.measured) or from_script.source(k, 0).startswith("VERL 0.9.1's default"))}
+    odd = {
+        k: (knobs[0][k], from_script.source(k, 0))
+        for k, knob in KNOB_BY_NAME.items()
+        if not (knobs[0][k] in (None, knob.measured) or from_script.source(k, 0).startswith("VERL 0.9.1's default"))
+    }
     assert not odd, odd  # fmt: skip
     assert advice[0] == advice[1]
     # the same answer from the CSV; the model's arithmetic says where the knobs came from (VERL's defaults or not)
