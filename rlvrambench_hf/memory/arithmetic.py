@@ -17,8 +17,6 @@ Explain = Callable[[int], str]
 #: Bytes of activations per token, hidden unit and layer of a transformer layer in bf16 with flash attention
 #: (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", 34 s b h).
 LAYER_ACTIVATION_BYTES = 34.0
-
-Explain = Callable[[int], str]
 #: What each width of a logit element stands for.
 LOGIT_WIDTHS = {
     2.0: "bf16 logits, fused log-probabilities",

@@ -34,8 +34,9 @@ from typing import Any
 import numpy as np
 
 from .architecture import Architecture
+from .arithmetic import tokens_of
 from .inputs import PlanInputs
-from .phases import PHASES, TOKEN_CALIBRATION, TOKEN_TERMS, PhaseModel, tokens_of
+from .phases import PHASES, TOKEN_CALIBRATION, TOKEN_TERMS, PhaseModel
 
 IN_DOMAIN, MODEL, SIZE, TOKENS, DEVICE, HORIZON, STACK = (
     "in_domain",

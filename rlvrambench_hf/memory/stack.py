@@ -184,7 +184,7 @@ class Stack:
     def param_bytes(self) -> np.ndarray:
         """Bytes per parameter of the actor's weights: Megatron keeps bf16 weights (its fp32 copy is the
         distributed optimizer's), FSDP the actor's dtype."""
-        return np.where(self.megatron, 2.0, self.x.actor_bytes)  # type: ignore[no-any-return]
+        return np.where(self.megatron, 2.0, self.x.actor_bytes)
 
     def gradients(self) -> np.ndarray:
         """Full fine-tuning's gradients: in the parameters' dtype (Megatron: fp32 main gradients)."""

@@ -195,7 +195,7 @@ def other_stack(table: pa.Table) -> np.ndarray:
     adaptation other than LoRA or none)."""
     n = table.num_rows
     out = np.zeros(n, dtype=bool)
-    known = {e.upper() for e in COVERED["advantage_estimator"]}  # type: ignore[union-attr]
+    known = {str(e).upper() for e in COVERED["advantage_estimator"]}
     for name, allowed in (("algorithm", known), ("adaptation", {"LORA", "NONE"})):
         if name in table.column_names:
             values = table.column(name).to_pylist()

@@ -121,9 +121,9 @@ def accelerate_fields(path: object, fields: Mapping[str, Any], origin: str) -> d
         node = data.get(section) if section else data
         if isinstance(node, Mapping) and node.get(leaf) is not None:
             found[key] = node[leaf]
-    section = data.get("deepspeed_config")
-    if isinstance(section, Mapping) and section.get("deepspeed_config_file"):
-        found = {**_deepspeed_file(section["deepspeed_config_file"], Path(name)), **found}
+    deepspeed = data.get("deepspeed_config")
+    if isinstance(deepspeed, Mapping) and deepspeed.get("deepspeed_config_file"):
+        found = {**_deepspeed_file(deepspeed["deepspeed_config_file"], Path(name)), **found}
     for key, value in found.items():
         if key in fields and fields[key] != value:
             raise InputError(
