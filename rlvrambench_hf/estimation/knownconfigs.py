@@ -58,6 +58,22 @@ def _qwen3(hidden: int, layers: int, heads: int, inter: int, tied: bool) -> dict
     }
 
 
+def _qwen25_vl(hidden: int, layers: int, heads: int, kv: int, inter: int, vocab: int) -> dict[str, object]:
+    """Qwen2.5-VL: a Qwen2 decoder (its ``config.json`` keeps the text fields at the top) and a 32-block vision
+    tower of width 1280 whose merger projects to the decoder's width."""
+    return {
+        **_qwen2(hidden, layers, heads, kv, inter, vocab, 128000),
+        "model_type": "qwen2_5_vl",
+        "tie_word_embeddings": vocab == 151936,
+        "vision_config": {"depth": 32, "hidden_size": 1280, "intermediate_size": 3420, "num_heads": 16,
+                          "out_hidden_size": hidden, "patch_size": 14, "spatial_merge_size": 2,
+                          "temporal_patch_size": 2, "in_chans": 3},
+    }  # fmt: skip
+
+
+#: Qwen2.5-VL's decoders: hidden, layers, heads, KV heads, intermediate, vocabulary.
+_QWEN25_VL = {"3B": (2048, 36, 16, 2, 11008, 151936), "7B": (3584, 28, 28, 4, 18944, 152064),
+              "32B": (5120, 64, 40, 8, 27648, 152064)}  # fmt: skip
 _QWEN25 = {
     "0.5B": _qwen2(896, 24, 14, 2, 4864, 151936, 32768),
     "1.5B": _qwen2(1536, 28, 12, 2, 8960, 151936, 32768),
@@ -112,6 +128,7 @@ KNOWN_CONFIGS: Mapping[str, Mapping[str, object]] = {
         "tie_word_embeddings": False,
         "torch_dtype": "bfloat16",
     },
+    **{f"Qwen/Qwen2.5-VL-{size}-Instruct": _qwen25_vl(*sizes) for size, sizes in _QWEN25_VL.items()},
     "Qwen/Qwen3-4B": _qwen3(2560, 36, 32, 9728, True),
     "Qwen/Qwen3-8B": _qwen3(4096, 36, 32, 12288, False),
     "Qwen/Qwen3-32B": _qwen3(5120, 64, 64, 25600, False),

@@ -171,6 +171,9 @@ def not_modelled(table: pa.Table, codes: Codes) -> dict[str, np.ndarray]:
             mask = np.array([v == value for v in values], dtype=bool).reshape(n)
             shown = covered if len(covered) < 6 else (*covered[:5], "...")
             out[f"not modelled: {name}={value} ({KNOB_BY_NAME[name].meaning}; the model covers {shown})"] = mask
+    for reason, mask in _other_models(table).items():
+        if mask.any():
+            out[reason] = mask
     stack = other_stack(table)
     if stack.any():
         out[OTHER_STACK] = stack
@@ -188,6 +191,30 @@ def _twin_state(table: pa.Table, context: Context) -> np.ndarray:
             twin = twin.append_column(name, column)
     found = exact_matches(context.records, context.records.index.codes(twin))
     return np.where(found.resolved > 0, found.worst, -1)
+
+
+#: Models beside the policy that the terms do not size.
+REWARD_MODEL = (
+    "not modelled: reward_model.enable (a model-based reward puts a second model's weights on the GPUs; the terms "
+    "size the policy, its reference and a critic of its own size)"
+)
+OTHER_CRITIC = (
+    "not modelled: critic.model.path names another model than the actor's (the critic's terms are sized as the "
+    "actor's model)"
+)
+
+
+def _other_models(table: pa.Table) -> dict[str, np.ndarray]:
+    """Plans with a model-based reward, and GAE plans whose critic is another model than the actor."""
+    n = table.num_rows
+
+    def column(name: str) -> list[object]:
+        return table.column(name).to_pylist() if name in table.column_names else [None] * n
+
+    reward = np.array([v is True for v in column("reward_model")], dtype=bool).reshape(n)
+    gae = [str(e).lower() == "gae" for e in column("advantage_estimator")]
+    critic = [g and c is True for g, c in zip(gae, column("critic_other_model"))]
+    return {REWARD_MODEL: reward, OTHER_CRITIC: np.array(critic, dtype=bool).reshape(n)}
 
 
 def other_stack(table: pa.Table) -> np.ndarray:

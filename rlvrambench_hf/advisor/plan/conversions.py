@@ -251,3 +251,15 @@ def _positive(values: Values, settings: Mapping[str, object]) -> object:
 
 def _positive_back(value: object, settings: Mapping[str, object]) -> Values:
     return (0.04 if value else 0.0,)
+
+
+def _other_model(values: Values, settings: Mapping[str, object]) -> object:
+    """Whether the first path names another model than the second (their last parts differ); null without it."""
+    mine, theirs = values
+    if not isinstance(mine, str) or not isinstance(theirs, str):
+        return None
+    return mine.rstrip("/").rsplit("/", 1)[-1].lower() != theirs.rstrip("/").rsplit("/", 1)[-1].lower()
+
+
+def _no_keys(value: object, settings: Mapping[str, object]) -> Values:
+    return (None, None)

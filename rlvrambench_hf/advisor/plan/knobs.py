@@ -57,6 +57,8 @@ KNOBS: tuple[Knob, ...] = (
     Knob("critic_param_offload", pa.bool_(), "the GAE critic's parameters offloaded to the CPU between its phases"),
     Knob("critic_optimizer_offload", pa.bool_(), "the GAE critic's Adam states offloaded to the CPU between updates"),
     Knob("critic_micro_batch", pa.int64(), "the GAE critic's micro-batch per GPU in its update"),
+    Knob("critic_other_model", pa.bool_(), "the GAE critic names another model than the actor's"),
+    Knob("reward_model", pa.bool_(), "a model-based reward (a second model's weights on the GPUs)"),
     Knob("megatron_tp", pa.int64(), "Megatron's tensor-parallel size of the actor"),
     Knob("megatron_pp", pa.int64(), "Megatron's pipeline-parallel size of the actor"),
     Knob("megatron_cp", pa.int64(), "Megatron's context-parallel size of the actor"),

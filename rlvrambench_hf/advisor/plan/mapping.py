@@ -19,8 +19,10 @@ from .conversions import (
     _hybrid,
     _lora_rank,
     _lower,
+    _no_keys,
     _on_one_node,
     _or_prompt_plus_response,
+    _other_model,
     _product,
     _rank_back,
     _rank_of,
@@ -192,6 +194,16 @@ VERL_MAPPING: tuple[Mapped, ...] = (
         for name in ("param_offload", "optimizer_offload")
     ),
     _knob("critic.ppo_micro_batch_size_per_gpu", "critic_micro_batch"),
+    Mapped(
+        ("critic.model.path", "actor_rollout_ref.model.path"),
+        "critic_other_model",
+        "on when the critic's model (its folder's or Hub id's last part) is not the actor's",
+        _other_model,
+        _no_keys,
+        False,
+        ("string", "string"),
+    ),  # fmt: skip
+    _knob("reward_model.enable", "reward_model"),
     _knob("actor_rollout_ref.actor.megatron.tensor_model_parallel_size", "megatron_tp"),
     _knob("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size", "megatron_pp"),
     _knob("actor_rollout_ref.actor.megatron.context_parallel_size", "megatron_cp"),

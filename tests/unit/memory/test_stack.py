@@ -171,3 +171,31 @@ def test_a_micro_batch_under_dynamic_batch_sizes_is_pasted_as_its_token_budget()
     assert keys["verl_overrides"] == ["actor_rollout_ref.actor.ppo_max_token_len_per_gpu=3072"]
     fixed = in_user_keys("actor_micro_batch", 4, {**settings, "use_dynamic_bsz": False})
     assert fixed["verl_overrides"] == ["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4"]
+
+
+def test_a_reward_model_or_a_critic_of_another_model_is_not_modelled(mini_context):
+    rows = [plan(reward_model=True), plan(advantage_estimator="gae", critic_other_model=True),
+            plan(advantage_estimator="gae", critic_other_model=False)]  # fmt: skip
+    reward, other, same = answers(rows, mini_context)
+    assert reward["verdict"]["state"] is None and "reward_model.enable" in reward["verdict"]["sentence"]
+    assert other["verdict"]["state"] is None and "critic.model.path" in other["verdict"]["sentence"]
+    assert same["verdict"]["state"] is not None  # the actor's own model
+
+
+def test_the_critic_is_another_model_when_its_path_names_another_one():
+    from rlvrambench_hf.advisor.plan.conversions import _other_model
+
+    assert _other_model(("$HOME/models/Qwen2.5-3B-Instruct", "Qwen/Qwen2.5-3B-Instruct"), {}) is False
+    assert _other_model(("Skywork/Skywork-Reward-Llama-3.1-8B", "Qwen/Qwen2.5-3B-Instruct"), {}) is True
+    assert _other_model((None, "Qwen/Qwen2.5-3B-Instruct"), {}) is None
+
+
+def test_a_qwen2_5_vl_config_counts_its_vision_tower():
+    """The shipped config.json facts of Qwen2.5-VL derive the parameter counts their model cards state (8.29B and
+    3.75B): the decoder's and the vision tower's."""
+    from rlvrambench_hf.estimation.hubmeta import architecture_metadata
+    from rlvrambench_hf.estimation.knownconfigs import KNOWN_CONFIGS
+
+    for model, billions in (("Qwen/Qwen2.5-VL-7B-Instruct", 8.29), ("Qwen/Qwen2.5-VL-3B-Instruct", 3.75)):
+        elements = architecture_metadata(model, KNOWN_CONFIGS[model])["floating_checkpoint_elements"]
+        assert round(elements / 1e9, 2) == billions
