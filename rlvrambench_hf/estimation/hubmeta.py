@@ -201,6 +201,11 @@ def _text_settings(config: Mapping[str, Any]) -> Mapping[str, Any]:
     return {**text, **{k: v for k, v in config.items() if k in CONFIG_FIELDS}} if isinstance(text, Mapping) else config
 
 
+def _whole(value: object) -> int:
+    """``value`` when it is a whole number above 0, else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
 def _vision_elements(config: Mapping[str, Any], kind: str) -> int:
     """The vision tower of a Qwen2.5-VL ``config.json`` (``vision_config``): per block q, k, v and output with
     biases, a gated MLP with biases and two norms; the patch embedding (``in_chans x temporal_patch_size x
@@ -209,9 +214,9 @@ def _vision_elements(config: Mapping[str, Any], kind: str) -> int:
     vision = config.get("vision_config")
     if kind != "qwen2_5_vl" or not isinstance(vision, Mapping):
         return 0
-    h, inter, depth = vision.get("hidden_size"), vision.get("intermediate_size"), vision.get("depth")
-    out = vision.get("out_hidden_size")
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (h, inter, depth, out)):
+    sizes = [_whole(vision.get(k)) for k in ("hidden_size", "intermediate_size", "depth", "out_hidden_size")]
+    h, inter, depth, out = sizes
+    if not (h and inter and depth and out):
         return 0
     block = 4 * h * h + 4 * h + 3 * inter * h + 2 * inter + h + 2 * h
     patch = (
