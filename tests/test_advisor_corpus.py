@@ -247,11 +247,13 @@ def test_what_a_script_says_beyond_the_settings_passed_on_is_named(
     monkeypatch.syspath_prepend(str(verl_defaults))
     gae = next(c for c in CASES if c.path == "verl/ppo_gae_critic_qwen2_5_3b.sh")
     (flag,) = [f for f in _read(gae, snapshot).row_flags(0) if "read but not passed on" in f]
-    assert "critic.model.enable_gradient_checkpointing" in flag and flag.endswith(" more")
+    assert "critic.model.enable_gradient_checkpointing" in flag  # the critic's offloads and micro-batch are read
     megatron = next(c for c in CASES if c.path == "verl/grpo_megatron_qwen2_5_7b.sh")
     (flag,) = [f for f in _read(megatron, snapshot).row_flags(0) if "read but not passed on" in f]
-    assert "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size" in flag
-    assert "megatron.param_offload" not in flag  # read: it is the actor's parameter offload
+    # read: the actor's parallel sizes (Megatron's terms) and its parameter offload; the reference's layout is not
+    assert "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size" not in flag
+    assert "actor_rollout_ref.ref.megatron.tensor_model_parallel_size" in flag
+    assert "megatron.param_offload" not in flag
 
 
 def test_values_from_bash_arrays_name_their_line_and_a_run_without_kl_says_it_has_no_reference(

@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from rlvrambench_hf import advisor
@@ -37,13 +38,17 @@ def answers(snapshot: Path) -> list[advisor.Answer]:
         for hardware in (Hardware.of(None, None, gpu="A100"), Hardware.of(None, None, gpu="H100")):
             done = advisor.advise(plans, snapshot, hardware=hardware)
             found += [done.answer(i) for i in range(len(done))]
-    ddp = advisor.read_plans(  # plain data parallelism: a backend the model does not cover, not answered
+    ddp = advisor.read_plans(
         CORPUS / "trl" / "grpo_peft_lora_ddp.yaml",
         kind="trl",
         accelerate_config=CORPUS / "accelerate" / "ddp.yaml",
         source=snapshot,
     )
-    return [*found, advisor.advise(ddp, snapshot).answer(0)]
+    # generation with TensorRT-LLM: an engine the model has no terms for, not answered
+    table = ddp.table.set_column(ddp.table.schema.get_field_index("rollout_engine"), "rollout_engine",
+                                 pa.array(["trtllm"], pa.string()))  # fmt: skip
+    other = advisor.Plans(table, list(ddp.origins))
+    return [*found, advisor.advise(other, snapshot).answer(0)]
 
 
 def _number(text: str) -> float:
@@ -119,7 +124,10 @@ def test_the_change_to_paste_is_the_answers_first_change_in_the_users_keys(answe
 
 def test_near_the_limit_pastes_the_buy_back_in_trl_keys_for_a_trl_run(snapshot: Path, tmp_path: Path, capsys) -> None:
     out = tmp_path / "trl.json"
-    argv = ["--source", str(snapshot), "advise", "--trl", str(CORPUS / "trl" / "grpo_peft_lora_ddp.yaml")]
+    recipe = tmp_path / "grpo.yaml"  # the corpus's LoRA run with vLLM's share raised until its band reaches the margin
+    text = (CORPUS / "trl" / "grpo_peft_lora_ddp.yaml").read_text()
+    recipe.write_text(text.replace("vllm_gpu_memory_utilization: 0.5", "vllm_gpu_memory_utilization: 0.7"))
+    argv = ["--source", str(snapshot), "advise", "--trl", str(recipe)]
     argv += ["--accelerate-config", str(CORPUS / "accelerate" / "fsdp.yaml"), "--gpu", "H100", "--output", str(out)]
     assert main(argv) == 0
     text = capsys.readouterr().out

@@ -201,6 +201,35 @@ def _text_settings(config: Mapping[str, Any]) -> Mapping[str, Any]:
     return {**text, **{k: v for k, v in config.items() if k in CONFIG_FIELDS}} if isinstance(text, Mapping) else config
 
 
+def _whole(value: object) -> int:
+    """``value`` when it is a whole number above 0, else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _vision_elements(config: Mapping[str, Any], kind: str) -> int:
+    """The vision tower of a Qwen2.5-VL ``config.json`` (``vision_config``): per block q, k, v and output with
+    biases, a gated MLP with biases and two norms; the patch embedding (``in_chans x temporal_patch_size x
+    patch_size²`` per channel, no bias); the merger (a norm, then ``4h -> 4h -> out_hidden_size`` with biases, for
+    ``spatial_merge_size²`` = 4 patches). 0 for other architectures (their vision towers are not derived here)."""
+    vision = config.get("vision_config")
+    if kind != "qwen2_5_vl" or not isinstance(vision, Mapping):
+        return 0
+    sizes = [_whole(vision.get(k)) for k in ("hidden_size", "intermediate_size", "depth", "out_hidden_size")]
+    h, inter, depth, out = sizes
+    if not (h and inter and depth and out):
+        return 0
+    block = 4 * h * h + 4 * h + 3 * inter * h + 2 * inter + h + 2 * h
+    patch = (
+        int(vision.get("in_chans", 3))
+        * int(vision.get("temporal_patch_size", 2))
+        * int(vision.get("patch_size", 14)) ** 2
+        * h
+    )
+    merged = h * int(vision.get("spatial_merge_size", 2)) ** 2
+    merger = h + merged * merged + merged + out * merged + out
+    return int(depth * block + patch + merger)
+
+
 def architecture_metadata(model_id: str, config: Mapping[str, Any], *, rank: int = LORA_RANK) -> dict[str, Any]:
     """The counts of :func:`metadata_from_shapes` derived from a dense decoder's ``config.json`` alone (no weights):
     embeddings, attention (q, k, v with their biases where the architecture has them, o), the gated MLP, two norms
@@ -229,7 +258,7 @@ def architecture_metadata(model_id: str, config: Mapping[str, Any], *, rank: int
     biases = (q + 2 * kv_width) * qkv_bias + (2 * inter + h) * mlp_bias + h * (settings.get("attention_bias") is True)
     layer = sum(r * c for r, c in matrices) + biases + 2 * h
     tied = bool(config.get("tie_word_embeddings", settings.get("tie_word_embeddings", True)))
-    outside = vocab * h * (1 if tied else 2) + h
+    outside = vocab * h * (1 if tied else 2) + h + _vision_elements(config, kind)
     elements = layers * layer + outside
     dtype = str(config.get("torch_dtype") or config.get("dtype") or settings.get("torch_dtype") or "bfloat16")
     size = CONFIG_DTYPE_BYTES.get(dtype.lower(), 2)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .arithmetic import tokens_of
 from .calibrate import Calibration, rows_inputs
 from .documented import DOCUMENTED, Documented
 from .extrapolation import DEVICE as DEVICE_PART
@@ -23,7 +24,7 @@ from .extrapolation import TOKENS as TOKENS_PART
 from .fit import measured
 from .forms import Form
 from .lomo import ModelOut, leave_one_model_out, with_band
-from .phases import PHASES, TOKEN_TERMS, phases, tokens_of
+from .phases import PHASES, TOKEN_TERMS, phases
 from .select import ABOVE, FAILURE, WITHIN, Grid, Score, label_of
 
 __all__ = ["ABOVE", "FAILURE", "WITHIN", "FoldResult", "ModelRecord", "label_of", "model_record", "predict_rows"]

@@ -164,6 +164,10 @@ def rows_inputs(
     model = np.array([models.index(r["model_id"]) if r.get("model_id") else -1 for r in rows], dtype=np.int64)
     workloads = tuple(sorted({str(r["workload_id"]) for r in rows if r.get("workload_id")}))
     workload = np.array([workloads.index(r["workload_id"]) if r.get("workload_id") else -1 for r in rows])
+    from .stack import stack_codes
+
+    for name, column in stack_codes(rows).items():
+        values[name], valid[name] = column, np.ones(n, dtype=bool)
     dtype = [r.get("actor_param_dtype") for r in rows]
     x = plan_inputs(values, valid, dtype, workload.astype(np.int64).reshape(n), workloads)
     return x, architecture(models, model.reshape(n), metadata)

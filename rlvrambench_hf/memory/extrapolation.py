@@ -10,8 +10,13 @@ parts are added per phase where the plan extrapolates, each calibrated on held-o
 * ``tokens_outside_range`` — a micro-batch holding more tokens than any the release measured: the 95th percentile
   of the held-out under-prediction of the token phases' stage peaks, times the phase's token terms, times
   ``1 + ln(tokens / largest measured)``;
-* ``device_not_measured`` — a device of another capacity than the release's: the share of the peak that the other
-  parts leave uncovered on documented failures on other devices (:mod:`.documented`);
+* ``device_not_measured`` — a device of another capacity than the release's: a share of the phase's uncertain terms
+  (calibrated, token and not-measured terms; vLLM's ``u × C`` and the parameter shards are exact on any device), the
+  share the other parts leave uncovered on documented failures on other devices (:mod:`.documented`);
+* ``stack_not_measured`` — terms of a training stack the release measured none of (:mod:`.stack`: full
+  fine-tuning, a reference model, a critic, Ulysses, unpaged generation) and the token terms of dynamic batch sizes:
+  :data:`STACK_SHARE` of them (allocator fragmentation and buffers their physics leaves out: FSDP's prefetch and
+  reduce-scatter buffers, DeepSpeed's buckets, NCCL's), a physical prior no measurement calibrates;
 * ``training_horizon`` — a run of more than one step (or of an unstated number): the 95th percentile of what the
   release's multi-step runs measured above their leave-one-model-out prediction (every calibration run is one
   step long).
@@ -29,18 +34,22 @@ from typing import Any
 import numpy as np
 
 from .architecture import Architecture
+from .arithmetic import tokens_of
 from .inputs import PlanInputs
-from .phases import PHASES, TOKEN_CALIBRATION, TOKEN_TERMS, PhaseModel, tokens_of
+from .phases import PHASES, TOKEN_CALIBRATION, TOKEN_TERMS, PhaseModel
 
-IN_DOMAIN, MODEL, SIZE, TOKENS, DEVICE, HORIZON = (
+IN_DOMAIN, MODEL, SIZE, TOKENS, DEVICE, HORIZON, STACK = (
     "in_domain",
     "model_not_calibrated",
     "size_outside_range",
     "tokens_outside_range",
     "device_not_measured",
     "training_horizon",
+    "stack_not_measured",
 )
-PARTS: tuple[str, ...] = (IN_DOMAIN, MODEL, SIZE, TOKENS, DEVICE, HORIZON)
+PARTS: tuple[str, ...] = (IN_DOMAIN, MODEL, SIZE, TOKENS, DEVICE, HORIZON, STACK)
+#: The share of the not-measured terms the ``stack_not_measured`` part adds (a prior: no measurement calibrates it).
+STACK_SHARE = 0.25
 #: The quantile of held-out errors each part is calibrated to.
 BAND_QUANTILE = 0.95
 
@@ -129,10 +138,18 @@ class PlanBand:
                 f"of the phase's token terms x (1 + ln {self.token_ratio[i]:.2f}) (95th percentile of the held-out "
                 f"under-prediction of {b.evidence.get(TOKENS, 0)} token-phase stage peaks)"
             )
+        if part == STACK:
+            return (
+                f"terms the release measured none of (full fine-tuning, a reference, a critic, Ulysses, generation "
+                f"outside vLLM, dynamic batches' tokens, another engine's reservation): {100 * STACK_SHARE:g} % of "
+                "them, a physical prior for the "
+                "allocator's fragmentation and the buffers their physics leaves out (no measurement calibrates it)"
+            )
         if part == DEVICE:
             return (
                 f"capacity not measured (the release measured {b.capacity_mib:,.0f} MiB): {100 * b.device_share:.2f} "
-                f"% of the phase's peak, the share the other parts left uncovered on "
+                f"% of the phase's uncertain terms (calibrated, token and not-measured ones), the share the other "
+                "parts left uncovered on "
                 f"{b.evidence.get(DEVICE, 0)} documented failures on other devices"
                 + ("" if b.device_share > 0 else " (none: the other parts reach the capacity on every one)")
             )
@@ -164,7 +181,14 @@ def per_phase(
     parts[HORIZON][:] = np.where(one_step, 0.0, band.horizon_mib)[:, None]
     parts[MODEL][:] = np.where(known, 0.0, band.model_share)[:, None] * peaks
     parts[SIZE][:] = (band.model_share * size)[:, None] * peaks
-    parts[DEVICE][:] = np.where(device, band.device_share, 0.0)[:, None] * peaks
+    parts[DEVICE][:] = np.where(device, band.device_share, 0.0)[:, None] * model.uncertain()
+    dynamic = x.knob("dynamic_batch") > 0
+    stack = model.uncertain(stack_only=True)
+    # SGLang's mem_fraction_static holds weights and KV cache; its CUDA graphs and activations sit beside it
+    other = (x.knob("other_engine") > 0) & (x.knob("unpaged_generation") == 0)
+    for k, phase in enumerate(PHASES):
+        engine = [t.mib for t in model.terms[phase] if t.name in ("vllm_reservation", "vllm_between_generations")]
+        stack[:, k] += np.where(other, np.sum(engine or [np.zeros(n)], axis=0), 0.0)
     for phase, tokens in (("actor_update", tok_actor), ("reference_logprob", tok_score)):
         limit = band.tokens_max.get(phase, np.inf)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -174,6 +198,8 @@ def per_phase(
         grow = np.where(over > 1, 1.0 + np.log(np.maximum(over, 1.0)), 0.0)
         parts[TOKENS][:, PHASES.index(phase)] = band.token_share * np.maximum(token_mib, 0.0) * grow
         ratio = np.maximum(ratio, np.where(over > 1, over, 0.0))
+        stack[:, PHASES.index(phase)] += np.where(dynamic, np.maximum(token_mib, 0.0), 0.0)
+    parts[STACK][:] = STACK_SHARE * stack
     applies = {
         IN_DOMAIN: np.ones(n, dtype=bool),
         MODEL: ~known,
@@ -181,6 +207,7 @@ def per_phase(
         TOKENS: ratio > 1,
         DEVICE: device,
         HORIZON: ~one_step,
+        STACK: stack.max(axis=1) > 0,
     }
     return parts, size, ratio, applies
 
@@ -203,13 +230,14 @@ def plan_band(
 def device_share_needed(
     model: PhaseModel, x: PlanInputs, arch: Architecture, model_ids: Sequence[str | None], band: BandModel
 ) -> np.ndarray:
-    """Per failed plan on another device: the smallest share of a phase's peak that, added to the other parts,
-    makes some phase reach the capacity (0 where they already do)."""
+    """Per failed plan on another device: the smallest share of a phase's uncertain terms that, added to the other
+    parts, makes some phase reach the capacity (0 where they already do)."""
     parts, _, _, _ = per_phase(model, x, arch, model_ids, band)
     peaks = model.peaks
     reach = peaks + np.sum([parts[p] for p in PARTS if p != DEVICE], axis=0)
+    base = model.uncertain()
     with np.errstate(divide="ignore", invalid="ignore"):
-        needed = np.where(peaks > 0, (x["device_capacity_mib"][:, None] - reach) / peaks, np.inf)
+        needed = np.where(base > 0, (x["device_capacity_mib"][:, None] - reach) / base, np.inf)
     return np.maximum(np.min(needed, axis=1), 0.0)  # type: ignore[no-any-return]
 
 

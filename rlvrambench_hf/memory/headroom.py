@@ -34,7 +34,8 @@ def headroom(
     fixed_u, slope_u, fixed_m, slope_m, fixed_l, slope_l = {}, {}, {}, {}, {}, {}
     fixed_b: dict[str, float] = {}
     slope_b: dict[str, float] = {}
-    for phase in PHASES:
+    present = [p for p in PHASES if any(float(t.mib[i]) for t in model.terms[p])]  # no critic: no critic phase
+    for phase in present:
         terms = model.terms[phase]
         total = sum(float(t.mib[i]) for t in terms)
         by_u = sum(float(t.mib[i]) for t in terms if t.name in UTILIZATION_TERMS)
@@ -48,7 +49,7 @@ def headroom(
         fixed_b[phase] = total - by_m - by_l
         slope_b[phase] = slope_m[phase] + slope_l[phase]
     out = {
-        "headroom_mib": {p: round(margin - fixed_u[p] - slope_u[p] * utilization, 1) for p in PHASES},
+        "headroom_mib": {p: round(margin - fixed_u[p] - slope_u[p] * utilization, 1) for p in present},
         "largest_vllm_gpu_memory_utilization": _largest(fixed_u, slope_u, margin, 0.01, 0.99),
         "largest_actor_micro_batch": _largest_int(fixed_m, slope_m, margin, per_gpu),
     }
@@ -69,6 +70,8 @@ def _largest(fixed: dict[str, Any], slope: dict[str, Any], margin: float, step: 
     limit = _limit(fixed, slope, margin)
     if limit is None or limit < step:
         return None
+    if math.isinf(limit):  # nothing grows with it (vLLM on other GPUs, or none): any value fits
+        return cap
     return round(min(cap, math.floor(limit / step) * step), 2)
 
 

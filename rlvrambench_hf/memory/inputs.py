@@ -37,6 +37,25 @@ KNOB_DEFAULTS: dict[str, tuple[float, str]] = {
     "use_remove_padding": (1.0, "VERL's default (use_remove_padding: true)"),
     "layered_summon": (0.0, "VERL's default (layered_summon: false)"),
     "nnodes": (1.0, "one node, as the release ran"),
+    "ulysses_sp_size": (1.0, "no sequence parallelism, as the release ran"),
+    "reference_model": (1.0, "not stated: a reference model is assumed loaded (TRL's beta was 0.04 before 0.19)"),
+    "ref_param_offload": (0.0, "VERL's default (ref.fsdp_config.param_offload: false)"),
+    "critic_param_offload": (0.0, "VERL's default (critic.model.fsdp_config.param_offload: false)"),
+    "critic_optimizer_offload": (0.0, "VERL's default (critic.model.fsdp_config.optimizer_offload: false)"),
+    # derived from the string knobs (``strategy``, ``zero_stage``, ``vllm_mode``, ``rollout_engine``,
+    # ``advantage_estimator``) by the caller: what the model computes with
+    "sharding_stage": (3.0, "FSDP, as the release ran: parameters, gradients and optimizer states sharded"),
+    "deepspeed": (0.0, "FSDP, as the release ran"),
+    "vllm_server": (0.0, "vLLM colocated on the training GPUs, as the release ran"),
+    "unpaged_generation": (0.0, "vLLM generates, as the release ran"),
+    "gae_critic": (0.0, "GRPO, as the release ran: no critic"),
+    "dynamic_batch": (0.0, "fixed micro-batches, as the release ran"),
+    "other_engine": (0.0, "vLLM, as the release ran"),
+    "full_fine_tuning": (0.0, "LoRA, as the release ran"),
+    "megatron": (0.0, "FSDP, as the release ran"),
+    "megatron_tp": (1.0, "VERL's default (megatron.tensor_model_parallel_size: 1)"),
+    "megatron_pp": (1.0, "VERL's default (megatron.pipeline_model_parallel_size: 1)"),
+    "megatron_cp": (1.0, "VERL's default (megatron.context_parallel_size: 1)"),
 }
 #: Bytes per element of the resident actor by ``actor_param_dtype`` (the release: fp32 FSDP shards).
 ACTOR_DTYPE_BYTES: dict[str, float] = {"fp32": 4.0, "float32": 4.0, "bf16": 2.0, "bfloat16": 2.0, "fp16": 2.0}

@@ -31,30 +31,33 @@ for it in its held-out stage errors, not here).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
 
 from .architecture import Architecture
+from .arithmetic import (
+    Explain,
+    Formats,
+    activation_mib,
+    critic_activations,
+    critic_tokens,
+    tokens_of,
+)
 from .calibrate import Calibration
-from .inputs import KNOB_DEFAULTS, PlanInputs
-from .vllm import vllm_kept, vllm_woken_weights
+from .inputs import PlanInputs
+from .stack import Stack, vllm_kept, vllm_woken_weights
 
 MIB = 2.0**20
-PHASES: tuple[str, ...] = ("initializing", "rollout", "reference_logprob", "actor_update", "weight_sync")
-#: Bytes of activations per token, hidden unit and layer of a transformer layer in bf16 with flash attention
-#: (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", 34 s b h).
-LAYER_ACTIVATION_BYTES = 34.0
-
-Explain = Callable[[int], str]
-#: What each width of a logit element stands for.
-LOGIT_WIDTHS = {
-    2.0: "bf16 logits, fused log-probabilities",
-    4.0: "fp32 logits",
-    7.0: "fp32 + bf16 + 1 B per logit, VERL's performance guide",
-}
+PHASES: tuple[str, ...] = (
+    "initializing",
+    "rollout",
+    "reference_logprob",
+    "actor_update",
+    "weight_sync",
+    "critic_update",
+)
 #: The calibrated term of the weight sync: what it holds beyond its physical terms.
 SYNC_EXTRA = "weight_sync_extra"
 #: The calibrated runtime terms outside vLLM's budget (the second only in the ``sequences`` form).
@@ -79,6 +82,7 @@ class Term:
     mib: np.ndarray
     arithmetic: Explain
     calibrated: bool = False
+    measured: bool = True  # False: physics the release measured none of (:mod:`.stack`)
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,21 @@ class PhaseModel:
 
     def phase_peak(self, phase: str) -> np.ndarray:
         return cast("np.ndarray", np.sum([t.mib for t in self.terms[phase]], axis=0))
+
+    def uncertain(self, stack_only: bool = False) -> np.ndarray:
+        """Per plan × phase, MiB of the terms whose size is not fixed by physics alone: the calibrated terms, the
+        token terms and the terms the release measured none of (``stack_only``: those last alone)."""
+        tokens = {n for names in TOKEN_TERMS.values() for n in names}
+
+        def counted(t: Term) -> bool:
+            return not t.measured if stack_only else (t.calibrated or not t.measured or t.name in tokens)
+
+        # the token terms count net of their calibration (the share of them the release measured)
+        columns = [
+            np.maximum(np.sum([t.mib for t in self.terms[p] if counted(t)] or [np.zeros(len(self.known))], axis=0), 0)
+            for p in PHASES
+        ]
+        return np.column_stack(columns)
 
     @property
     def peaks(self) -> np.ndarray:
@@ -112,9 +131,12 @@ class PhaseModel:
         """Plan ``i``'s phases as the answer lists them: phase, peak and terms with their arithmetic."""
         out = []
         for phase in PHASES:
-            terms = [
+            if phase == "critic_update" and not any(t.mib[i] for t in self.terms[phase]):
+                continue  # no critic
+            terms = [  # a term of another stack than the plan's is not listed
                 {"term": t.name, "mib": round(float(t.mib[i]), 1), "arithmetic": t.arithmetic(i)}
                 for t in self.terms[phase]
+                if t.measured or t.mib[i]
             ]
             out.append(
                 {"phase": phase, "peak_mib": round(float(sum(t.mib[i] for t in self.terms[phase])), 1), "terms": terms}
@@ -122,81 +144,102 @@ class PhaseModel:
         return out
 
 
-def tokens_of(x: PlanInputs, arch: Architecture) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(sequence length, sequences per GPU, tokens of an actor micro-batch, tokens of a log-prob micro-batch)."""
-    context = np.where(x.valid["max_model_len"], x["max_model_len"], arch.context)
-    length = np.minimum(context, x["max_prompt_length"] + x["max_response_length"])
-    gpus = np.where(x["gpu_count"] > 0, x["gpu_count"], 1.0)
-    per_gpu = x["train_batch_size"] * x["rollout_n"] / gpus
-    actor = np.minimum(x["actor_micro_batch"], per_gpu) * length
-    score = np.minimum(np.maximum(x["rollout_logprob_micro_batch"], x["ref_logprob_micro_batch"]), per_gpu) * length
-    return length, per_gpu, actor, score
-
-
 def phases(x: PlanInputs, arch: Architecture, cal: Calibration) -> PhaseModel:
     """The five phases of every plan."""
     g = np.where(x["gpu_count"] > 0, x["gpu_count"], 1.0)
+    st = Stack.of(x, arch)
     u, c = x["vllm_gpu_memory_utilization"], x["device_capacity_mib"]
     p_off, o_off = x["parameter_offload"] > 0, x["optimizer_offload"] > 0
-    rank = x.knob("lora_rank")
+    rank = np.where(st.full, 0.0, x.knob("lora_rank"))
     r = arch.adapter(rank)
     quant = x.valid["base_quant_bits"] & (x["base_quant_bits"] > 0) if "base_quant_bits" in x.valid else None
-    base_bytes = np.where(quant, x["base_quant_bits"] / 8.0, x.actor_bytes) if quant is not None else x.actor_bytes
-    shards = (base_bytes * arch.p + x.actor_bytes * r) / g / MIB
+    b = st.param_bytes
+    base_bytes = np.where(quant, x["base_quant_bits"] / 8.0, b) if quant is not None else b
+    shards = (base_bytes * arch.p + b * r) / st.d_params / MIB
     resident = np.where(p_off, 0.0, shards)
-    budget = u * c
-    _, _, tok_actor, tok_score = tokens_of(x, arch)
+    budget = u * c * st.vllm_here
+    length, per_gpu, tok_actor, tok_score = tokens_of(x, arch)
     runtime = cal.runtime(arch, x)
     per_sequence = cal.per_sequence(x)
     sync_extra = np.full(x.rows, cal.sync_extra)
-    ckpt = x.knob("gradient_checkpointing") > 0
     layered = x.knob("layered_summon") > 0
-    h, layers, v = arch.hidden, arch.layers, arch.vocab
-    boundaries = 2.0 * tok_actor * h * (layers + 1) / MIB
-    one_layer = LAYER_ACTIVATION_BYTES * tok_actor * h / MIB
-    activations = np.where(ckpt, boundaries + one_layer, one_layer * layers)
+    v = arch.vocab
+    activations = activation_mib(x, arch, tok_actor)
     logits_update = tok_actor * v * cal.logit_bytes / MIB
     logits_score = tok_score * v * cal.logit_bytes / MIB
     optimizer = np.where(o_off, 4.0, 12.0) * r / g / MIB
-    # one GPU without offload: FSDP does not shard, the resident parameters are the full ones (nothing to gather)
-    unsharded = (g == 1) & ~p_off
-    full = base_bytes * arch.p + x.actor_bytes * r
-    gathered = np.where(unsharded, 0.0, np.where(layered, x.actor_bytes * arch.unit, full) / MIB)
-    vllm_between = vllm_kept(x)
+    # one GPU (or DDP, ZeRO-1/2) without offload: nothing sharded, the resident parameters are the full ones
+    unsharded = (st.d_params == 1) & ~p_off
+    full = base_bytes * arch.p + b * r
+    # full fine-tuning syncs tensor by tensor (one unit at a time); a LoRA merge gathers everything unless layered
+    one_unit = layered | st.full
+    gathered = np.where(unsharded | st.unpaged, 0.0, np.where(one_unit, b * arch.unit, full) / MIB)
+    vllm_between = vllm_kept(x) * st.vllm_here
+    # DeepSpeed's parameter offload keeps the parameters on the CPU for good (fetched a unit at a time)
+    computing = np.where(st.deepspeed & p_off, 0.0, shards)
 
-    f = _Formats(x, arch, cal)
+    f = Formats(x, arch, cal, st)
     reservation = Term("vllm_reservation", budget, f.reservation)
     actor_term = Term("resident_actor", resident, f.resident)
     runtime_terms = [Term(RUNTIME, runtime, f.runtime, calibrated=True)]
     if cal.form.runtime == "sequences":
         runtime_terms.append(Term(PER_SEQUENCE, per_sequence, f.per_sequence, calibrated=True))
-    compute_actor = Term("actor_shards", shards, f.shards)
+    compute_actor = Term("actor_shards", computing, f.shards)
     between = Term("vllm_between_generations", vllm_between, f.between)
+    s_ = _stack_terms(st, x, arch, length, per_gpu, tok_actor, tok_score)
     terms = {
-        "initializing": [reservation, actor_term, *runtime_terms],
-        "rollout": [reservation, actor_term, *runtime_terms],
+        "initializing": [reservation, actor_term, s_["reference_weights"], s_["critic_parameters"], *runtime_terms],
+        "rollout": [
+            reservation,
+            actor_term,
+            s_["actor_optimizer_states"],
+            s_["reference_weights"],
+            s_["critic_parameters"],
+            s_["critic_adam"],
+            s_["generation_gather"],
+            s_["unpaged_kv_cache"],
+            *runtime_terms,
+        ],
         "reference_logprob": [
             compute_actor,
             between,
+            s_["actor_optimizer_states"],
+            s_["reference_weights"],
+            s_["reference_units"],
+            s_["critic_parameters"],
+            s_["critic_adam"],
             Term("logprob_logits", logits_score, f.logits_score),
+            s_["ulysses_all_to_all_logprob"],
             *runtime_terms,
         ],
         "actor_update": [
             compute_actor,
             between,
             Term("adapter_gradients_and_adam", optimizer, f.optimizer),
+            s_["actor_gradients"],
+            s_["actor_optimizer_in_update"],
+            s_["actor_gathered_units"],
+            s_["reference_weights"],
+            s_["critic_parameters"],
+            s_["critic_adam"],
             Term("activations", activations, f.activations),
             Term("update_logits", logits_update, f.logits_update),
+            s_["ulysses_all_to_all"],
             *runtime_terms,
         ],
         "weight_sync": [
             Term("gathered_parameters", gathered, f.gathered),
             between,
-            Term("vllm_woken_weights", vllm_woken_weights(x, arch), f.vllm_woken_weights),
+            Term("vllm_woken_weights", vllm_woken_weights(x, arch) * st.vllm_here, f.vllm_woken_weights),
             actor_term,
+            s_["actor_optimizer_states"],
+            s_["reference_weights"],
+            s_["critic_parameters"],
+            s_["critic_adam"],
             *runtime_terms,
             Term(SYNC_EXTRA, sync_extra, f.sync_extra, calibrated=True),
         ],
+        "critic_update": _critic_phase(st, x, arch, [between, actor_term, s_, runtime_terms]),
     }
     for phase, names in TOKEN_TERMS.items():
         physical = np.sum([t.mib for t in terms[phase] if t.name in names], axis=0)
@@ -206,133 +249,58 @@ def phases(x: PlanInputs, arch: Architecture, cal: Calibration) -> PhaseModel:
     return PhaseModel(terms, known)
 
 
-class _Formats:
-    """The arithmetic of each term for one plan (built only for the plans an answer shows)."""
+def _stack_terms(
+    st: Stack,
+    x: PlanInputs,
+    arch: Architecture,
+    length: np.ndarray,
+    per_gpu: np.ndarray,
+    tok_actor: np.ndarray,
+    tok_score: np.ndarray,
+) -> dict[str, Term]:
+    """The terms of :mod:`.stack` as terms of the phases (physics only, not measured)."""
 
-    def __init__(self, x: PlanInputs, arch: Architecture, cal: Calibration) -> None:
-        self.x, self.a, self.cal = x, arch, cal
+    def term(name: str, mib: np.ndarray, shown: str | None = None) -> Term:
+        return Term(name, mib, st.describe(shown or name, mib), measured=False)
 
-    def _g(self, i: int) -> int:
-        return int(self.x["gpu_count"][i])
+    sequences = per_gpu / st.sp
+    cache = st.unpaged_cache(sequences, length)
+    return {
+        "actor_optimizer_states": term("actor_optimizer_states", st.optimizer_states(during_update=False)),
+        "actor_optimizer_in_update": term(
+            "actor_optimizer_states", st.optimizer_states(during_update=True), "actor_optimizer_states"
+        ),
+        "actor_gradients": term("actor_gradients", st.gradients()),
+        "actor_gathered_units": term("actor_gathered_units", st.units(st.param_bytes, st.full)),
+        "reference_weights": term("reference_weights", st.reference_weights()),
+        "reference_units": term("reference_units", st.reference_units()),
+        "critic_parameters": term("critic_parameters", st.critic_parameters(computing=False)),
+        "critic_adam": term("critic_adam", st.critic_adam(stepping=False)),
+        "generation_gather": term("generation_gather", st.generation_gather()),
+        "unpaged_kv_cache": Term(
+            "unpaged_kv_cache", cache, st.describe_cache(sequences, length, cache), measured=False
+        ),
+        "ulysses_all_to_all": term("ulysses_all_to_all", st.all_to_all(tok_actor)),
+        "ulysses_all_to_all_logprob": term("ulysses_all_to_all", st.all_to_all(tok_score)),
+    }
 
-    def reservation(self, i: int) -> str:
-        u, c = self.x["vllm_gpu_memory_utilization"][i], self.x["device_capacity_mib"][i]
-        return f"{u:g} x {c:,.0f} MiB = {u * c:,.0f} MiB (vLLM takes this share of the device's total memory)"
 
-    def _shards(self, i: int) -> str:
-        x, a = self.x, self.a
-        b = x.actor_bytes[i]
-        r = a.adapter(x.knob("lora_rank"))[i]
-        given = "" if x.actor_bytes_given[i] else ", fp32 as the release ran"
-        q = x.valid.get("base_quant_bits")
-        if q is not None and q[i] and x["base_quant_bits"][i] > 0:
-            bits = x["base_quant_bits"][i]
-            base = f"{bits:g}/8 B x {a.p[i]:,.0f} base + {b:g} B x {r:,.0f} adapter"
-        else:
-            base = f"{b:g} B{given} x ({a.p[i]:,.0f} + {r:,.0f} adapter)"
-        mib = (bits / 8 if q is not None and q[i] and x["base_quant_bits"][i] > 0 else b) * a.p[i] + b * r
-        return f"{base} / {self._g(i)} GPUs = {mib / self._g(i) / MIB:,.0f} MiB"
-
-    def resident(self, i: int) -> str:
-        if self.x["parameter_offload"][i] > 0:
-            return "0 MiB: parameters offloaded to the CPU while vLLM generates"
-        return self._shards(i) + " (FSDP shards kept on the device)"
-
-    def shards(self, i: int) -> str:
-        where = " (brought back from the CPU for compute)" if self.x["parameter_offload"][i] > 0 else ""
-        return self._shards(i) + where
-
-    def runtime(self, i: int) -> str:
-        return self.cal.describe(self.a, self.x, i)
-
-    def per_sequence(self, i: int) -> str:
-        return self.cal.describe_per_sequence(self.x, i)
-
-    def between(self, i: int) -> str:
-        if self.x["free_cache_engine"][i] > 0:
-            return "0 MiB: free_cache_engine puts vLLM to sleep between generations (weights to the CPU, KV freed)"
-        return self.reservation(i) + ", kept: free_cache_engine is off"
-
-    def _tokens(self, i: int, micro: float) -> str:
-        length, per_gpu, _, _ = tokens_of(self.x, self.a)
-        return f"min({micro:g}, {per_gpu[i]:g} sequences per GPU) x {length[i]:,.0f} tokens"
-
-    def logits_score(self, i: int) -> str:
-        micro = max(self.x["rollout_logprob_micro_batch"][i], self.x["ref_logprob_micro_batch"][i])
-        return self._logits(i, micro)
-
-    def logits_update(self, i: int) -> str:
-        return self._logits(i, self.x["actor_micro_batch"][i])
-
-    def _logits(self, i: int, micro: float) -> str:
-        length, per_gpu, _, _ = tokens_of(self.x, self.a)
-        tok = min(micro, per_gpu[i]) * length[i]
-        width = self.cal.logit_bytes
-        mib = tok * self.a.vocab[i] * width / MIB
-        return (
-            f"{self._tokens(i, micro)} x vocabulary {self.a.vocab[i]:,.0f} x {width:g} B "
-            f"({LOGIT_WIDTHS.get(width, 'bytes per logit element')}) = {mib:,.0f} MiB"
-        )
-
-    def optimizer(self, i: int) -> str:
-        r = self.a.adapter(self.x.knob("lora_rank"))[i]
-        b = 4 if self.x["optimizer_offload"][i] > 0 else 12
-        what = "fp32 gradients (Adam offloaded)" if b == 4 else "fp32 gradients + Adam's two moments"
-        return f"{b} B x {r:,.0f} adapter elements / {self._g(i)} GPUs = {b * r / self._g(i) / MIB:,.0f} MiB ({what})"
-
-    def activations(self, i: int) -> str:
-        _, _, tok, _ = tokens_of(self.x, self.a)
-        h, layers = self.a.hidden[i], self.a.layers[i]
-        ckpt = self.x.knob("gradient_checkpointing")[i] > 0
-        source = (
-            "" if self.x.knob_given("gradient_checkpointing")[i] else f" ({KNOB_DEFAULTS['gradient_checkpointing'][1]})"
-        )
-        if ckpt:
-            mib = (2 * tok[i] * h * (layers + 1) + LAYER_ACTIVATION_BYTES * tok[i] * h) / MIB
-            return (
-                f"gradient checkpointing on{source}: 2 B x {tok[i]:,.0f} tokens x {h:,.0f} x ({layers:.0f} + 1) "
-                f"boundaries + {LAYER_ACTIVATION_BYTES:g} B x {tok[i]:,.0f} x {h:,.0f} (one layer) = {mib:,.0f} MiB"
-            )
-        mib = LAYER_ACTIVATION_BYTES * tok[i] * h * layers / MIB
-        return (
-            f"gradient checkpointing off: {LAYER_ACTIVATION_BYTES:g} B x {tok[i]:,.0f} tokens x {h:,.0f} x "
-            f"{layers:.0f} layers = {mib:,.0f} MiB"
-        )
-
-    def gathered(self, i: int) -> str:
-        a, x = self.a, self.x
-        r = a.adapter(x.knob("lora_rank"))[i]
-        b = x.actor_bytes[i]
-        dtype = "" if x.actor_bytes_given[i] else ", fp32 as the release ran"
-        if self._g(i) == 1 and x["parameter_offload"][i] <= 0:
-            return "0 MiB: on one GPU FSDP keeps the full parameters resident (counted there), nothing is gathered"
-        if x.knob("layered_summon")[i] > 0:
-            return (
-                f"layered summon: {b:g} B{dtype} x {a.unit[i]:,.0f} (largest FSDP unit, the actor's dtype) = "
-                f"{b * a.unit[i] / MIB:,.0f} MiB"
-            )
-        source = "" if x.knob_given("layered_summon")[i] else f" ({KNOB_DEFAULTS['layered_summon'][1]})"
-        seen = (
-            ""
-            if x["parameter_offload"][i] > 0
-            else "; the release saw this phase bind only with parameters offloaded: an extrapolation here"
-        )
-        q = x.valid.get("base_quant_bits")
-        base = x["base_quant_bits"][i] / 8 if q is not None and q[i] and x["base_quant_bits"][i] > 0 else b
-        return (
-            f"no layered summon{source}: ({base:g} B x {a.p[i]:,.0f} + {b:g} B x {r:,.0f}){dtype} gathered for the "
-            f"LoRA merge in the actor's dtype = {(base * a.p[i] + b * r) / MIB:,.0f} MiB{seen}"
-        )
-
-    def vllm_woken_weights(self, i: int) -> str:
-        if self.x["free_cache_engine"][i] > 0:
-            t = self.x["rollout_tp_size"][i]
-            weights = 2 * self.a.p[i] / t / MIB
-            return f"2 B x {self.a.p[i]:,.0f} / TP {t:g} = {weights:,.0f} MiB (vLLM woken for its bf16 weights)"
-        return "0 MiB: vLLM never slept, its weights are inside the reservation it keeps"
-
-    def tokens(self, phase: str, physical: np.ndarray) -> Explain:
-        return lambda i: self.cal.describe_tokens(phase, self.x, i, float(physical[i]))
-
-    def sync_extra(self, i: int) -> str:
-        return self.cal.describe_sync()
+def _critic_phase(st: Stack, x: PlanInputs, arch: Architecture, shared: list[Any]) -> list[Term]:
+    """The GAE critic's update: its parameters, gradients, Adam and activations beside what stays resident (all 0
+    without a critic)."""
+    between, actor_term, s_, runtime_terms = shared
+    tokens = critic_tokens(x, arch)
+    activations = np.where(st.critic, activation_mib(x, arch, tokens), 0.0)
+    critic = st.critic
+    mask = [between, actor_term, s_["actor_optimizer_states"], s_["reference_weights"], *runtime_terms]
+    own = [
+        Term("critic_parameters", p := st.critic_parameters(computing=True), st.describe("critic_parameters", p),
+             measured=False),
+        Term("critic_gradients", q := st.critic_gradients(), st.describe("critic_gradients", q), measured=False),
+        Term("critic_adam", r := st.critic_adam(stepping=True), st.describe("critic_adam", r), measured=False),
+        Term("critic_gathered_units", w := st.units(4.0, critic), st.describe("critic_gathered_units", w),
+             measured=False),
+        Term("critic_activations", activations, critic_activations(tokens, activations), measured=False),
+    ]  # fmt: skip
+    masked = [Term(t.name, np.where(critic, t.mib, 0.0), t.arithmetic, t.calibrated, t.measured) for t in mask]
+    return [*own, *masked]

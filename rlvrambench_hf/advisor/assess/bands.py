@@ -12,14 +12,12 @@ import numpy as np
 from ...memory.headroom import headroom
 from ..answer import Band, BandPart, NotModelled
 from .changes import in_user_keys
-from .verdict import FULL_FINE_TUNING, OTHER_STACK, Assessment
+from .verdict import OTHER_STACK, Assessment
 
-#: What a run the model does not cover holds beyond the modelled GRPO+LoRA part, by reason.
+#: What a run the model does not cover holds beyond the modelled part, by reason.
 MISSING_TERMS: dict[str, str] = {
-    FULL_FINE_TUNING: "gradients and Adam's two moments of every parameter (not of a LoRA adapter's), and a weight "
-    "sync of full parameters that changed",
-    OTHER_STACK: "the terms of the other algorithm or adaptation (a critic and its optimizer, a separate reference "
-    "model, full-parameter gradients)",
+    OTHER_STACK: "the terms of the other algorithm or adaptation (whatever it keeps beyond the policy, its "
+    "reference and a critic)",
 }
 MICRO_BATCHES = ("actor_micro_batch", "rollout_logprob_micro_batch", "ref_logprob_micro_batch")
 

@@ -38,6 +38,12 @@ MOVES: dict[str, tuple[int, str]] = {
     "free_cache_engine": (0, "on"),
     "layered_summon": (0, "on"),
     "gradient_checkpointing": (0, "on"),
+    # the levers of the stacks the release did not measure (physics only): their values are :data:`CANDIDATES`
+    "ref_param_offload": (0, "on"),
+    "critic_param_offload": (0, "on"),
+    "critic_optimizer_offload": (0, "on"),
+    "zero_stage": (0, "up"),
+    "ulysses_sp_size": (0, "up"),
     "gpu_count": (1, "up"),
     "rollout_tp_size": (1, "other"),
     "max_response_length": (2, "down"),
@@ -46,6 +52,15 @@ MOVES: dict[str, tuple[int, str]] = {
     "train_batch_size": (2, "down"),
 }
 LENGTHS = ("max_prompt_length", "max_response_length")
+#: Values a lever takes beyond the measured ones (the release measured no ZeRO stage, Ulysses size or more than 4
+#: GPUs): sharding more, splitting the tokens, more GPUs.
+CANDIDATES: dict[str, tuple[int, ...]] = {
+    "zero_stage": (3,),
+    "ulysses_sp_size": (2, 4, 8),
+    "gpu_count": (8, 16, 32),
+}
+#: Micro-batches VERL requires to divide the sequences each GPU trains on (its check of the per-GPU mini-batch).
+DIVIDING = ("actor_micro_batch", "rollout_logprob_micro_batch", "ref_logprob_micro_batch")
 
 
 @dataclass(frozen=True)
@@ -77,12 +92,21 @@ def variants(table: pa.Table, rows: np.ndarray, index: MeasuredIndex) -> Variant
     """Every single-setting variant of plans ``rows`` along the measured values (a memory knob: turned on)."""
     parts, origin, setting, cost, before, after = [], [], [], [], [], []
     table = _with_knob_values(table)
+    per_gpu = _sequences_per_gpu(table)
+    gpus = numbers(table.column("gpu_count"))[0] if "gpu_count" in table.column_names else np.zeros(table.num_rows)
     for k, (name, (tier, direction)) in enumerate(MOVES.items()):
         if name not in table.column_names:
             continue
         current, valid = numbers(table.column(name))
-        for value in index.values[name].to_pylist() if name in index.values else [True]:
-            chosen = rows[valid[rows] & _allowed(direction, current[rows], float(value))]
+        measured = index.values[name].to_pylist() if name in index.values else []
+        values = sorted({*measured, *CANDIDATES.get(name, ())}) or [True]
+        for value in values:
+            fits = _allowed(direction, current[rows], float(value))
+            if name in DIVIDING:  # a micro-batch that does not divide the sequences per GPU would not run
+                fits &= np.fmod(per_gpu[rows], float(value)) == 0
+            if name == "ulysses_sp_size":  # an SP group lies within the GPUs
+                fits &= np.fmod(gpus[rows], float(value)) == 0
+            chosen = rows[valid[rows] & fits]
             if not len(chosen):
                 continue
             step = 1.0 if direction == "on" else np.abs(np.log(float(value) / np.maximum(current[chosen], 1e-12)))
@@ -106,6 +130,15 @@ def variants(table: pa.Table, rows: np.ndarray, index: MeasuredIndex) -> Variant
     )
 
 
+def _sequences_per_gpu(table: pa.Table) -> np.ndarray:
+    """Sequences each GPU trains on per step (NaN where a setting is not given)."""
+    got = [numbers(table.column(n)) if n in table.column_names else (np.zeros(table.num_rows), np.zeros(
+        table.num_rows, dtype=bool)) for n in ("train_batch_size", "rollout_n", "gpu_count")]  # fmt: skip
+    (batch, b_ok), (n, n_ok), (gpus, g_ok) = got
+    ok = b_ok & n_ok & g_ok & (gpus > 0)
+    return np.where(ok, batch * n / np.where(ok, gpus, 1.0), np.nan)
+
+
 def _with_knob_values(table: pa.Table) -> pa.Table:
     """``table`` with each memory knob :data:`MOVES` can turn on given everywhere: where a plan does not say, the
     value the per-phase model takes (VERL's default, or the release's)."""
@@ -113,7 +146,7 @@ def _with_knob_values(table: pa.Table) -> pa.Table:
 
     from ...memory.inputs import KNOB_DEFAULTS
 
-    for name in (n for n in MOVES if n in KNOB_BY_NAME):
+    for name in (n for n in MOVES if n in KNOB_BY_NAME and KNOB_BY_NAME[n].type == pa.bool_()):
         default = pa.scalar(bool(KNOB_DEFAULTS[name][0]))
         given = (
             table.column(name).cast(pa.bool_()) if name in table.column_names else pa.nulls(table.num_rows, pa.bool_())
@@ -224,16 +257,40 @@ class ChangeSet:
         )
 
 
+#: With dynamic batch sizes, the token budget that sets each micro-batch (VERL's keys).
+TOKEN_BUDGET_KEYS = {
+    "actor_micro_batch": "actor_rollout_ref.actor.ppo_max_token_len_per_gpu",
+    "rollout_logprob_micro_batch": "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu",
+    "ref_logprob_micro_batch": "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu",
+}
+
+
 def in_user_keys(setting: str, value: object, settings: dict[str, Any]) -> dict[str, list[str]]:
     """The change as the user writes it, from the rows of the mapping table that give ``setting``: VERL overrides
     (``key=value``), TRL arguments (``--key value``) and entries of the accelerate config that ``accelerate launch
-    --config_file`` reads (``deepspeed_config.offload_param_device: cpu``); empty where the tool has no such key."""
+    --config_file`` reads (``deepspeed_config.offload_param_device: cpu``); empty where the tool has no such key.
+    With dynamic batch sizes a micro-batch is the token budget that holds it (sequences x prompt + response,
+    divided by the Ulysses size VERL multiplies it by)."""
+    budget = _token_budget(setting, value, settings)
+    if budget is not None:
+        return {"verl_overrides": [budget], "trl_arguments": [], "accelerate_config": []}
     trl = _written(TRL_MAPPING, setting, value, settings)
     return {
         "verl_overrides": [f"{k}={_text(v)}" for k, v in _written(VERL_MAPPING, setting, value, settings)],
         "trl_arguments": [f"--{k} {_text(v)}" for k, v in trl if k not in ACCELERATE_PLACES],
         "accelerate_config": [f"{ACCELERATE_PLACES[k]}: {_text(v)}" for k, v in trl if k in ACCELERATE_PLACES],
     }
+
+
+def _token_budget(setting: str, value: object, settings: dict[str, Any]) -> str | None:
+    if setting not in TOKEN_BUDGET_KEYS or settings.get("use_dynamic_bsz") is not True:
+        return None
+    prompt, response = settings.get("max_prompt_length"), settings.get("max_response_length")
+    if not isinstance(value, (int, float)) or not isinstance(prompt, int) or not isinstance(response, int):
+        return None
+    sp = settings.get("ulysses_sp_size") or 1
+    tokens = int(value * (prompt + response) // max(int(sp), 1))
+    return f"{TOKEN_BUDGET_KEYS[setting]}={tokens}"
 
 
 def _written(

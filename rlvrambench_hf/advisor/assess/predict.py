@@ -241,6 +241,9 @@ def memory_inputs(table: pa.Table, s: SettingArrays) -> tuple[PlanInputs, Archit
     for knob in KNOBS:
         if knob.type != pa.string() and knob.name in table.column_names:
             values[knob.name], valid[knob.name] = numbers(table.column(knob.name))
+    stack = stack_columns(table)
+    values.update(stack)
+    valid.update({name: np.ones(table.num_rows, dtype=bool) for name in stack})
     dtype = table.column("actor_param_dtype").to_pylist() if "actor_param_dtype" in table.column_names else None
     column = (
         table.column("workload_id") if "workload_id" in table.column_names else pa.nulls(table.num_rows, pa.string())
@@ -249,6 +252,16 @@ def memory_inputs(table: pa.Table, s: SettingArrays) -> tuple[PlanInputs, Archit
     workload = codes_of(pc.index_in(column, value_set=distinct))
     x = plan_inputs(values, valid, dtype, workload, tuple(distinct.to_pylist()))
     return x, s.architecture
+
+
+def stack_columns(table: pa.Table) -> dict[str, np.ndarray]:
+    """The string knobs as the numbers the per-phase model computes with (:func:`~rlvrambench_hf.memory.stack.
+    stack_codes`)."""
+    from ...memory.stack import STRING_KNOBS, stack_codes
+
+    columns = {n: table.column(n).to_pylist() for n in STRING_KNOBS if n in table.column_names}
+    rows = [{n: columns[n][i] for n in columns} for i in range(table.num_rows)]
+    return stack_codes(rows)
 
 
 def _absent(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:

@@ -24,6 +24,7 @@ from ...memory.architecture import Architecture
 from ...memory.extrapolation import PlanBand, near_limit, plan_band
 from ...memory.inputs import PlanInputs
 from ...memory.phases import PhaseModel, phases
+from ...memory.stack import CRITIC_FREE, Stack
 from ..answer import FLOOR, MEASURED, PREDICTED
 from ..plan.arrays import numbers, with_validity
 from ..plan.hardware import BENCHMARK_HARDWARE, HARDWARE_SETTINGS, Hardware
@@ -32,7 +33,7 @@ from .context import Context
 from .floors import Floors, floors
 from .lookup import Carried, Matches, carried, exact_matches
 from .predict import ABOVE, FAILURE, WITHIN, Predictions, SettingArrays, memory_inputs, predict
-from .records import UNKNOWN, Codes
+from .records import Codes
 
 #: Verdict states: the three labels, then unresolved (a measurement without a repeated label); -1: nothing known.
 STATES: tuple[str, ...] = (*OUTCOME_LABELS, UNRESOLVED)
@@ -105,10 +106,13 @@ def assess(table: pa.Table, context: Context) -> Assessment:
     n = table.num_rows
     any_reason = np.logical_or.reduce([*uncovered.values(), np.zeros(n, bool)])
     strict = np.logical_or.reduce([m for r, m in uncovered.items() if r not in ADDITIVE] + [np.zeros(n, bool)])
+    # a stack the release did not measure (full fine-tuning, a critic, DeepSpeed, SGLang, ...) is never answered by
+    # the GRPO+LoRA records whose settings it shares: they lack its terms
+    stack = Stack.of(x, arch)
     carry = carried_to_device(table, settings, matches, context)
     failing = found_floors.failing()
-    exact = (matches.count > 0) & ~any_reason
-    measured = exact | (carry.found & ~any_reason & ~failing)
+    exact = (matches.count > 0) & ~any_reason & stack.measured
+    measured = exact | (carry.found & ~any_reason & ~failing & stack.measured)
     measured_state = np.where(
         matches.count > 0, np.where(matches.resolved > 0, matches.worst, UNRESOLVED_STATE), carry.state
     )
@@ -119,10 +123,12 @@ def assess(table: pa.Table, context: Context) -> Assessment:
     band = plan_band_of(model, x, arch, settings, context)
     near = near_limit(peak, band.mib, margin, capacity)
     state = np.where(measured, measured_state, np.where(failing, FAILURE, model_state))
-    if any_reason.any():  # the GRPO+LoRA twin's measurement bounds a run that carries more
-        state = np.where(any_reason & ~strict, np.maximum(state, _twin_state(table, context)), state)
-    # a run that carries more than the modelled one (full fine-tuning, a critic) fails where the modelled part
-    # alone fails or exceeds the margin; anything else the model does not cover gets no verdict
+    # the GRPO+LoRA twin's measurement bounds a run that carries more (full fine-tuning, a critic, a reference)
+    more = (any_reason & ~strict) | ((stack.full | stack.critic) & ~stack.server & ~stack.unpaged)
+    if more.any():
+        state = np.where(more, np.maximum(state, _twin_state(table, context)), state)
+    # a run of an unknown algorithm fails where the modelled part alone fails or exceeds the margin; anything else
+    # the model does not cover gets no verdict
     state = np.where(strict | (any_reason & (state < ABOVE)), -1, state)
     basis = np.where(measured, 0, np.where(failing, 1, 2))
     return Assessment(
@@ -164,24 +170,25 @@ def plan_band_of(
 
 
 #: Reasons of runs that hold at least what the model counts (so a failure of the modelled part stands).
-FULL_FINE_TUNING = "not modelled: lora_rank=0 is full fine-tuning (the model covers LoRA adapters)"
-OTHER_STACK = "not modelled: another algorithm or adaptation than GRPO with LoRA (the model covers GRPO with LoRA)"
-ADDITIVE: frozenset[str] = frozenset({FULL_FINE_TUNING, OTHER_STACK})
-
-#: Knob values the model covers (a column absent or null: the release's value).
+OTHER_STACK = (
+    "not modelled: another algorithm or adaptation than the model's (critic-free estimators, GAE with its critic; "
+    "LoRA or full fine-tuning)"
+)
+ADDITIVE: frozenset[str] = frozenset({OTHER_STACK})
+#: Knob values the model covers (a column absent or null: the release's value); the stack's terms are physics where
+#: the release measured none (:mod:`rlvrambench_hf.memory.stack`).
 COVERED: dict[str, tuple[object, ...]] = {
-    "rollout_engine": ("vllm",),
-    "vllm_mode": ("colocate",),
-    "strategy": ("fsdp", "fsdp2"),
-    "advantage_estimator": ("grpo",),
+    "rollout_engine": ("vllm", "sglang", "hf"),
+    "vllm_mode": ("colocate", "server"),
+    "strategy": ("fsdp", "fsdp2", "deepspeed", "ddp", "megatron"),
+    "advantage_estimator": (*sorted(CRITIC_FREE), "gae"),
     "actor_param_dtype": ("fp32", "float32", "bf16", "bfloat16", "fp16"),
-    "use_dynamic_bsz": (False,),
 }
 
 
 def not_modelled(table: pa.Table, codes: Codes) -> dict[str, np.ndarray]:
-    """Per reason, the plans the per-phase model does not cover (another engine, algorithm, backend, full
-    fine-tuning, dynamic batch sizes, sequence parallelism); for them no verdict is given, not even a measured one."""
+    """Per reason, the plans the per-phase model does not cover (another engine, estimator or backend);
+    for them no verdict is given, not even a measured one."""
     out: dict[str, np.ndarray] = {}
     n = table.num_rows
     for name, covered in COVERED.items():
@@ -189,19 +196,13 @@ def not_modelled(table: pa.Table, codes: Codes) -> dict[str, np.ndarray]:
             continue
         values = table.column(name).to_pylist()
         for value in sorted({v for v in values if v is not None and v not in covered}, key=str):
-            out[f"not modelled: {name}={value} ({KNOB_BY_NAME[name].meaning}; the model covers {covered})"] = np.array(
-                [v == value for v in values], dtype=bool
-            ).reshape(n)
-    for name, reason in (
-        ("lora_rank", FULL_FINE_TUNING),
-        ("ulysses_sp_size", "not modelled: Ulysses sequence parallelism (ulysses_sp_size above 1)"),
-    ):
-        if name in table.column_names:
-            values, valid = numbers(table.column(name))
-            mask = valid & ((values == 0) if name == "lora_rank" else (values > 1))
-            if mask.any():
-                out[reason] = mask
-    stack = other_stack(codes)
+            mask = np.array([v == value for v in values], dtype=bool).reshape(n)
+            shown = covered if len(covered) < 6 else (*covered[:5], "...")
+            out[f"not modelled: {name}={value} ({KNOB_BY_NAME[name].meaning}; the model covers {shown})"] = mask
+    for reason, mask in _other_models(table).items():
+        if mask.any():
+            out[reason] = mask
+    stack = other_stack(table)
     if stack.any():
         out[OTHER_STACK] = stack
     return out
@@ -220,9 +221,38 @@ def _twin_state(table: pa.Table, context: Context) -> np.ndarray:
     return np.where(found.resolved > 0, found.worst, -1)
 
 
-def other_stack(codes: Codes) -> np.ndarray:
-    """Plans of another algorithm or adaptation than the release's (GRPO with LoRA), which it never measured."""
-    out = np.zeros(codes.rows, dtype=bool)
-    for name in RELEASE_STACK:
-        out |= codes.codes[name] == UNKNOWN
+#: Models beside the policy that the terms do not size.
+REWARD_MODEL = (
+    "not modelled: reward_model.enable (a model-based reward puts a second model's weights on the GPUs; the terms "
+    "size the policy, its reference and a critic of its own size)"
+)
+OTHER_CRITIC = (
+    "not modelled: critic.model.path names another model than the actor's (the critic's terms are sized as the "
+    "actor's model)"
+)
+
+
+def _other_models(table: pa.Table) -> dict[str, np.ndarray]:
+    """Plans with a model-based reward, and GAE plans whose critic is another model than the actor."""
+    n = table.num_rows
+
+    def column(name: str) -> list[object]:
+        return table.column(name).to_pylist() if name in table.column_names else [None] * n
+
+    reward = np.array([v is True for v in column("reward_model")], dtype=bool).reshape(n)
+    gae = [str(e).lower() == "gae" for e in column("advantage_estimator")]
+    critic = [g and c is True for g, c in zip(gae, column("critic_other_model"))]
+    return {REWARD_MODEL: reward, OTHER_CRITIC: np.array(critic, dtype=bool).reshape(n)}
+
+
+def other_stack(table: pa.Table) -> np.ndarray:
+    """Plans of an algorithm or adaptation the model has no terms for (an estimator VERL does not name, an
+    adaptation other than LoRA or none)."""
+    n = table.num_rows
+    out = np.zeros(n, dtype=bool)
+    known = {str(e).upper() for e in COVERED["advantage_estimator"]}
+    for name, allowed in (("algorithm", known), ("adaptation", {"LORA", "NONE"})):
+        if name in table.column_names:
+            values = table.column(name).to_pylist()
+            out |= np.array([v is not None and str(v).upper() not in allowed for v in values], dtype=bool).reshape(n)
     return out

@@ -229,3 +229,37 @@ def _interval(values: Values, settings: Mapping[str, object]) -> object:
 
 def _interval_back(value: object, settings: Mapping[str, object]) -> Values:
     return (None, "no") if value is None or value == -1 else (value, "steps")
+
+
+def _any_on(values: Values, settings: Mapping[str, object]) -> object:
+    """On when any of the keys is true (VERL's ``need_reference_policy``: use_kl_loss or use_kl_in_reward); null when
+    none is given."""
+    if all(v is None for v in values):
+        return None
+    return any(v is True for v in values)
+
+
+def _first_on(value: object, settings: Mapping[str, object]) -> Values:
+    return (value, None)
+
+
+def _positive(values: Values, settings: Mapping[str, object]) -> object:
+    """TRL loads a reference model when ``beta`` (the KL coefficient) is above 0."""
+    beta = values[0]
+    return None if beta is None else isinstance(beta, (int, float)) and not isinstance(beta, bool) and beta > 0
+
+
+def _positive_back(value: object, settings: Mapping[str, object]) -> Values:
+    return (0.04 if value else 0.0,)
+
+
+def _other_model(values: Values, settings: Mapping[str, object]) -> object:
+    """Whether the first path names another model than the second (their last parts differ); null without it."""
+    mine, theirs = values
+    if not isinstance(mine, str) or not isinstance(theirs, str):
+        return None
+    return mine.rstrip("/").rsplit("/", 1)[-1].lower() != theirs.rstrip("/").rsplit("/", 1)[-1].lower()
+
+
+def _no_keys(value: object, settings: Mapping[str, object]) -> Values:
+    return (None, None)

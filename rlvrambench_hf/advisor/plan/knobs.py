@@ -46,6 +46,22 @@ KNOBS: tuple[Knob, ...] = (
     Knob("use_dynamic_bsz", pa.bool_(), "token-budgeted micro-batches instead of fixed ones"),
     Knob("max_token_len_per_gpu", pa.int64(), "the actor's token budget per micro-batch with dynamic batch sizes"),
     Knob("ulysses_sp_size", pa.int64(), "Ulysses sequence-parallel size of the actor"),
+    Knob(
+        "reference_model",
+        pa.bool_(),
+        "a KL term needs a reference policy (VERL use_kl_loss / use_kl_in_reward, TRL "
+        "beta > 0); with full fine-tuning it is a second set of weights",
+        True,
+    ),
+    Knob("ref_param_offload", pa.bool_(), "the reference model's parameters offloaded to the CPU"),
+    Knob("critic_param_offload", pa.bool_(), "the GAE critic's parameters offloaded to the CPU between its phases"),
+    Knob("critic_optimizer_offload", pa.bool_(), "the GAE critic's Adam states offloaded to the CPU between updates"),
+    Knob("critic_micro_batch", pa.int64(), "the GAE critic's micro-batch per GPU in its update"),
+    Knob("critic_other_model", pa.bool_(), "the GAE critic names another model than the actor's"),
+    Knob("reward_model", pa.bool_(), "a model-based reward (a second model's weights on the GPUs)"),
+    Knob("megatron_tp", pa.int64(), "Megatron's tensor-parallel size of the actor"),
+    Knob("megatron_pp", pa.int64(), "Megatron's pipeline-parallel size of the actor"),
+    Knob("megatron_cp", pa.int64(), "Megatron's context-parallel size of the actor"),
 )
 
 #: The knobs by name.

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 from .conversions import (
     _adaptation,
+    _any_on,
     _as_is,
     _colocated,
     _dtype,
+    _first_on,
     _hybrid,
     _lora_rank,
     _lower,
+    _no_keys,
     _on_one_node,
     _or_prompt_plus_response,
+    _other_model,
     _product,
     _rank_back,
     _rank_of,
@@ -158,6 +162,51 @@ VERL_MAPPING: tuple[Mapped, ...] = (
     _knob("actor_rollout_ref.actor.use_dynamic_bsz", "use_dynamic_bsz"),
     _knob("actor_rollout_ref.actor.ppo_max_token_len_per_gpu", "max_token_len_per_gpu"),
     _knob("actor_rollout_ref.actor.ulysses_sequence_parallel_size", "ulysses_sp_size"),
+    Mapped(
+        KL_KEYS,
+        "reference_model",
+        "on when use_kl_loss or use_kl_in_reward is (VERL then loads a reference policy; with LoRA the base model)",
+        _any_on,
+        _first_on,
+        False,
+        ("bool", "bool"),
+    ),  # fmt: skip
+    Mapped(
+        ("actor_rollout_ref.ref.fsdp_config.param_offload", "actor_rollout_ref.ref.megatron.param_offload"),
+        "ref_param_offload",
+        "on when either is (FSDP's, or a Megatron reference's)",
+        _any_on,
+        _first_on,
+        False,
+        ("bool", "bool"),
+    ),  # fmt: skip
+    *(
+        Mapped(
+            (f"critic.fsdp.{name}", f"critic.model.fsdp_config.{name}"),
+            f"critic_{name}",
+            "on when either is (critic.fsdp, as VERL 0.9 has it; critic.model.fsdp_config, as older releases and "
+            "VERL's example scripts write it)",
+            _any_on,
+            _first_on,
+            False,
+            ("bool", "bool"),
+        )
+        for name in ("param_offload", "optimizer_offload")
+    ),
+    _knob("critic.ppo_micro_batch_size_per_gpu", "critic_micro_batch"),
+    Mapped(
+        ("critic.model.path", "actor_rollout_ref.model.path"),
+        "critic_other_model",
+        "on when the critic's model (its folder's or Hub id's last part) is not the actor's",
+        _other_model,
+        _no_keys,
+        False,
+        ("string", "string"),
+    ),  # fmt: skip
+    _knob("reward_model.enable", "reward_model"),
+    _knob("actor_rollout_ref.actor.megatron.tensor_model_parallel_size", "megatron_tp"),
+    _knob("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size", "megatron_pp"),
+    _knob("actor_rollout_ref.actor.megatron.context_parallel_size", "megatron_cp"),
 )
 
 #: Settings no floor, phase or scope decision reads (the memory model, the floors, the measured records and the

@@ -16,6 +16,8 @@ from .conversions import (
     _or_prompt_plus_response,
     _peft_back,
     _peft_rank,
+    _positive,
+    _positive_back,
     _quant_back,
     _quant_bits,
     _same,
@@ -206,6 +208,19 @@ TRL_MAPPING: tuple[Mapped, ...] = (
         _offload_back,
         False,
         ("string", "bool"),
+    ),  # fmt: skip
+)
+
+TRL_MAPPING = (
+    *TRL_MAPPING,
+    Mapped(
+        ("beta",),
+        "reference_model",
+        "on when beta > 0 (TRL then loads a reference model; with PEFT the base model, adapters disabled)",
+        _positive,
+        _positive_back,
+        False,
+        ("float64",),
     ),  # fmt: skip
 )
 

@@ -243,7 +243,9 @@ def check_ranges(table: pa.Table, where: Where) -> None:
         elif rule == LIMIT:
             bad = pc.and_(pc.less_equal(values, _ZERO), pc.not_equal(values, _MINUS_ONE))
         elif rule in _ALLOWED:
-            bad = pc.invert(pc.is_in(values, value_set=_ALLOWED[rule]))
+            bad = pc.and_kleene(
+                pc.is_valid(values), pc.invert(pc.is_in(values, value_set=_ALLOWED[rule]))
+            )  # null: not given
         else:
             bad = pc.less(values, _ZERO)
         _refuse(bad, values.combine_chunks(), name, where, f"not {rule}")

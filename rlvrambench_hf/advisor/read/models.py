@@ -41,8 +41,10 @@ def model_of_path(path: str, measured: tuple[str, ...]) -> tuple[str, str | None
     """What a written model path stands for, and how it was read (None: as written).
 
     A measured model's id is itself; a folder here is itself (its config.json is read); a path not on this machine
-    named as a measured model (``~/models/Qwen2.5-3B-Instruct``) is that model; a path not on this machine whose
-    last two parts make a Hub id (``/root/models/Qwen/Qwen2.5-0.5B``) is that Hub id. Anything else is kept."""
+    named as a measured model (``~/models/Qwen2.5-3B-Instruct``) is that model, and so is one named as a model whose
+    config.json facts the package ships (``$HOME/models/Qwen2-7B-Instruct``: Qwen/Qwen2-7B-Instruct); a path not on
+    this machine whose last two parts make a Hub id (``/root/models/Qwen/Qwen2.5-0.5B``) is that Hub id. Anything
+    else is kept."""
     if path in measured or not looks_local(path) or local_folder(path) is not None:
         return path, None
     parts = [p for p in path.rstrip("/").split("/") if p]
@@ -50,6 +52,11 @@ def model_of_path(path: str, measured: tuple[str, ...]) -> tuple[str, str | None
     matches = [m for m in measured if m.rsplit("/", 1)[-1].lower() == name]
     if len(matches) == 1:
         return matches[0], f"the folder {path} is named as the measured model {matches[0]}"
+    from ...estimation.knownconfigs import KNOWN_CONFIGS
+
+    known = [m for m in KNOWN_CONFIGS if m.rsplit("/", 1)[-1].lower() == name]
+    if len(known) == 1 and (len(parts) < 2 or parts[-2].lower() != known[0].split("/")[0].lower()):
+        return known[0], f"the folder {path} is not on this machine; named as the Hub model {known[0]}"
     if len(parts) >= 2 and _hub_id(f"{parts[-2]}/{parts[-1]}"):
         hub = f"{parts[-2]}/{parts[-1]}"
         return hub, f"the folder {path} is not on this machine; read as the Hub model {hub}"

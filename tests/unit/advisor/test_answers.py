@@ -45,7 +45,7 @@ def test_a_predicted_answer_carries_its_phases_floors_verdict_and_what_still_fit
     verdict = found["verdict"]
     assert set(verdict) >= {"state", "basis", "sentence", "near_limit"}
     assert (verdict["state"], verdict["basis"]) == ("within_margin", "predicted")
-    assert [p["phase"] for p in found["phases"]] == list(PHASES)
+    assert [p["phase"] for p in found["phases"]] == [p for p in PHASES if p != "critic_update"]
     peaks = {p["phase"]: p["peak_mib"] for p in found["phases"]}
     assert found["predicted_peak_mib"] == pytest.approx(max(peaks.values()), abs=0.1)
     assert peaks[found["binding_phase"]] == pytest.approx(found["predicted_peak_mib"], abs=0.1)
@@ -54,7 +54,7 @@ def test_a_predicted_answer_carries_its_phases_floors_verdict_and_what_still_fit
     assert found["measured"] is None and found["changes"] == []
     assert found["device"] == {"name": "A100 40GB", "capacity_mib": 40960, "margin_mib": 38912, "measured": True}
     fits = found["fits"]
-    assert set(fits["headroom_mib"]) == set(PHASES)
+    assert set(fits["headroom_mib"]) == set(PHASES) - {"critic_update"}
     assert fits["headroom_mib"][found["binding_phase"]] == pytest.approx(38912 - found["predicted_peak_mib"], abs=0.2)
     u = fits["largest_vllm_gpu_memory_utilization"]
     assert 0.55 <= u < 1
@@ -256,22 +256,15 @@ def test_a_plan_within_the_margin_needs_no_change_and_a_change_the_release_measu
 @pytest.mark.parametrize(
     ("knob", "value", "reason"),
     [
-        ("rollout_engine", "sglang", "not modelled: rollout_engine=sglang"),
-        ("strategy", "megatron", "not modelled: strategy=megatron"),
-        ("use_dynamic_bsz", True, "not modelled: use_dynamic_bsz=True"),
+        ("rollout_engine", "trtllm", "not modelled: rollout_engine=trtllm"),
+        ("strategy", "colossalai", "not modelled: strategy=colossalai"),
+        ("advantage_estimator", "my_own", "not modelled: advantage_estimator=my_own"),
     ],
 )
 def test_what_the_model_does_not_cover_gets_no_verdict_and_says_why(mini_context, knob, value, reason):
     verdict = answer(plan(**{knob: value}), mini_context)["verdict"]
     assert verdict["state"] is None and verdict["basis"] is None
     assert reason in verdict["sentence"] and "no verdict" in verdict["sentence"]
-
-
-def test_full_fine_tuning_is_at_least_what_its_lora_part_alone_reaches(mini_context):
-    lora, full = answers([plan(vllm_gpu_memory_utilization=0.85), plan(vllm_gpu_memory_utilization=0.85, lora_rank=0)],
-                         mini_context)  # fmt: skip
-    assert severity(full["verdict"]["state"]) >= severity(lora["verdict"]["state"]) > 0
-    assert full["verdict"]["sentence"].split(": ", 1)[1].startswith(f"at least {full['verdict']['state']}")
 
 
 def test_near_the_limit_means_within_the_band_of_the_margin_or_the_capacity(mini_context):
@@ -283,12 +276,6 @@ def test_near_the_limit_means_within_the_band_of_the_margin_or_the_capacity(mini
         assert found["verdict"]["state"] in STATES
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: assess/changes.py proposes any measured actor_micro_batch below the plan's (16 for 24 sequences "
-    "per GPU), while memory/headroom.py keeps the micro-batch a divisor of the sequences per GPU, as VERL's check "
-    "of the per-GPU mini-batch requires: the answer's two micro-batch figures disagree and the change would not run",
-)
 def test_a_proposed_micro_batch_divides_the_sequences_per_gpu_as_the_largest_fitting_one_does(mini_context):
     row = plan(workload_id="math", train_batch_size=12, actor_micro_batch=24, max_response_length=2560,
                max_model_len=3072, vllm_gpu_memory_utilization=0.5)  # fmt: skip

@@ -158,14 +158,14 @@ def test_a_supervised_fine_tuning_config_is_no_grpo_run(shared_mini, tmp_path):
 
 
 def test_a_grpo_config_is_answered_with_its_offloads_in_the_memory_model(shared_mini, tmp_path, mini_context):
-    """ZeRO-3 is a backend the per-phase model does not cover: the answer prints no peaks (issue 34, item 7), and
-    the offloads it reads are the ones the model's terms would take."""
+    """ZeRO-3 is physics the release measured none of: the answer prints its peaks with the band part that says so,
+    and the offloads it reads are the ones the model's terms take."""
     from unit.advisor.given import model_of
 
     plans = read(write(tmp_path, "grpo.yaml", GRPO_YAML), shared_mini.root, "zero3")
     (found,) = answers(plans, mini_context)
-    assert found["phases"] == [] and found["predicted_peak_mib"] is None and "fits" not in found
-    assert "strategy=deepspeed" in found["not_modelled"]["reasons"][0]
+    assert found["phases"] and found["predicted_peak_mib"] is not None and "not_modelled" not in found
+    assert found["verdict"]["state"] is not None
     model = model_of([found["settings"]], mini_context)
     rollout = {t.name: t for t in model.terms["rollout"]}
     assert float(rollout["resident_actor"].mib[0]) == 0.0  # parameters offloaded to the CPU while vLLM generates

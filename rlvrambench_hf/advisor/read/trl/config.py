@@ -121,12 +121,51 @@ def accelerate_fields(path: object, fields: Mapping[str, Any], origin: str) -> d
         node = data.get(section) if section else data
         if isinstance(node, Mapping) and node.get(leaf) is not None:
             found[key] = node[leaf]
+    deepspeed = data.get("deepspeed_config")
+    if isinstance(deepspeed, Mapping) and deepspeed.get("deepspeed_config_file"):
+        found = {**_deepspeed_file(deepspeed["deepspeed_config_file"], Path(name)), **found}
     for key, value in found.items():
         if key in fields and fields[key] != value:
             raise InputError(
                 f"{origin}: {key} = {quote(fields[key])} but the accelerate config {name} gives {quote(value)}"
             )
     return found
+
+
+#: The DeepSpeed config's keys a plan reads (``zero_optimization`` section), as the accelerate keys they stand for.
+DEEPSPEED_KEYS = {
+    ("zero_optimization", "stage"): "zero_stage",
+    ("zero_optimization", "offload_param", "device"): "offload_param_device",
+    ("zero_optimization", "offload_optimizer", "device"): "offload_optimizer_device",
+}
+
+
+def _deepspeed_file(given: object, accelerate: Path) -> dict[str, Any]:
+    """The ZeRO stage and offload devices of the DeepSpeed JSON an accelerate config names
+    (``deepspeed_config.deepspeed_config_file``), looked for from the accelerate config's folder up, then from here;
+    ``"auto"`` values are left to accelerate (not read)."""
+    import json
+
+    where = f"{accelerate}: deepspeed_config.deepspeed_config_file"
+    if not isinstance(given, str):
+        raise InputError(f"{where} is not a path: {quote(given)}")
+    path = Path(given)
+    places = [path] if path.is_absolute() else [f / path for f in (accelerate.parent, *accelerate.parent.parents)][:6]
+    found = next((p for p in [*places, path] if p.is_file()), None)
+    if found is None:
+        raise InputError(f"{where}: {quote(given)} is not here (looked from {accelerate.parent} up)")
+    try:
+        data = json.loads(read_text(found, "DeepSpeed config"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{found}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    out: dict[str, Any] = {}
+    for keys, name in DEEPSPEED_KEYS.items():
+        node: object = data
+        for key in keys:
+            node = node.get(key) if isinstance(node, Mapping) else None
+        if node is not None and node != "auto":
+            out[name] = node
+    return out
 
 
 #: The ``distributed_type`` values accelerate has (``accelerate.utils.DistributedType``).

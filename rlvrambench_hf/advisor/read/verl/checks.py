@@ -58,18 +58,26 @@ TOKEN_BUDGETS = (
     (f"{_ARR}.actor.ppo_micro_batch_size_per_gpu", f"{_ARR}.actor.ppo_max_token_len_per_gpu"),
     (f"{_ARR}.rollout.log_prob_micro_batch_size_per_gpu", f"{_ARR}.rollout.log_prob_max_token_len_per_gpu"),
     (f"{_ARR}.ref.log_prob_micro_batch_size_per_gpu", f"{_ARR}.ref.log_prob_max_token_len_per_gpu"),
+    ("critic.ppo_micro_batch_size_per_gpu", "critic.ppo_max_token_len_per_gpu"),
 )
 
 
 def _from_budget(config: Config, key: str, budget: str) -> None:
     """A token budget per GPU as the micro-batch of full-length sequences it holds (its memory at the worst case:
-    budget // (prompt + response), at least one), when the per-GPU micro-batch is not given."""
+    budget x Ulysses size // (prompt + response), at least one: VERL packs ``max_token_len_per_gpu x
+    ulysses_sequence_parallel_size`` tokens per micro-batch, split over the SP group), when the per-GPU micro-batch is
+    not given."""
     tokens = _count(_get(config, budget))
     prompt, response = _count(_get(config, "data.max_prompt_length")), _count(_get(config, "data.max_response_length"))
     if _get(config, key) is not None or not (tokens and prompt and response):
         return
-    sequences = max(tokens // (prompt + response), 1)
-    note = f"{config.source(budget)} (use_dynamic_bsz: {budget.rsplit('.', 1)[-1]}={tokens} holds {sequences} "
+    sp_key = "critic.ulysses_sequence_parallel_size" if key.startswith("critic.") else (
+        f"{_ARR}.{key.split('.')[1]}.ulysses_sequence_parallel_size" if key.startswith(_ARR) else "")  # fmt: skip
+    own = _count(_get(config, sp_key)) if sp_key else None
+    sp = own or _count(_get(config, f"{_ARR}.actor.ulysses_sequence_parallel_size")) or 1
+    sequences = max(tokens * sp // (prompt + response), 1)
+    over = f" x Ulysses {sp}" if sp > 1 else ""
+    note = f"{config.source(budget)} (use_dynamic_bsz: {budget.rsplit('.', 1)[-1]}={tokens}{over} holds {sequences} "
     _set(config, key, sequences, note + f"sequence(s) of {prompt} + {response} tokens)")
 
 
