@@ -12,10 +12,12 @@ boundary decides: imports, the environment read at import, signals, exit of the 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -43,6 +45,7 @@ os.environ["RLVRAMBENCH_SNAPSHOT"] = str(SNAPSHOT)  # for pytest-xdist's workers
 REPO_ID = "kobzaond/RLVRAMBench"
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")  # gw0, gw1, ... under pytest-xdist
 _SESSION_DIR = Path(tempfile.mkdtemp(prefix=f"rlvrambench-tests-{_WORKER}-"))
+atexit.register(shutil.rmtree, _SESSION_DIR, ignore_errors=True)  # the Hub server and HF_HOME of this session
 _PORT = free_port()
 
 for _name in (

@@ -26,6 +26,19 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+_REFUSING: list[socket.socket] = []
+
+
+def closed_port() -> int:
+    """A loopback port that refuses every connection for as long as this process lives: bound and never listening,
+    so no other process (another worker's server) can take it between the choice and the test's connection."""
+    if not _REFUSING:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        _REFUSING.append(sock)
+    return int(_REFUSING[0].getsockname()[1])
+
+
 def olah_cli() -> str:
     """The olah-cli executable: $OLAH_CLI, the project's .venv-olah, or PATH."""
     candidates = [

@@ -11,7 +11,6 @@ import contextlib
 import os
 import resource
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -27,15 +26,10 @@ from rlvrambench_hf.errors import SourceError
 
 from conftest import REPO_ID, cli_env
 from faultproxy import HostileServer
+from hubserver import closed_port
 
 CONFIGS = ("--revision", "main", "configs")
 MEMORY_BOUND_MIB = 300
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def run_measured(

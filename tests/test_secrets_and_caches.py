@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import stat
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from test_fault_matrix import blob, flip_byte
 
 from conftest import REPO_ID, SNAPSHOT, cli_env, run_cli
 from faultproxy import FaultProxy
+from hubserver import closed_port
 
 PASSWORD = "pa55-w0rd-of-the-mirror"
 TOKEN = "hf_" + "Qz7Rw2" * 6
@@ -40,12 +40,6 @@ def written(result: subprocess.CompletedProcess, folder: Path) -> bytes:
 
 def leaks(data: bytes) -> list[str]:
     return [s for s in (PASSWORD, TOKEN, TOKEN[3:], "mirror-user:") if s.encode() in data]
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.mark.parametrize("debug", [False, True], ids=["plain", "debug"])
