@@ -148,5 +148,23 @@ KNOWN_CONFIGS: Mapping[str, Mapping[str, object]] = {
         for kind in ("base", "chat")
     },
 }
+#: Reward models (sequence classifiers: the decoder and a score head of width 1), by Hub id, as their
+#: ``config.json`` states them (source: https://huggingface.co/Skywork/Skywork-Reward-Llama-3.1-8B config.json).
+REWARD_CONFIGS: Mapping[str, Mapping[str, object]] = {
+    "Skywork/Skywork-Reward-Llama-3.1-8B": {
+        **_llama(4096, 32, 32, 14336, False),
+        "vocab_size": 128257,
+        "architectures": ["LlamaForSequenceClassification"],
+    },
+}
+#: Reward models whose model card names the model they were trained from (the decoder they keep), by Hub id:
+#: (base model, source). Their size is the base's, an upper bound (the score head of width 1 replaces the vocabulary
+#: head).
+REWARD_BASES: Mapping[str, tuple[str, str]] = {
+    "Skywork/Skywork-Reward-V2-Llama-3.2-3B": (
+        "meta-llama/Llama-3.2-3B-Instruct",
+        "the model table of github.com/SkyworkAI/Skywork-Reward-V2 README.md",
+    ),
+}
 #: How metadata derived from these facts names where it came from.
 KNOWN_SOURCE = "config.json facts shipped with rlvrambench-hf (the Hub's config.json could not be read)"

@@ -227,3 +227,89 @@ class Formats:
 
     def sync_extra(self, i: int) -> str:
         return self.cal.describe_sync()
+
+
+#: The FSDP reward model's bytes per weight (VERL builds it in bf16), and its forward's bytes per token and hidden
+#: unit: the hidden states between layers (2, bf16) and one layer's working set (34: under no_grad each layer's
+#: activations are freed once the next has them); its score head is of width 1 (no vocabulary logits).
+REWARD_BYTES, REWARD_FORWARD_BYTES = 2.0, 2.0 + LAYER_ACTIVATION_BYTES
+#: Why a reward term is 0 for a plan.
+_NO_REWARD = {
+    "reward_weights": "no FSDP reward model on these GPUs, or its parameters offloaded",
+    "reward_gathered_units": "no FSDP reward model, or its parameters neither sharded nor offloaded",
+    "reward_activations": "no FSDP reward model",
+    "reward_engine": "no reward engine on these GPUs (no model-based reward, a FSDP one, or its own resource pool)",
+    "reward_engine_kept": "no reward engine here, or it sleeps between rewards (free_cache_engine)",
+}
+
+
+class Reward:
+    """A model-based reward per plan (physics only; the release measured none): a FSDP reward model — bf16 weights
+    ``2 P_r / G`` resident unless offloaded, one unit gathered ``2 × 2 U_r`` and the forward of its micro-batch
+    ``tokens × H_r × 36`` B — or VERL's reward loop — an inference engine woken for the reward, ``u_r × C`` (its
+    weights ``2 P_r / T_r`` inside), kept between rewards only without ``free_cache_engine``."""
+
+    def __init__(self, x: PlanInputs, arch: Architecture) -> None:
+        self.x = x
+        on = x.knob("reward_model") > 0
+        loop = on & (x.knob("reward_loop") > 0)
+        self.on, self.fsdp, self.engine = on, on & ~loop, loop & (x.knob("reward_pool") == 0)
+        self.p, self.unit, self.hidden = x.knob("reward_params"), x.knob("reward_unit"), x.knob("reward_hidden")
+        self.g = np.where(x["gpu_count"] > 0, x["gpu_count"], 1.0)
+        self.t = np.maximum(x.knob("reward_tp_size"), 1.0)
+        self.offload = x.knob("reward_param_offload") > 0
+        length, per_gpu, _ = _lengths(x, arch)
+        micro = np.minimum(x.knob("reward_micro_batch"), per_gpu) * length
+        budget = x.knob("reward_max_token_len")
+        self.tokens = np.where(x.knob("reward_dynamic_bsz") > 0, np.fmin(budget, per_gpu * length), micro)
+        sized = np.isfinite(self.p) & np.isfinite(self.unit) & np.isfinite(self.hidden)
+        self.known = ~on | (sized & (self.engine | ~self.fsdp | (np.isfinite(self.tokens) & (self.tokens > 0))))
+
+    def _on(self, mask: np.ndarray, mib: np.ndarray) -> np.ndarray:
+        return np.where(mask & self.known, np.nan_to_num(mib), 0.0)
+
+    def weights(self) -> np.ndarray:
+        return self._on(self.fsdp & ~self.offload, REWARD_BYTES * self.p / self.g / MIB)
+
+    def units(self) -> np.ndarray:
+        fetched = self.fsdp & ((self.g > 1) | self.offload)
+        return self._on(fetched, 2.0 * REWARD_BYTES * self.unit / MIB)
+
+    def activations(self) -> np.ndarray:
+        return self._on(self.fsdp, self.tokens * self.hidden * REWARD_FORWARD_BYTES / MIB)
+
+    def _budget(self) -> tuple[np.ndarray, np.ndarray]:
+        budget = self.x.knob("reward_vllm_utilization") * self.x["device_capacity_mib"]
+        return budget, REWARD_BYTES * self.p / self.t / MIB
+
+    def engine_awake(self) -> np.ndarray:
+        """The reward engine while it scores: its reservation, or beyond it the weights it cannot hold inside."""
+        budget, weights = self._budget()
+        return self._on(self.engine, np.where(weights < budget, budget, budget + weights))
+
+    def engine_kept(self) -> np.ndarray:
+        kept = self.engine & (self.x.knob("reward_free_cache_engine") == 0)
+        return self._on(kept, self._budget()[0])
+
+    def describe(self, name: str, mib: np.ndarray) -> Explain:
+        def text(i: int) -> str:
+            if mib[i] == 0:
+                return "0 MiB: " + _NO_REWARD[name]
+            p, g, budget, weights = self.p[i], self.g[i], *(v[i] for v in self._budget())
+            u, c = self.x.knob("reward_vllm_utilization")[i], self.x["device_capacity_mib"][i]
+            head = {
+                "reward_weights": f"{REWARD_BYTES:g} B x {p:,.0f} parameters / {g:g} GPUs (the reward model's bf16 "
+                "FSDP shards, resident)",
+                "reward_gathered_units": f"2 x {REWARD_BYTES:g} B x {self.unit[i]:,.0f} (the unit computing and the "
+                "one prefetched" + (", fetched from the CPU)" if self.offload[i] else ")"),
+                "reward_activations": f"{self.tokens[i]:,.0f} tokens x hidden {self.hidden[i]:,.0f} x "
+                f"{REWARD_FORWARD_BYTES:g} B (hidden states and one layer's forward; a score head of width 1, no "
+                "vocabulary logits)",
+                "reward_engine": f"{u:g} x {c:,.0f} MiB (the reward engine woken for the reward; its weights "
+                f"{REWARD_BYTES:g} B x {p:,.0f} / TP {self.t[i]:g} = {weights:,.0f} MiB "
+                + ("inside)" if weights < budget else "do not fit inside: it cannot start)"),
+                "reward_engine_kept": f"{u:g} x {c:,.0f} MiB (the reward engine never sleeps: free_cache_engine off)",
+            }[name]
+            return f"{head} = {mib[i]:,.0f} MiB (physics only: the release measured none of it)"
+
+        return text

@@ -40,6 +40,7 @@ from .architecture import Architecture
 from .arithmetic import (
     Explain,
     Formats,
+    Reward,
     activation_mib,
     critic_activations,
     critic_tokens,
@@ -57,6 +58,7 @@ PHASES: tuple[str, ...] = (
     "actor_update",
     "weight_sync",
     "critic_update",
+    "reward",
 )
 #: The calibrated term of the weight sync: what it holds beyond its physical terms.
 SYNC_EXTRA = "weight_sync_extra"
@@ -131,8 +133,8 @@ class PhaseModel:
         """Plan ``i``'s phases as the answer lists them: phase, peak and terms with their arithmetic."""
         out = []
         for phase in PHASES:
-            if phase == "critic_update" and not any(t.mib[i] for t in self.terms[phase]):
-                continue  # no critic
+            if phase in ("critic_update", "reward") and not any(t.mib[i] for t in self.terms[phase]):
+                continue  # no critic, no model-based reward
             terms = [  # a term of another stack than the plan's is not listed
                 {"term": t.name, "mib": round(float(t.mib[i]), 1), "arithmetic": t.arithmetic(i)}
                 for t in self.terms[phase]
@@ -187,8 +189,18 @@ def phases(x: PlanInputs, arch: Architecture, cal: Calibration) -> PhaseModel:
     compute_actor = Term("actor_shards", computing, f.shards)
     between = Term("vllm_between_generations", vllm_between, f.between)
     s_ = _stack_terms(st, x, arch, length, per_gpu, tok_actor, tok_score)
+    rw = Reward(x, arch)
+    # a model-based reward: a FSDP reward model's resident shards, or a reward engine that never sleeps, everywhere
+    held = [_reward_term(rw, "reward_weights", rw.weights()), _reward_term(rw, "reward_engine_kept", rw.engine_kept())]
     terms = {
-        "initializing": [reservation, actor_term, s_["reference_weights"], s_["critic_parameters"], *runtime_terms],
+        "initializing": [
+            reservation,
+            actor_term,
+            s_["reference_weights"],
+            s_["critic_parameters"],
+            *held,
+            *runtime_terms,
+        ],
         "rollout": [
             reservation,
             actor_term,
@@ -198,6 +210,7 @@ def phases(x: PlanInputs, arch: Architecture, cal: Calibration) -> PhaseModel:
             s_["critic_adam"],
             s_["generation_gather"],
             s_["unpaged_kv_cache"],
+            *held,
             *runtime_terms,
         ],
         "reference_logprob": [
@@ -210,6 +223,7 @@ def phases(x: PlanInputs, arch: Architecture, cal: Calibration) -> PhaseModel:
             s_["critic_adam"],
             Term("logprob_logits", logits_score, f.logits_score),
             s_["ulysses_all_to_all_logprob"],
+            *held,
             *runtime_terms,
         ],
         "actor_update": [
@@ -225,6 +239,7 @@ def phases(x: PlanInputs, arch: Architecture, cal: Calibration) -> PhaseModel:
             Term("activations", activations, f.activations),
             Term("update_logits", logits_update, f.logits_update),
             s_["ulysses_all_to_all"],
+            *held,
             *runtime_terms,
         ],
         "weight_sync": [
@@ -236,16 +251,19 @@ def phases(x: PlanInputs, arch: Architecture, cal: Calibration) -> PhaseModel:
             s_["reference_weights"],
             s_["critic_parameters"],
             s_["critic_adam"],
+            *held,
             *runtime_terms,
             Term(SYNC_EXTRA, sync_extra, f.sync_extra, calibrated=True),
         ],
-        "critic_update": _critic_phase(st, x, arch, [between, actor_term, s_, runtime_terms]),
+        "critic_update": _critic_phase(st, x, arch, [between, actor_term, s_, [*held, *runtime_terms]]),
+        "reward": _reward_phase(rw, [between, actor_term, s_, runtime_terms]),
     }
     for phase, names in TOKEN_TERMS.items():
         physical = np.sum([t.mib for t in terms[phase] if t.name in names], axis=0)
         correction = (cal.tokens(phase, x) - 1.0) * physical
         terms[phase].append(Term(TOKEN_CALIBRATION[phase], correction, f.tokens(phase, physical), calibrated=True))
     known = arch.known & np.isfinite(tok_actor) & (tok_actor > 0) & np.isfinite(runtime) & np.isfinite(per_sequence)
+    known &= rw.known
     return PhaseModel(terms, known)
 
 
@@ -303,4 +321,24 @@ def _critic_phase(st: Stack, x: PlanInputs, arch: Architecture, shared: list[Any
         Term("critic_activations", activations, critic_activations(tokens, activations), measured=False),
     ]  # fmt: skip
     masked = [Term(t.name, np.where(critic, t.mib, 0.0), t.arithmetic, t.calibrated, t.measured) for t in mask]
+    return [*own, *masked]
+
+
+def _reward_term(rw: Reward, name: str, mib: np.ndarray) -> Term:
+    return Term(name, mib, rw.describe(name, mib), measured=False)
+
+
+def _reward_phase(rw: Reward, shared: list[Any]) -> list[Term]:
+    """The reward's forward (VERL's ``reward`` step, after generation: the actor's vLLM asleep): the reward model's
+    own terms beside what stays resident (all 0 without a model-based reward)."""
+    between, actor_term, s_, runtime_terms = shared
+    own = [
+        _reward_term(rw, "reward_engine", rw.engine_awake()),
+        _reward_term(rw, "reward_weights", rw.weights()),
+        _reward_term(rw, "reward_gathered_units", rw.units()),
+        _reward_term(rw, "reward_activations", rw.activations()),
+    ]
+    resident = [between, actor_term, s_["actor_optimizer_states"], s_["reference_weights"], s_["critic_parameters"],
+                s_["critic_adam"], *runtime_terms]  # fmt: skip
+    masked = [Term(t.name, np.where(rw.on, t.mib, 0.0), t.arithmetic, t.calibrated, t.measured) for t in resident]
     return [*own, *masked]

@@ -302,8 +302,11 @@ _ZERO = {
     "generation_gather": "no ZeRO-3 generation with transformers",
     "unpaged_kv_cache": "vLLM's paged cache lives inside its reservation",
 }
-#: The terms of this module: the band's ``stack_not_measured`` part is a share of them.
-STACK_TERMS = frozenset({*_ZERO})
+#: The terms of this module and the model-based reward's (:class:`~.arithmetic.Reward`): the band's
+#: ``stack_not_measured`` part is a share of them.
+STACK_TERMS = frozenset(
+    {*_ZERO, "reward_weights", "reward_gathered_units", "reward_activations", "reward_engine", "reward_engine_kept"}
+)
 
 
 def vllm_kept(x: PlanInputs) -> np.ndarray:

@@ -42,6 +42,9 @@ MOVES: dict[str, tuple[int, str]] = {
     "ref_param_offload": (0, "on"),
     "critic_param_offload": (0, "on"),
     "critic_optimizer_offload": (0, "on"),
+    "reward_param_offload": (0, "on"),
+    "reward_micro_batch": (0, "down"),
+    "reward_vllm_utilization": (0, "down"),
     "zero_stage": (0, "up"),
     "ulysses_sp_size": (0, "up"),
     "gpu_count": (1, "up"),
@@ -54,10 +57,12 @@ MOVES: dict[str, tuple[int, str]] = {
 LENGTHS = ("max_prompt_length", "max_response_length")
 #: Values a lever takes beyond the measured ones (the release measured no ZeRO stage, Ulysses size or more than 4
 #: GPUs): sharding more, splitting the tokens, more GPUs.
-CANDIDATES: dict[str, tuple[int, ...]] = {
+CANDIDATES: dict[str, tuple[float, ...]] = {
     "zero_stage": (3,),
     "ulysses_sp_size": (2, 4, 8),
     "gpu_count": (8, 16, 32),
+    "reward_micro_batch": (1, 2, 4, 8, 16),
+    "reward_vllm_utilization": (0.2, 0.3, 0.4, 0.5),
 }
 #: Micro-batches VERL requires to divide the sequences each GPU trains on (its check of the per-GPU mini-batch).
 DIVIDING = ("actor_micro_batch", "rollout_logprob_micro_batch", "ref_logprob_micro_batch")

@@ -221,10 +221,14 @@ def _twin_state(table: pa.Table, context: Context) -> np.ndarray:
     return np.where(found.resolved > 0, found.worst, -1)
 
 
-#: Models beside the policy that the terms do not size.
+#: A model-based reward the terms cannot size (its phase is physics: :class:`~rlvrambench_hf.memory.arithmetic.Reward`).
 REWARD_MODEL = (
-    "not modelled: reward_model.enable (a model-based reward puts a second model's weights on the GPUs; the terms "
-    "size the policy, its reference and a critic of its own size)"
+    "not modelled: reward_model.model.path names a reward model without shipped config.json facts (its size sets "
+    "the reward phase)"
+)
+REWARD_MICRO = (
+    "not modelled: a FSDP reward model without reward_model.micro_batch_size_per_gpu (or use_dynamic_bsz with "
+    "forward_max_token_len_per_gpu): its forward's tokens are not known"
 )
 OTHER_CRITIC = (
     "not modelled: critic.model.path names another model than the actor's (the critic's terms are sized as the "
@@ -233,16 +237,26 @@ OTHER_CRITIC = (
 
 
 def _other_models(table: pa.Table) -> dict[str, np.ndarray]:
-    """Plans with a model-based reward, and GAE plans whose critic is another model than the actor."""
+    """Plans with a model-based reward the terms cannot size, and GAE plans whose critic is another model than the
+    actor."""
     n = table.num_rows
 
     def column(name: str) -> list[object]:
         return table.column(name).to_pylist() if name in table.column_names else [None] * n
 
-    reward = np.array([v is True for v in column("reward_model")], dtype=bool).reshape(n)
+    reward = [v is True for v in column("reward_model")]
+    unsized = [r and p is None for r, p in zip(reward, column("reward_params"))]
+    fsdp = [r and loop is not True for r, loop in zip(reward, column("reward_loop"))]
+    budgets = zip(column("reward_dynamic_bsz"), column("reward_max_token_len"))
+    dynamic = [d is True and t is not None for d, t in budgets]
+    no_micro = [f and m is None and not d for f, m, d in zip(fsdp, column("reward_micro_batch"), dynamic)]
     gae = [str(e).lower() == "gae" for e in column("advantage_estimator")]
     critic = [g and c is True for g, c in zip(gae, column("critic_other_model"))]
-    return {REWARD_MODEL: reward, OTHER_CRITIC: np.array(critic, dtype=bool).reshape(n)}
+    return {
+        REWARD_MODEL: np.array(unsized, dtype=bool).reshape(n),
+        REWARD_MICRO: np.array(no_micro, dtype=bool).reshape(n),
+        OTHER_CRITIC: np.array(critic, dtype=bool).reshape(n),
+    }
 
 
 def other_stack(table: pa.Table) -> np.ndarray:

@@ -23,6 +23,7 @@ PHASES = {
     "reference_logprob": "log-probabilities",
     "actor_update": "the training step",
     "weight_sync": "weights copied to vLLM",
+    "reward": "the reward model scoring",
 }
 #: The memory floors in a few words (each binds when vLLM starts).
 FLOORS = {

@@ -32,6 +32,7 @@ from .conversions import (
     _upper,
 )
 from .mapped import Mapped, Scope, _knob, mapped_keys
+from .reward import REWARD_MAPPING
 from .trl_mapping import TRL_MAPPING, TRL_SCOPE, TRL_STACK_FLAG
 
 __all__ = [
@@ -203,7 +204,7 @@ VERL_MAPPING: tuple[Mapped, ...] = (
         False,
         ("string", "string"),
     ),  # fmt: skip
-    _knob("reward_model.enable", "reward_model"),
+    *REWARD_MAPPING,
     _knob("actor_rollout_ref.actor.megatron.tensor_model_parallel_size", "megatron_tp"),
     _knob("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size", "megatron_pp"),
     _knob("actor_rollout_ref.actor.megatron.context_parallel_size", "megatron_cp"),

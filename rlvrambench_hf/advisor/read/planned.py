@@ -157,6 +157,13 @@ def _with_knobs(table: pa.Table, raw: pa.Table, origin: object) -> pa.Table:
         elif knob.type == pa.int64():
             good = pc.match_substring_regex(text, r"^[+-]?[0-9]{1,18}$")
             typed = pc.cast(pc.if_else(pc.or_(blank, pc.invert(good)), pa.scalar(None, pa.string()), text), pa.int64())
+        elif knob.type == pa.float64():
+            good = pc.match_substring_regex(
+                text, r"^[+-]?([0-9]{1,18}\.?[0-9]{0,18}|\.[0-9]{1,18})([eE][+-]?[0-9]{1,3})?$"
+            )
+            typed = pc.cast(
+                pc.if_else(pc.or_(blank, pc.invert(good)), pa.scalar(None, pa.string()), text), pa.float64()
+            )
         else:
             good = pc.match_substring_regex(lower, r"^[a-z0-9_.\-]{1,64}$")
             typed = pc.if_else(blank, pa.scalar(None, pa.string()), lower)

@@ -45,7 +45,7 @@ def test_a_predicted_answer_carries_its_phases_floors_verdict_and_what_still_fit
     verdict = found["verdict"]
     assert set(verdict) >= {"state", "basis", "sentence", "near_limit"}
     assert (verdict["state"], verdict["basis"]) == ("within_margin", "predicted")
-    assert [p["phase"] for p in found["phases"]] == [p for p in PHASES if p != "critic_update"]
+    assert [p["phase"] for p in found["phases"]] == [p for p in PHASES if p not in ("critic_update", "reward")]
     peaks = {p["phase"]: p["peak_mib"] for p in found["phases"]}
     assert found["predicted_peak_mib"] == pytest.approx(max(peaks.values()), abs=0.1)
     assert peaks[found["binding_phase"]] == pytest.approx(found["predicted_peak_mib"], abs=0.1)
@@ -54,7 +54,7 @@ def test_a_predicted_answer_carries_its_phases_floors_verdict_and_what_still_fit
     assert found["measured"] is None and found["changes"] == []
     assert found["device"] == {"name": "A100 40GB", "capacity_mib": 40960, "margin_mib": 38912, "measured": True}
     fits = found["fits"]
-    assert set(fits["headroom_mib"]) == set(PHASES) - {"critic_update"}
+    assert set(fits["headroom_mib"]) == set(PHASES) - {"critic_update", "reward"}
     assert fits["headroom_mib"][found["binding_phase"]] == pytest.approx(38912 - found["predicted_peak_mib"], abs=0.2)
     u = fits["largest_vllm_gpu_memory_utilization"]
     assert 0.55 <= u < 1

@@ -90,7 +90,7 @@ def test_the_headroom_of_a_phase_is_the_margin_less_its_peak(mini_context, case)
     row, capacity = case
     model = model_of([row], mini_context, capacity)
     found = solve(row, capacity, mini_context)["headroom_mib"]
-    present = [p for p in PHASES if p != "critic_update"]  # GRPO: no critic, no critic phase
+    present = [p for p in PHASES if p not in ("critic_update", "reward")]  # GRPO: no critic, no reward model
     assert list(found) == present
     for phase in present:
         assert found[phase] == pytest.approx(margin_of(capacity) - model.phase_peak(phase)[0], abs=0.06)

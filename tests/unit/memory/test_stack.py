@@ -173,11 +173,11 @@ def test_a_micro_batch_under_dynamic_batch_sizes_is_pasted_as_its_token_budget()
     assert fixed["verl_overrides"] == ["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4"]
 
 
-def test_a_reward_model_or_a_critic_of_another_model_is_not_modelled(mini_context):
+def test_an_unsized_reward_model_or_a_critic_of_another_model_is_not_modelled(mini_context):
     rows = [plan(reward_model=True), plan(advantage_estimator="gae", critic_other_model=True),
             plan(advantage_estimator="gae", critic_other_model=False)]  # fmt: skip
     reward, other, same = answers(rows, mini_context)
-    assert reward["verdict"]["state"] is None and "reward_model.enable" in reward["verdict"]["sentence"]
+    assert reward["verdict"]["state"] is None and "reward_model.model.path" in reward["verdict"]["sentence"]
     assert other["verdict"]["state"] is None and "critic.model.path" in other["verdict"]["sentence"]
     assert same["verdict"]["state"] is not None  # the actor's own model
 

@@ -151,7 +151,7 @@ def test_the_peak_is_the_largest_phase_and_the_binding_phase_sets_it(mini_contex
 def test_every_term_names_its_figures_in_its_arithmetic(mini_context):
     model = model_of([plan()], mini_context)
     explained = {entry["phase"]: entry for entry in model.explain(0)}
-    assert list(explained) == [p for p in PHASES if p != "critic_update"]  # no critic: no critic phase
+    assert list(explained) == [p for p in PHASES if p not in ("critic_update", "reward")]  # no critic, no reward
     for phase, entry in explained.items():
         assert entry["peak_mib"] == pytest.approx(sum(t["mib"] for t in entry["terms"]), abs=0.5), phase
         for term in entry["terms"]:
