@@ -17,12 +17,12 @@ export RLVRAMBENCH_SOURCE
 $(VENV)/.installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV)/bin/python -m pip install --quiet -e '.[test,plots,release]'
+	$(VENV)/bin/python -m pip install --quiet --no-compile -e '.[test,plots,release]'
 	touch $@
 
 $(OLAH_VENV)/.installed:
 	test -x $(OLAH_VENV)/bin/python || $(PYTHON) -m venv $(OLAH_VENV)
-	$(OLAH_VENV)/bin/python -m pip install --quiet 'olah>=0.5.4'
+	$(OLAH_VENV)/bin/python -m pip install --quiet --no-compile 'olah>=0.5.4'
 	touch $@
 
 install: $(VENV)/.installed

@@ -148,6 +148,9 @@ def retrospective(
     folds = {}
     for family in fold_names(pool):
         training, test = split(pool, family)
+        user_rows = []  # the users' estimators first: one that fails does so before anything else is fitted
+        for name, run in (estimators or {}).items():
+            user_rows += _rows_of(name, test, run(training, test))
         fitted = fit_references(training, parameters)
         rows = fitted.predict(test)
         for name, run in (models or {}).items():
@@ -155,9 +158,6 @@ def retrospective(
         scores = score_rows(rows, truth, [*METHODS, *(models or {})])
         fold: dict[str, Any] = {"model": fitted.model_fields(), "predictions": rows, "scores": scores}
         if estimators:
-            user_rows = []
-            for name, run in estimators.items():
-                user_rows += _rows_of(name, test, run(training, test))
             scores.update(score_rows(user_rows, truth, list(estimators)))
             fold["user_predictions"] = user_rows
         fold["common_peaks"] = common_peaks([*rows, *fold.get("user_predictions", [])], truth, list(scores))
