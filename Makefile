@@ -17,12 +17,12 @@ export RLVRAMBENCH_SOURCE
 $(VENV)/.installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV)/bin/python -m pip install --quiet --no-compile -e '.[test,plots,release]'
+	$(VENV)/bin/python -m pip install --quiet -e '.[test,plots,release]'
 	touch $@
 
 $(OLAH_VENV)/.installed:
 	test -x $(OLAH_VENV)/bin/python || $(PYTHON) -m venv $(OLAH_VENV)
-	$(OLAH_VENV)/bin/python -m pip install --quiet --no-compile 'olah>=0.5.4'
+	$(OLAH_VENV)/bin/python -m pip install --quiet 'olah>=0.5.4'
 	touch $@
 
 install: $(VENV)/.installed
@@ -56,7 +56,10 @@ package-check: $(VENV)/.installed $(OLAH_VENV)/.installed
 # folders live in a folder of this run alone (pytest keeps only the last three of its own numbered folders, so a
 # long run on a machine where others run pytest could lose its module fixtures' folders); removed when all pass.
 WORKERS ?= 2
+# The package is byte-compiled first: where PYTHONDONTWRITEBYTECODE is set, every interpreter the tests start would
+# otherwise compile it again.
 test: lint $(VENV)/.installed $(OLAH_VENV)/.installed browser
+	$(VENV)/bin/python -m compileall -q -j 0 rlvrambench_hf
 	basetemp=$$(mktemp -d /tmp/rlvrambench-pytest.XXXXXX) && \
 	OLAH_CLI=$(abspath $(OLAH_VENV))/bin/olah-cli $(VENV)/bin/python -m pytest -q -n $(WORKERS) --dist worksteal \
 		--basetemp=$$basetemp && rm -rf $$basetemp
