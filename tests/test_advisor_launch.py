@@ -514,9 +514,9 @@ def test_a_null_context_of_a_model_not_at_hand_is_left_to_its_config_json(snapsh
 
 
 def test_plain_values_are_read_as_hydras_parser_reads_them_without_importing_it(tmp_path: Path, snapshot: Path) -> None:
-    """A plain ``key=value`` (no quotes, lists, mappings, sweeps, interpolations) is read by Hydra's lexer rules by
-    hand, with Hydra's own result; reading a launch script of plain values never imports Hydra (a tenth of a
-    second)."""
+    """A plain ``key=value`` (no quotes, mappings, sweeps, interpolations; a list of plain elements) is read by
+    Hydra's lexer rules by hand, with Hydra's own result; reading a launch script of plain values never imports
+    Hydra (a tenth of a second); a mapping does."""
     import random
     import subprocess
     import sys
@@ -537,7 +537,8 @@ def test_plain_values_are_read_as_hydras_parser_reads_them_without_importing_it(
         ("actor_rollout_ref.actor.ppo_mini_batch_size", 16),
         ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", 4),
         ("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", 4)))  # fmt: skip
-    for extra, imported in (("", False), ("trainer.logger=['console']", True)):
+    lists, mapping = 'trainer.logger=\'["console","wandb"]\'', "+actor_rollout_ref.model.override_config='{a: 1}'"
+    for extra, imported in (("", False), (lists, False), (mapping, True)):
         script = tmp_path / "run.sh"
         script.write_text(f"python3 -m verl.trainer.main_ppo {plain} {extra}\n")
         code = (

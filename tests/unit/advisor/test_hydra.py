@@ -28,6 +28,23 @@ def test_an_override_value_has_the_type_hydra_gives_it(text, value):
     assert found == value and type(found) is type(value)
 
 
+LISTS = ['["console"]', "['console', 'wandb']", "[1,2]", "[a, 1.5, true, null]", '["1", 2]', '[" a b "]', "[1_000]",
+         "[-1, +2, .5]", '[""]', "[0x1]", "[inf]", "[NULL, False]"]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", LISTS)
+def test_a_list_of_plain_elements_read_by_hand_is_what_hydras_parser_reads(text):
+    """The fast path (no parser import) for the lists launch files carry gives Hydra's own values and types."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from rlvrambench_hf.advisor.read.verl.hydra import _PLAIN_LIST, plain
+
+    assert _PLAIN_LIST.match(text)
+    expected = plain(OverridesParser.create().parse_override(f"k={text}").value())
+    found = hydra_value(text)
+    assert found == expected and [type(v) for v in found] == [type(v) for v in expected]
+
+
 @pytest.mark.parametrize("text", ["4,8", "0.5,0.6", "range(1,4)", "choice(fsdp,fsdp2)", "glob(*)", "interval(0,1)"])
 def test_a_sweep_is_refused_as_several_runs_in_one_line(text):
     with pytest.raises(HydraSweep) as caught:
