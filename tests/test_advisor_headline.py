@@ -159,3 +159,26 @@ def test_details_come_under_a_legend_and_leave_the_json_as_it_is(snapshot: Path,
     legend_at, references_at = long.index(LEGEND), long.index("the reference methods' own predictions")
     assert legend_at < references_at and "floor generation_weights: holds" in long
     assert len(short.splitlines()) <= 16 < len(long.splitlines())
+
+
+def test_every_headline_line_but_what_is_pasted_is_wrapped_to_the_width(snapshot: Path) -> None:
+    """The launch files of the corpus on an H100 (near-limit answers whose band no single change buys back among
+    them): every line of every headline is within the width, except the lines the user pastes."""
+    from huggingface_hub import constants
+
+    from rlvrambench_hf.advisor.output.headline import WIDTH
+    from rlvrambench_hf.errors import InputError
+
+    lines: list[str] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(constants, "HF_HUB_OFFLINE", True)
+        for path in sorted((CORPUS / "verl").glob("*.sh")):
+            try:
+                plans = advisor.read_plans(path, kind="verl", workload="gsm8k", source=snapshot)
+            except InputError:
+                continue
+            done = advisor.advise(plans, snapshot, hardware=Hardware.of(None, None, gpu="H100"))
+            lines += [line for i in range(len(done)) for line in headline(done.answer(i), "verl")]
+    long = [line for line in lines if len(line) > WIDTH and not line.lstrip().startswith(("paste:", "or:"))]
+    assert len(lines) > 100 and not long, long[:3]
+    assert any("no single change" in line for line in lines)  # the case that was printed unwrapped

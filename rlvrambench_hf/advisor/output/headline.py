@@ -64,7 +64,8 @@ def headline(answer: Answer, keys: Keys) -> list[str]:
         f"({device.device_capacity_mib:,} MiB per GPU{seen})"
     ]
     lines += [wrapped for line in why(answer) for wrapped in _wrap(line)]
-    lines += [f"  {line}" for line in remedy(answer, keys)]  # never wrapped: pasted as it is
+    for line in remedy(answer, keys):  # what is pasted is never wrapped; the rest is
+        lines += [f"  {line}"] if line.lstrip().startswith(("paste:", "or:")) else _wrap(line)
     lines += _wrap(basis(answer))
     return lines
 
