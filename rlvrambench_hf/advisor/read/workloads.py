@@ -20,7 +20,6 @@ from .shell.state import known_text
 
 #: The keys that name a run's data, in the order they are looked at (the first that names a workload decides).
 DATA_KEYS: tuple[str, ...] = ("data.train_files", "data.val_files", "dataset_name")
-_ABSENT = object()
 
 
 def workload_names(measured: Measured) -> dict[str, str]:
@@ -55,10 +54,12 @@ def infer_workload(
     """The workload the data keys of ``given`` (the user's own, dotted keys as written) name, the key that names
     it, and the ``read:`` line that says so; ``where`` gives each key's source (a file and line). No workload when
     no key or several workloads are named (the line then asks for ``--workload``)."""
+    from .verl.config import _ABSENT, _raw  # the dotted lookup of every launch file's keys
+
     ask = f"name the one your data resembles with --workload ({', '.join(measured.workloads)})"
     looked: list[str] = []
     for key in DATA_KEYS:
-        value = _dotted(given, key)
+        value = _raw(given, key)
         if value is _ABSENT or value is None:
             continue
         named = named_workloads(value, measured)
@@ -83,12 +84,3 @@ def infer_workload(
         "every response at its cap"
     )
     return None, None, f"workload not inferred: {said}; {ask}; without it, {without}"
-
-
-def _dotted(tree: Mapping[str, Any], key: str) -> object:
-    node: object = tree
-    for part in key.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return _ABSENT
-        node = node[part]
-    return node
