@@ -109,7 +109,7 @@ def assess(table: pa.Table, context: Context) -> Assessment:
     # a stack the release did not measure (full fine-tuning, a critic, DeepSpeed, SGLang, ...) is never answered by
     # the GRPO+LoRA records whose settings it shares: they lack its terms
     stack = Stack.of(x, arch)
-    carry = carried_to_device(table, settings, matches, context)
+    carry = carried_to_device(table, settings, codes, matches, context)
     failing = found_floors.failing()
     exact = (matches.count > 0) & ~any_reason & stack.measured
     measured = exact | (carry.found & ~any_reason & ~failing & stack.measured)
@@ -137,17 +137,23 @@ def assess(table: pa.Table, context: Context) -> Assessment:
     )  # fmt: skip
 
 
-def carried_to_device(table: pa.Table, settings: SettingArrays, exact: Matches, context: Context) -> Carried:
+def carried_to_device(
+    table: pa.Table, settings: SettingArrays, codes: Codes, exact: Matches, context: Context
+) -> Carried:
     """The release's measurements of the plans' settings, made on its device, carried to each plan's device
-    (:func:`.lookup.carried`): a plan on a device of another capacity keeps what the release measured."""
+    (:func:`.lookup.carried`): a plan on a device of another capacity keeps what the release measured. Plans all on
+    the release's device carry nothing: their own records (``exact``, coded as ``codes``) are their measurement."""
     release = BENCHMARK_HARDWARE.device_capacity_mib
+    n = table.num_rows
+    elsewhere = (settings["device_capacity_mib"] != release) | (
+        settings["margin_limit_mib"] != BENCHMARK_HARDWARE.margin_limit_mib
+    )
+    if not elsewhere.any():
+        return Carried(np.zeros(n, dtype=bool), np.full(n, -1), np.full(n, np.nan), codes)
     on_release = table
     for name in HARDWARE_SETTINGS:
-        column = with_validity(pa.int64(), np.full(table.num_rows, getattr(BENCHMARK_HARDWARE, name)), None)
-        if name in on_release.column_names:
-            on_release = on_release.set_column(on_release.schema.get_field_index(name), name, column)
-        else:
-            on_release = on_release.append_column(name, column)
+        column = with_validity(pa.int64(), np.full(n, getattr(BENCHMARK_HARDWARE, name)), None)
+        on_release = _with_column(on_release, name, column)
     u = np.where(settings.valid["vllm_gpu_memory_utilization"], settings["vllm_gpu_memory_utilization"], np.nan)
     return carried(
         context.records,
@@ -158,6 +164,13 @@ def carried_to_device(table: pa.Table, settings: SettingArrays, exact: Matches, 
         settings["margin_limit_mib"],
         release,
     )
+
+
+def _with_column(table: pa.Table, name: str, column: pa.Array) -> pa.Table:
+    """``table`` with its column ``name`` replaced by ``column`` (cast to the column's type), or added."""
+    if name not in table.column_names:
+        return table.append_column(name, column)
+    return table.set_column(table.schema.get_field_index(name), name, column.cast(table.schema.field(name).type))
 
 
 def plan_band_of(
@@ -212,11 +225,7 @@ def _twin_state(table: pa.Table, context: Context) -> np.ndarray:
     """The measured label (-1: none) of each plan's GRPO+LoRA twin: the same settings in the release's stack."""
     twin = table
     for name, value in RELEASE_STACK.items():
-        column = pa.array([value] * table.num_rows, pa.string())
-        if name in twin.column_names:
-            twin = twin.set_column(twin.schema.get_field_index(name), name, column.cast(twin.schema.field(name).type))
-        else:
-            twin = twin.append_column(name, column)
+        twin = _with_column(twin, name, pa.array([value] * table.num_rows, pa.string()))
     found = exact_matches(context.records, context.records.index.codes(twin))
     return np.where(found.resolved > 0, found.worst, -1)
 
