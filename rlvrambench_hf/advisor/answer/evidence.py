@@ -36,6 +36,10 @@ class MeasuredRef(Part):
         }
 
 
+#: How the ``match`` of a record carried from the release's device to the plan's begins.
+CARRIED = "measured on the release's"
+
+
 @dataclass(frozen=True, eq=False)
 class MeasuredMatch(Part):
     """A measured record with the plan's settings: its label (``unresolved`` without a repeated one), eligible
@@ -53,6 +57,11 @@ class MeasuredMatch(Part):
     match: str
     record: Mapping[str, Any]
     carried_peak_mib: float | None = None
+
+    @property
+    def carried(self) -> bool:
+        """Whether the record was measured on the release's device and carried to the plan's."""
+        return self.match.startswith(CARRIED)
 
     @classmethod
     def of(cls, record: Mapping[str, Any]) -> MeasuredMatch:

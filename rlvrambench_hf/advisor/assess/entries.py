@@ -30,6 +30,7 @@ from ..answer import (
     UserKeys,
     Verdict,
 )
+from ..answer.evidence import CARRIED
 from ..plan.hardware import BENCHMARK_HARDWARE, Hardware
 from . import bands
 from .changes import in_user_keys
@@ -84,14 +85,14 @@ def measured_of(a: Assessment, context: Context, i: int) -> tuple[MeasuredMatch,
     for r in matched_records(context.records, a.carried.codes, i):
         if np.isfinite(peak) and r["max_completed_peak_mib"] is not None:
             how = (
-                f"measured on the release's {release:,} MiB device and carried to {to:,} MiB by vLLM's reservation, "
+                f"{CARRIED} {release:,} MiB device and carried to {to:,} MiB by vLLM's reservation, "
                 f"the one term that depends on the capacity: {r['max_completed_peak_mib']:,.0f} + {u:g} x "
                 f"({to:,} - {release:,}) = {r['max_completed_peak_mib'] + u * (to - release):,.0f} MiB"
             )
             r = {**r, "match": how, "carried_peak_mib": round(r["max_completed_peak_mib"] + u * (to - release), 1)}
         else:
             how = (
-                f"measured on the release's {release:,} MiB device, where it ran out of memory, and carried to "
+                f"{CARRIED} {release:,} MiB device, where it ran out of memory, and carried to "
                 f"{to:,} MiB: the capacity shrinks by {release - to:,} MiB and vLLM's reservation only by {u:g} x "
                 "that, so it runs out there too"
             )

@@ -319,7 +319,7 @@ def basis(answer: Answer) -> str:
 
 def _carried(answer: Answer) -> bool:
     """Whether the measurement was made on the release's device and carried to the plan's."""
-    return answer.device.device_capacity_mib != BENCHMARK_HARDWARE.device_capacity_mib and bool(answer.measured)
+    return any(r.carried for r in answer.measured or ())
 
 
 def _title(flag: str) -> str:

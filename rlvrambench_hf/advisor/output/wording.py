@@ -88,7 +88,7 @@ def _measured(answer: Answer) -> str:
     ids = ", ".join(f"{r.table} {r.configuration_id} ({r.observed_state})" for r in measured)
     lead = f"measured {name}" if name != UNRESOLVED else "measured, label unresolved"
     text = f"{lead}: {len(measured)} record(s) of the release match ({ids})"
-    if any(r.match.startswith("measured on the release's") for r in measured):
+    if any(r.carried for r in measured):
         text += f"; {measured[0].match}"
     if answer.measured_agree is False:
         text += "; their repeated labels disagree, the most severe is given"
