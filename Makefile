@@ -56,9 +56,11 @@ package-check: $(VENV)/.installed $(OLAH_VENV)/.installed
 # folders live in a folder of this run alone (pytest keeps only the last three of its own numbered folders, so a
 # long run on a machine where others run pytest could lose its module fixtures' folders); removed when all pass.
 WORKERS ?= 2
-# The package is byte-compiled first: where PYTHONDONTWRITEBYTECODE is set, every interpreter the tests start would
-# otherwise compile it again.
-test: lint $(VENV)/.installed $(OLAH_VENV)/.installed browser
+# The set-up runs two jobs at a time (the two virtualenvs are installed side by side, then lint beside the browser).
+# The package is byte-compiled before the tests: where PYTHONDONTWRITEBYTECODE is set, every interpreter the tests
+# start would otherwise compile it again.
+test:
+	$(MAKE) --no-print-directory -j2 lint $(OLAH_VENV)/.installed browser
 	$(VENV)/bin/python -m compileall -q -j 0 rlvrambench_hf
 	basetemp=$$(mktemp -d /tmp/rlvrambench-pytest.XXXXXX) && \
 	OLAH_CLI=$(abspath $(OLAH_VENV))/bin/olah-cli $(VENV)/bin/python -m pytest -q -n $(WORKERS) --dist worksteal \

@@ -71,7 +71,10 @@ def outside(tmp_path) -> Path:
 
 
 def in_venv(venv: Path, *args: str, cwd: Path, **env: str | None) -> subprocess.CompletedProcess:
-    return run([str(venv / "bin" / args[0]), *args[1:]], cwd=cwd, env=cli_env(PYTHONPATH=None, **env))
+    """``args`` run with the virtualenv's program, as its user runs them: modules are compiled once and their bytecode
+    kept (a test environment that sets PYTHONDONTWRITEBYTECODE would compile datasets & co. again in every process)."""
+    settings: dict[str, str | None] = {"PYTHONPATH": None, "PYTHONDONTWRITEBYTECODE": None, **env}
+    return run([str(venv / "bin" / args[0]), *args[1:]], cwd=cwd, env=cli_env(**settings))
 
 
 def test_sdist_and_wheel_pass_twine_and_check_wheel_contents(dist):

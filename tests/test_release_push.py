@@ -381,32 +381,34 @@ def test_the_parquet_files_are_read_through_the_redirect_to_storage(pushed, serv
 
 # ---- malformed answers (issue 38, item 4): a small Hub of this test's own, whose answers to one request at a time
 # lack fields, have fields of the wrong types, are not JSON, or are larger than any answer may be. Every such
-# answer is one line naming the request and what was wrong, exit 2, nothing committed.
+# answer is one line naming the request and what was wrong, exit 2, nothing committed. Each case pushes to a
+# repository of its own (me/case-N), whose one request the Hub answers wrongly; the pushes run as command lines in
+# one interpreter (``hostile_driver.py``, as the hostile harness runs its cases), with that Hub as HF_ENDPOINT.
 
 SHA = "a" * 40
-VALID_INFO = {"id": "me/data", "sha": SHA, "siblings": [], "private": False}
 VALID_REFS = {"branches": [{"name": "main", "ref": "refs/heads/main", "targetCommit": SHA}], "converts": [], "tags": []}
 HTML = b"<!DOCTYPE html><html><body><h1>Sign in</h1></body></html>"
+DRIVER = Path(__file__).with_name("hostile_driver.py")
 
 
 class MalformedHub:
-    """A Hub that answers every request a push makes validly but ``request`` (repository information, file list,
-    refs, commit), which it answers with ``body``."""
+    """A Hub that answers every request a push makes validly but, for the repository ``me/case-N``, the request
+    ``wrong[N]`` (repository information, file list, refs, commit), which it answers with its body."""
 
-    def __init__(self, request: str, body: bytes) -> None:
+    def __init__(self, wrong: list[tuple[str, bytes]]) -> None:
         import http.server
         import re
         import threading
 
-        self.request, self.body, self.calls = request, body, []
+        self.wrong, self.calls = wrong, {i: [] for i in range(len(wrong))}
         hub = self
+        repo = r"^/api/datasets/me/case-(?P<case>\d+)"
         routes = {
-            "info": re.compile(r"^/api/datasets/me/data(/revision/[^/]+)?$"),
-            "tree": re.compile(r"^/api/datasets/me/data/tree/"),
-            "refs": re.compile(r"^/api/datasets/me/data/refs"),
-            "preupload": re.compile(r"^/api/datasets/me/data/preupload/"),
-            "commit": re.compile(r"^/api/datasets/me/data/commit/"),
-            "validate": re.compile(r"^/api/validate-yaml"),
+            "info": re.compile(repo + r"(/revision/[^/]+)?$"),
+            "tree": re.compile(repo + r"/tree/"),
+            "refs": re.compile(repo + r"/refs"),
+            "preupload": re.compile(repo + r"/preupload/"),
+            "commit": re.compile(repo + r"/commit/"),
         }
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -417,9 +419,16 @@ class MalformedHub:
                 length = int(self.headers.get("Content-Length") or 0)
                 payload = self.rfile.read(length) if length else b""
                 path = self.path.split("?")[0]
-                name = next((n for n, r in routes.items() if r.match(path)), "unknown")
-                hub.calls.append(name)
-                body = hub.body if name == hub.request else hub.valid(name, payload)
+                matched = [(n, m) for n, r in routes.items() if (m := r.match(path))]
+                body = None
+                if matched:
+                    name, m = matched[0]
+                    case = int(m.group("case"))
+                    hub.calls[case].append(name)
+                    request, wrong = hub.wrong[case]
+                    body = wrong if name == request else hub.valid(name, case, payload)
+                elif path.startswith("/api/validate-yaml"):
+                    body = json.dumps({"errors": [], "warnings": []}).encode()
                 self.send_response(404 if body is None else 200)
                 self.send_header("Content-Type", "text/html" if body == HTML else "application/json")
                 self.send_header("Content-Length", str(len(body or b"")))
@@ -432,14 +441,14 @@ class MalformedHub:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
 
-    def valid(self, name: str, payload: bytes) -> bytes | None:
+    def valid(self, name: str, case: int, payload: bytes) -> bytes:
         if name == "preupload":
             files = json.loads(payload)["files"]
             modes = [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files]
             return json.dumps({"files": modes, "commitOid": SHA}).encode()
-        valid = {"info": VALID_INFO, "tree": [], "refs": VALID_REFS, "validate": {"errors": [], "warnings": []}}
-        answer = valid.get(name, {"commitOid": "b" * 40, "commitUrl": f"{self.endpoint}/datasets/me/data/commit/x"})
-        return json.dumps(answer).encode() if name != "unknown" else None
+        info = {"id": f"me/case-{case}", "sha": SHA, "siblings": [], "private": False}
+        commit = {"commitOid": "b" * 40, "commitUrl": f"{self.endpoint}/datasets/me/case-{case}/commit/x"}
+        return json.dumps({"info": info, "tree": [], "refs": VALID_REFS}.get(name, commit)).encode()
 
     def close(self) -> None:
         self.server.shutdown()
@@ -489,23 +498,49 @@ MALFORMED = {
 REQUESTS = {"info": "repository information", "tree": "file list", "refs": "refs", "commit": "commit"}
 
 
-@pytest.mark.parametrize("case", list(MALFORMED))
-def test_a_malformed_answer_of_the_hub_is_one_line_naming_the_request(release, tmp_path, case):
-    request, body, said = MALFORMED[case]
-    hub = MalformedHub(request, body)
+@pytest.fixture(scope="module")
+def malformed_pushes(release, tmp_path_factory) -> dict[str, tuple[dict, list[str], str]]:
+    """Case name -> (the push's result: status, stdout, stderr; the requests the Hub saw; the Hub's endpoint)."""
+    names = list(MALFORMED)
+    hub = MalformedHub([MALFORMED[n][:2] for n in names])
+    work = tmp_path_factory.mktemp("malformed")
+    cases = [
+        {
+            "argv": ["release", "push", str(release), "--repo-id", f"me/case-{i}"]
+            + (["--tag", "v9.9.9"] if MALFORMED[name][0] == "refs" else []),
+            "cwd": str(work),
+        }
+        for i, name in enumerate(names)
+    ]
+    (work / "cases.json").write_text(json.dumps(cases))
+    env = cli_env(HF_ENDPOINT=hub.endpoint, HF_TOKEN="hf_" + "x" * 30, HF_HOME=str(work / "hf"))
     try:
-        env = cli_env(HF_ENDPOINT=hub.endpoint, HF_TOKEN="hf_" + "x" * 30, HF_HOME=str(tmp_path / "hf"))
-        args = ["--tag", "v9.9.9"] if request == "refs" else []
-        done = run_cli("release", "push", str(release), "--repo-id", "me/data", *args, env=env)
+        done = subprocess.run(
+            [sys.executable, str(DRIVER), str(work / "cases.json"), str(work / "results.json")],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+        )
     finally:
         hub.close()
-    lines = done.stderr.splitlines()
-    assert done.returncode == 2 and len(lines) == 1, done.stderr[-2000:]
-    assert "internal error" not in lines[0] and "Traceback" not in done.stderr
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((work / "results.json").read_text())
+    return {name: (results[i], hub.calls[i], hub.endpoint) for i, name in enumerate(names)}
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_a_malformed_answer_of_the_hub_is_one_line_naming_the_request(malformed_pushes, case):
+    request, _, said = MALFORMED[case]
+    result, calls, endpoint = malformed_pushes[case]
+    lines = result["stderr"].splitlines()
+    assert result["status"] == 2 and len(lines) == 1, result["stderr"][-2000:]
+    assert "internal error" not in lines[0] and "Traceback" not in result["stderr"]
     assert f"answered its {REQUESTS[request]}" in lines[0] or f"answered the {REQUESTS[request]}" in lines[0], lines
-    assert said in lines[0] and hub.endpoint in lines[0], lines
-    assert "hf_xxx" not in done.stderr + done.stdout
+    assert said in lines[0] and endpoint in lines[0], lines
+    assert "hf_xxx" not in result["stderr"] + result["stdout"]
+    assert request in calls  # the request answered wrongly was made
     if request != "commit":
-        assert "commit" not in hub.calls  # refused before anything was committed
+        assert "commit" not in calls  # refused before anything was committed
     else:
         assert "run the same push again" in lines[0]

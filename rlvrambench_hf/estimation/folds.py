@@ -8,6 +8,7 @@ all 90 and the predictions for planned targets. Everything here is pure.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -132,17 +133,24 @@ def source_cost(training: Examples, donor_ids: Sequence[str]) -> dict[str, Any]:
     }
 
 
+#: What a fold's built-in part is computed by, given the fold's name and its compute: the compute itself (a memo,
+#: e.g. :func:`.api.run_retrospective`'s, returns a remembered result instead; the caller gets a copy to change).
+FoldMemo = Callable[[str, Callable[[], dict[str, Any]]], dict[str, Any]]
+
+
 def retrospective(
     pool: Examples,
     parameters: Mapping[str, int],
     estimators: Mapping[str, EstimatorRun] | None = None,
     models: Mapping[str, EstimatorRun] | None = None,
+    memo: FoldMemo | None = None,
 ) -> dict[str, Any]:
     """Every fold (§7): fitted parameters, the references' prediction rows, per-method scores and source costs.
 
     ``models`` are the package's own further methods (the memory model), run like estimators and listed with the
     references (their rows under ``predictions``); ``estimators`` are users' estimators by name, each run on the
-    same training and test rows and scored beside them (its rows under ``user_predictions``).
+    same training and test rows and scored beside them (its rows under ``user_predictions``). ``memo`` may serve a
+    fold's built-in part (:func:`built_in_fold`: a function of the pool, ``parameters`` and ``models`` alone).
     """
     truth = {r["configuration_id"]: r for r in pool.rows}
     folds = {}
@@ -151,20 +159,42 @@ def retrospective(
         user_rows = []  # the users' estimators first: one that fails does so before anything else is fitted
         for name, run in (estimators or {}).items():
             user_rows += _rows_of(name, test, run(training, test))
-        fitted = fit_references(training, parameters)
-        rows = fitted.predict(test)
-        for name, run in (models or {}).items():
-            rows += _rows_of(name, test, run(training, test))
-        scores = score_rows(rows, truth, [*METHODS, *(models or {})])
-        fold: dict[str, Any] = {"model": fitted.model_fields(), "predictions": rows, "scores": scores}
+
+        def compute(training: Examples = training, test: Examples = test) -> dict[str, Any]:
+            return built_in_fold(training, test, parameters, models or {}, truth)
+
+        built = copy.deepcopy(memo(family, compute)) if memo is not None else compute()
+        fold: dict[str, Any] = {k: built[k] for k in ("model", "predictions", "scores")}
         if estimators:
-            scores.update(score_rows(user_rows, truth, list(estimators)))
+            fold["scores"].update(score_rows(user_rows, truth, list(estimators)))
             fold["user_predictions"] = user_rows
-        fold["common_peaks"] = common_peaks([*rows, *fold.get("user_predictions", [])], truth, list(scores))
-        donors = [r["donor_configuration_id"] for r in rows if r["method"] == METHODS[0]]
-        fold["source_cost"] = source_cost(training, donors)
+        fold["common_peaks"] = common_peaks([*fold["predictions"], *user_rows], truth, list(fold["scores"]))
+        fold["source_cost"] = built["source_cost"]
         folds[family] = fold
     return {"folds": folds}
+
+
+def built_in_fold(
+    training: Examples,
+    test: Examples,
+    parameters: Mapping[str, int],
+    models: Mapping[str, EstimatorRun],
+    truth: Mapping[str, Mapping[str, Any]],
+) -> dict[str, Any]:
+    """One fold of the references and the package's ``models``: their fitted parameters, prediction rows, scores and
+    the fold's source cost."""
+    fitted = fit_references(training, parameters)
+    rows = fitted.predict(test)
+    for name, run in models.items():
+        rows += _rows_of(name, test, run(training, test))
+    scores = score_rows(rows, truth, [*METHODS, *models])
+    donors = [r["donor_configuration_id"] for r in rows if r["method"] == METHODS[0]]
+    return {
+        "model": fitted.model_fields(),
+        "predictions": rows,
+        "scores": scores,
+        "source_cost": source_cost(training, donors),
+    }
 
 
 def _rows_of(method: str, test: Examples, result: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:

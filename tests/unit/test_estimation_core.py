@@ -377,6 +377,26 @@ def test_a_user_estimator_is_scored_beside_the_references(shared_mini):
         assert fold["scores"]["constant"]["approved"] == 10 and len(fold["user_predictions"]) == 10
 
 
+def test_the_built_in_methods_are_fitted_once_per_release_content(mini, monkeypatch):
+    from rlvrambench_hf.estimation import api, folds
+
+    fits = []
+    real = folds.fit_references
+    monkeypatch.setattr(folds, "fit_references", lambda *args: fits.append(1) or real(*args))
+    plain = run_retrospective(mini.root)
+    assert len(fits) == 3  # one per fold
+    plain["folds"]["phi4"]["scores"]["logistic"]["approved"] = -1  # a caller's edit reaches no later report
+    plain["memory_model"].clear()
+    compared = run_retrospective(mini.root, estimators={"constant": Constant()})
+    assert len(fits) == 3 and all(f["scores"]["constant"]["approved"] == 10 for f in compared["folds"].values())
+    again = run_retrospective(mini.root)
+    api._MEMO.clear()
+    assert run_retrospective(mini.root) == again and len(fits) == 6  # remembered = computed afresh
+    (mini.root / "README.md").touch()  # any write to the release's files: fitted again
+    run_retrospective(mini.root)
+    assert len(fits) == 9
+
+
 @pytest.mark.parametrize(
     ("result", "message"),
     [
