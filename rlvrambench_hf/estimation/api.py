@@ -8,9 +8,7 @@ and the release's protocol with its amendment applied; the cores in :mod:`.folds
 from __future__ import annotations
 
 import contextlib
-import copy
 import math
-import os
 import platform
 import re
 from collections import Counter
@@ -19,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from ..data.sources.base import Source
+from ..data.sources.memo import remembered
 from ..data.sources.resolve import SourceLike, open_source
 from ..errors import InputError, quote
 from ..scoring.bounded import DEFAULT_TIMEOUT
@@ -161,18 +160,13 @@ def run_retrospective(
             loaded, described[name] = _estimator(given, str(name), timeout)
             user = bound.enter_context(bind_estimator(loaded, name, timeout=timeout))
             runs[name] = estimator_run(user, name, inputs.evidence, inputs.source.identity)
-        key = _release_key(inputs.source)
 
         def memo(family: str, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-            return _remembered((key, "fold", family), compute)
+            return remembered(inputs.source, ("retrospective fold", family), compute)
 
-        folds = retrospective(inputs.pool, inputs.parameters, runs, models, memo if key is not None else None)
-    memory = _remembered((key, "memory model"), lambda: _memory_model(inputs)) if key is not None else None
-    report = {
-        **folds,
-        "memory_model": copy.deepcopy(memory) if memory is not None else _memory_model(inputs),
-        "numerical_environment": numerical_environment(),
-    }
+        folds = retrospective(inputs.pool, inputs.parameters, runs, models, memo)
+    memory = remembered(inputs.source, ("memory model",), lambda: _memory_model(inputs))
+    report = {**folds, "memory_model": memory, "numerical_environment": numerical_environment()}
     if described:
         report["estimators"] = described
     if options is not None:
@@ -181,43 +175,6 @@ def run_retrospective(
         truth = {r["configuration_id"]: r for r in inputs.pool.rows}
         report = add_retrospective_intervals(report, truth, options, BUILT_IN)
     return {**report, "table": fold_table(report), "across_folds": across_folds(report)}
-
-
-#: What the comparison computed from a release alone (each fold's references and memory model, the memory model's
-#: record), by release and what: a command or a session that compares several estimators on one release fits them
-#: once. At most :data:`REMEMBERED` entries are kept, the oldest dropped first.
-_MEMO: dict[tuple[object, ...], dict[str, Any]] = {}
-REMEMBERED = 16
-
-
-def _remembered(key: tuple[object, ...], compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """``compute()``, or what it gave for ``key`` before in this process (never to be changed by the caller)."""
-    if key not in _MEMO:
-        _MEMO[key] = compute()
-        while len(_MEMO) > REMEMBERED:
-            del _MEMO[next(iter(_MEMO))]
-    return _MEMO[key]
-
-
-def _release_key(source: Source) -> tuple[object, ...] | None:
-    """What identifies a release's content: a Hub revision's commit, else a local folder with every file's device,
-    inode, size and modification and change times (a file written since moves its change time: no tool sets it
-    back); None where neither is known (nothing is remembered)."""
-    identity = tuple(sorted(source.identity.items()))
-    if source.identity.get("commit") is not None:
-        return identity
-    root = getattr(source, "root", None)
-    if root is None:
-        return None
-    files = []
-    for folder, _, names in os.walk(root):
-        for name in names:
-            try:
-                st = os.stat(os.path.join(folder, name))
-            except OSError:
-                return None
-            files.append((folder, name, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-    return (identity, tuple(sorted(files)))
 
 
 def _memory_model(inputs: EstimationInputs) -> dict[str, Any]:

@@ -8,7 +8,6 @@ all 90 and the predictions for planned targets. Everything here is pure.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -133,8 +132,8 @@ def source_cost(training: Examples, donor_ids: Sequence[str]) -> dict[str, Any]:
     }
 
 
-#: What a fold's built-in part is computed by, given the fold's name and its compute: the compute itself (a memo,
-#: e.g. :func:`.api.run_retrospective`'s, returns a remembered result instead; the caller gets a copy to change).
+#: What serves a fold's built-in part, given the fold's name and its compute: a copy of what the compute gives (e.g.
+#: :func:`.api.run_retrospective`'s memo, which computes it once per release).
 FoldMemo = Callable[[str, Callable[[], dict[str, Any]]], dict[str, Any]]
 
 
@@ -163,7 +162,7 @@ def retrospective(
         def compute(training: Examples = training, test: Examples = test) -> dict[str, Any]:
             return built_in_fold(training, test, parameters, models or {}, truth)
 
-        built = copy.deepcopy(memo(family, compute)) if memo is not None else compute()
+        built = memo(family, compute) if memo is not None else compute()
         fold: dict[str, Any] = {k: built[k] for k in ("model", "predictions", "scores")}
         if estimators:
             fold["scores"].update(score_rows(user_rows, truth, list(estimators)))

@@ -378,7 +378,8 @@ def test_a_user_estimator_is_scored_beside_the_references(shared_mini):
 
 
 def test_the_built_in_methods_are_fitted_once_per_release_content(mini, monkeypatch):
-    from rlvrambench_hf.estimation import api, folds
+    from rlvrambench_hf.data.sources.memo import forget
+    from rlvrambench_hf.estimation import folds
 
     fits = []
     real = folds.fit_references
@@ -390,7 +391,7 @@ def test_the_built_in_methods_are_fitted_once_per_release_content(mini, monkeypa
     compared = run_retrospective(mini.root, estimators={"constant": Constant()})
     assert len(fits) == 3 and all(f["scores"]["constant"]["approved"] == 10 for f in compared["folds"].values())
     again = run_retrospective(mini.root)
-    api._MEMO.clear()
+    forget()
     assert run_retrospective(mini.root) == again and len(fits) == 6  # remembered = computed afresh
     (mini.root / "README.md").touch()  # any write to the release's files: fitted again
     run_retrospective(mini.root)
