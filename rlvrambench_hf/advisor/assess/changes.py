@@ -106,6 +106,8 @@ def variants(table: pa.Table, rows: np.ndarray, index: MeasuredIndex) -> Variant
         measured = index.values[name].to_pylist() if name in index.values else []
         values = sorted({*measured, *CANDIDATES.get(name, ())}) or [True]
         for value in values:
+            if direction != "on" and not float(value) > 0:  # a sentinel (-1: not set), never a setting to propose
+                continue
             fits = _allowed(direction, current[rows], float(value))
             if name in DIVIDING:  # a micro-batch that does not divide the sequences per GPU would not run
                 fits &= np.fmod(per_gpu[rows], float(value)) == 0
