@@ -5,11 +5,13 @@ workers divide them, token budgets of dynamic batch sizes, a Megatron actor's of
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
 from rlvrambench_hf.advisor import read_plans
 from rlvrambench_hf.advisor.read.verl.checks import VerlRefuses
+from rlvrambench_hf.errors import InputError
 from unit.advisor.given import verl_tree
 
 pytestmark = pytest.mark.unit
@@ -131,3 +133,36 @@ def test_an_adapter_path_without_a_rank_trains_that_adapter_with_its_own_rank(ve
                        actor_rollout_ref__model__lora_adapter_path=str(tmp_path / "elsewhere"))  # fmt: skip
     flags = read(absent, shared_mini.root).row_flags(0)
     assert any(f.startswith("LoRA rank not known: the adapter at lora_adapter_path") for f in flags)
+
+
+def _fifo(path):
+    os.mkfifo(path)
+
+
+def _sparse(path):
+    with open(path, "wb") as handle:
+        handle.truncate(3 << 30)
+
+
+ADAPTER_FILES = {  # what the file is -> (how it is made, what the one line says)
+    "a FIFO (no writer: the open must not wait)": (_fifo, "is a FIFO, not a regular file"),
+    "a 3 GB sparse file": (_sparse, "bytes is more than the"),
+    "a folder": (lambda p: p.mkdir(), "not a regular file"),
+    "JSON nested 5,000 deep": (lambda p: p.write_text("[" * 5000 + "]" * 5000), "nested more than"),
+    "an integer of 5,000 digits": (lambda p: p.write_text('{"r": ' + "9" * 5000 + "}"), "digits"),
+    "not UTF-8": (lambda p: p.write_bytes(b'{"r": "\xff\xfe"}'), "not UTF-8"),
+}
+
+
+@pytest.mark.parametrize("kind", list(ADAPTER_FILES))
+def test_an_adapter_config_that_cannot_be_read_is_one_line_naming_it(verl_defaults, shared_mini, tmp_path, kind):
+    make, said = ADAPTER_FILES[kind]
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    make(adapter / "adapter_config.json")
+    tree = verl_tree(actor_rollout_ref__model__lora_rank=None, actor_rollout_ref__model__lora_adapter_path=str(adapter))
+    with pytest.raises(InputError) as raised:
+        read(tree, shared_mini.root)
+    line = str(raised.value)
+    assert "\n" not in line and said in line and line.startswith("the LoRA adapter config '"), line
+    assert "(actor_rollout_ref.model.lora_adapter_path)" in line, line

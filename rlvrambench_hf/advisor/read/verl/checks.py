@@ -8,11 +8,12 @@ some releases make (:mod:`.versions`) is a flag, not a refusal, when the release
 
 from __future__ import annotations
 
-import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ....errors import InputError, quote
+from ....userfile import MAX_CONFIG_BYTES, content_of, parse_json
 from .versions import ALWAYS_REFERENCE_UNTIL, MINI_BATCH_CHECK_FROM, RELEASES
 
 if TYPE_CHECKING:
@@ -198,10 +199,11 @@ def _adapter_rank(config: Config) -> None:
     if not isinstance(path, str) or _count(rank):
         return
     adapter = Path(path).expanduser() / "adapter_config.json"
-    try:
-        found = json.loads(adapter.read_text(encoding="utf-8")).get("r")
-    except (OSError, ValueError, AttributeError):
+    if not os.path.lexists(adapter):
         return
+    label = f"the LoRA adapter config {quote(str(adapter))} (actor_rollout_ref.model.lora_adapter_path)"
+    tree = parse_json(content_of(str(adapter), label, MAX_CONFIG_BYTES), label)  # a regular file, bounded
+    found = tree.get("r") if isinstance(tree, dict) else None
     if _count(found):
         _set(config, f"{_ARR}.model.lora_rank", found, f"{adapter} (r of the adapter at lora_adapter_path)")
 
