@@ -766,7 +766,8 @@ CODE_INPUTS["estimator"] += [
 
 
 def record(content_bytes: bytes | None, kind: str = "file") -> Maker:
-    """A folder whose release.json holds ``content_bytes`` (None: no record), or is a folder / FIFO."""
+    """A folder whose release.json holds ``content_bytes`` (None: no record), or is a folder, a FIFO or a sparse
+    file of 3 GB."""
 
     def make(folder: Path, base: bytes, suffix: str) -> Prepared:
         root = folder / "rel"
@@ -774,9 +775,38 @@ def record(content_bytes: bytes | None, kind: str = "file") -> Maker:
         path = root / "release.json"
         if kind == "folder":
             path.mkdir()
+        elif kind == "fifo":
+            os.mkfifo(path)
+        elif kind == "sparse":
+            with open(path, "wb") as handle:
+                handle.truncate(3 << 30)
         elif content_bytes is not None:
             path.write_bytes(content_bytes)
         return Prepared(str(root), files=[path] if content_bytes is not None else [])
+
+    return make
+
+
+_BUILT: list[Path] = []
+
+
+def built_release(relpath: str, kind: str) -> Maker:
+    """A copy of a release built from the snapshot (once per process) whose file ``relpath`` became ``kind``."""
+
+    def make(folder: Path, base: bytes, suffix: str) -> Prepared:
+        if not _BUILT:
+            import atexit
+            import tempfile
+
+            from rlvrambench_hf.release.build import build_release
+
+            where = Path(tempfile.mkdtemp(prefix="hostile-release-"))
+            atexit.register(shutil.rmtree, where, ignore_errors=True)
+            _BUILT.append(build_release(where / "rel", "9.9.9", SNAPSHOT).folder)
+        root = folder / "rel"
+        shutil.copytree(_BUILT[0], root)
+        become(kind)(root / relpath)
+        return Prepared(str(root))
 
     return make
 
@@ -791,6 +821,14 @@ RELEASE_INPUTS = [
     Input("release.json: a folder", record(b"", "folder")),
     Input("release.json: no files", record(b'{"format": "rlvrambench-hf-release/1", "files": 3}')),
     Input("not a folder", lambda folder, base, suffix: write(folder, b"x", ".txt")),
+    Input("release.json: a FIFO", record(None, "fifo")),
+    Input("release.json: a sparse file of 3 GB", record(None, "sparse")),
+    Input("a built release whose croissant.json is a FIFO", built_release("croissant.json", "fifo")),
+    Input("a built release whose card is a FIFO", built_release("README.md", "fifo")),
+    Input(
+        "a built release whose Parquet file is a FIFO",
+        built_release("data/eligible_runs/measured-00000-of-00001.parquet", "fifo"),
+    ),
 ]
 
 

@@ -21,7 +21,7 @@ from ..data.schema.registry import card_configs
 from ..data.schema.spec import ConfigSpec
 from ..data.tables.reader import load_table
 from ..errors import InputError, IntegrityError, RLVRAMBenchError, SchemaError, first_line, quote
-from ..userfile import parse_json
+from ..userfile import MAX_CONFIG_BYTES, content_of, parse_json
 from .card import card_metadata, config_entries
 from .croissant import render_croissant, validate_croissant
 from .layout import (
@@ -48,12 +48,12 @@ class VerifyReport:
 def read_record(folder: Path) -> dict[str, Any]:
     """The release's ``release.json`` (one-line error when it is missing or not written by a build)."""
     path = folder / RECORD_PATH
-    try:
-        content = path.read_bytes()
-    except FileNotFoundError:
-        raise IntegrityError(f"{folder} has no {RECORD_PATH}; it is not a built release") from None
-    except OSError as exc:
-        raise IntegrityError(f"{path} cannot be read ({exc.strerror or type(exc).__name__})") from None
+    if not os.path.lexists(path):
+        raise IntegrityError(f"{quote(str(folder))} has no {RECORD_PATH}; it is not a built release")
+    try:  # a regular file of at most MAX_CONFIG_BYTES, checked on the open handle (a FIFO never makes it wait)
+        content = content_of(str(path), quote(str(path)), MAX_CONFIG_BYTES)
+    except InputError as exc:
+        raise IntegrityError(str(exc)) from None
     record = parse_json(content, str(path), IntegrityError)
     if not isinstance(record, dict) or record.get("format") != RECORD_FORMAT:
         raise IntegrityError(f"{path} was not written by `rlvrambench release build` (format {RECORD_FORMAT})")
@@ -69,7 +69,8 @@ def verify_release(folder: str | os.PathLike[str], *, croissant: bool = True) ->
         raise InputError(f"release folder {folder} does not exist")
     record = read_record(folder)
     report = VerifyReport(folder)
-    _check_digests(folder, record, report)
+    if not _check_digests(folder, record, report):
+        return report  # a listed file that is not a regular file is read no further (a FIFO would wait forever)
     built = _check_parquet(folder, record, report)
     report.configs = [b.spec.name for b in built]
     _check_card(folder, built, report)
@@ -109,7 +110,9 @@ def check_release(folder: str | os.PathLike[str], *, croissant: bool = True) -> 
     return report
 
 
-def _check_digests(folder: Path, record: dict[str, Any], report: VerifyReport) -> None:
+def _check_digests(folder: Path, record: dict[str, Any], report: VerifyReport) -> bool:
+    """The listed files' digests and the unlisted files; whether every listed file present could be read."""
+    readable = True
     listed: dict[str, Any] = record["files"]
     present = set(folder_files(folder)) - {RECORD_PATH}
     report.files = len(present) + 1
@@ -121,11 +124,17 @@ def _check_digests(folder: Path, record: dict[str, Any], report: VerifyReport) -
         if not isinstance(entry, dict) or "sha256" not in entry or "size_bytes" not in entry:
             report.problems.append(f"{rel}: malformed entry in {RECORD_PATH}")
             continue
-        found = digest_file(folder / rel)
+        try:
+            found = digest_file(folder / rel)
+        except OSError as exc:  # not a regular file (hashing never opens one that would block), or unreadable
+            report.problems.append(f"{rel}: {str(exc).removeprefix(str(folder / rel)).strip()}")
+            readable = False
+            continue
         if found != FileDigest(entry["sha256"], entry["size_bytes"]):
             report.problems.append(f"{rel}: present but corrupted (SHA-256 or size differs from {RECORD_PATH})")
     for rel in sorted(present - set(listed)):
         report.problems.append(f"{rel}: in the folder but not listed in {RECORD_PATH}")
+    return readable
 
 
 def _check_parquet(folder: Path, record: dict[str, Any], report: VerifyReport) -> list[BuiltConfig]:
