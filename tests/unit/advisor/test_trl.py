@@ -133,6 +133,28 @@ def test_what_accelerate_refuses_is_one_line_naming_its_file(shared_mini, tmp_pa
     assert found == f"{bad}: {message}"
 
 
+DEEPSPEED_FILES = {  # the DeepSpeed JSON an accelerate config names -> what the one line says
+    "nested 100,000 deep": (b"[" * 100_000, "nested more than 100 deep"),
+    "an integer of 10,000 digits": (b'{"zero_optimization": {"stage": ' + b"9" * 10_000 + b"}}", "10,000 digits"),
+    "not JSON": (b"{oops", "is not valid JSON"),
+    "not UTF-8": (b'{"zero_optimization": "\xff"}', "is not UTF-8"),
+    "binary": (b"\x00\x01" * 100, "binary"),
+}
+
+
+@pytest.mark.parametrize("kind", list(DEEPSPEED_FILES))
+def test_a_deepspeed_file_that_cannot_be_read_is_one_line_naming_it(shared_mini, tmp_path, kind):
+    content, said = DEEPSPEED_FILES[kind]
+    (tmp_path / "ds.json").write_bytes(content)
+    launcher = write(tmp_path, "launcher.yaml", "distributed_type: DEEPSPEED\ndeepspeed_config:\n"
+                     "  deepspeed_config_file: ds.json\nnum_processes: 2\n")  # fmt: skip
+    config = write(tmp_path, "grpo.yaml", GRPO_YAML)
+    found = refused(lambda: read_plans(config, kind="trl", workload="gsm8k", settings=PROMPT, source=shared_mini.root,
+                                       accelerate_config=launcher))  # fmt: skip
+    assert "launcher.yaml: deepspeed_config.deepspeed_config_file: the DeepSpeed config '" in found, found
+    assert said in found, found
+
+
 def test_a_key_both_files_give_must_agree(shared_mini, tmp_path):
     config = write(tmp_path, "grpo.yaml", GRPO_YAML + "num_processes: 4\n")
     found = refused(lambda: read(config, shared_mini.root, "ddp"))

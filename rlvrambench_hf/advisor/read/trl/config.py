@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ....data.schema.spec import Column
 from ....errors import InputError, quote
-from ....userfile import parse_structured, read_text
+from ....userfile import parse_json, parse_structured, read_text
 from ...plan.mapping import TRL_MAPPING, TRL_SCOPE, TRL_STACK_FLAG, mapped_keys
 from ...plan.trl_mapping import ACCELERATE_KEYS
 from ..verl.config import Config
@@ -144,7 +144,6 @@ def _deepspeed_file(given: object, accelerate: Path) -> dict[str, Any]:
     """The ZeRO stage and offload devices of the DeepSpeed JSON an accelerate config names
     (``deepspeed_config.deepspeed_config_file``), looked for from the accelerate config's folder up, then from here;
     ``"auto"`` values are left to accelerate (not read)."""
-    import json
 
     where = f"{accelerate}: deepspeed_config.deepspeed_config_file"
     if not isinstance(given, str):
@@ -154,10 +153,8 @@ def _deepspeed_file(given: object, accelerate: Path) -> dict[str, Any]:
     found = next((p for p in [*places, path] if p.is_file()), None)
     if found is None:
         raise InputError(f"{where}: {quote(given)} is not here (looked from {accelerate.parent} up)")
-    try:
-        data = json.loads(read_text(found, "DeepSpeed config"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{found}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    label = f"{where}: the DeepSpeed config"
+    data = parse_json(read_text(found, label), f"{label} {quote(str(found))}")  # depth and digits bounded
     out: dict[str, Any] = {}
     for keys, name in DEEPSPEED_KEYS.items():
         node: object = data
