@@ -25,9 +25,11 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
@@ -198,15 +200,19 @@ def _run(case: dict, main: object) -> dict:
     sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)))
     started = time.monotonic()
     reads_all = _reads_others_files(not case.get("unprivileged"))
+    watchdog = _watchdog()
     try:
         os.chdir(case["cwd"])
         status: object = main(case["argv"])  # type: ignore[operator]
     except SystemExit as exc:  # argparse's own exits
         status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except CaseHung:
+        status = "hung"
     except BaseException:  # noqa: B036 - anything that escapes main is what the harness looks for
         traceback.print_exc()
         status = "escaped"
     finally:
+        watchdog.cancel()
         seconds = time.monotonic() - started
         _reads_others_files(reads_all)
         for stream in (sys.stdout, sys.stderr):
@@ -221,6 +227,31 @@ def _run(case: dict, main: object) -> dict:
             writer.kill()
             writer.wait()
     return {"status": status, "stdout": _text(out), "stderr": _text(err), "seconds": seconds}
+
+
+#: The most a case may take: a command that waits for ever (a FIFO opened for reading) is ended as "hung" then, so
+#: that one case costs minutes, not the harness's whole time limit.
+CASE_SECONDS = 120
+
+
+class CaseHung(BaseException):
+    """Raised in the main thread when a case ran past :data:`CASE_SECONDS`."""
+
+
+def _hung(signum: int, frame: object) -> None:
+    raise CaseHung
+
+
+def _watchdog() -> threading.Timer:
+    """A timer that interrupts the main thread with SIGUSR1 (which raises :class:`CaseHung`) after
+    :data:`CASE_SECONDS`: the package's own time limits use SIGALRM, so the case's bound must not."""
+    signal.signal(signal.SIGUSR1, _hung)
+    main = threading.main_thread().ident
+    assert main is not None
+    timer = threading.Timer(CASE_SECONDS, signal.pthread_kill, (main, signal.SIGUSR1))
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 def _reads_others_files(allowed: bool) -> bool:
