@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ..data.sources.base import Source
 from ..data.sources.resolve import SourceLike, open_source
 from ..errors import InputError, quote
-from ..scoring.bounded import DEFAULT_TIMEOUT
+from ..scoring import DEFAULT_TIMEOUT
 from ..scoring.intervals import IntervalsLike, interval_options
 from .evidence import ARCHITECTURE, RUNS, STAGES, Evidence, build_evidence
 from .features import FEATURE_NAMES, apply_amendment, feature_matrix

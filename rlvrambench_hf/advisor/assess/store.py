@@ -13,21 +13,35 @@ written (a read-only cache) costs the next run the work again, never an error.
 Objects are stored with :mod:`pickle` (:func:`dump_objects`), and read back (:func:`load_objects`) by an unpickler
 that makes nothing but the package's own classes, numpy arrays and pyarrow tables: a payload naming anything else
 is refused as untrusted, never run.
+
+What is derived from a release (:func:`load_derived`: the advisor's context, the measured workloads and levels) is
+keyed by the release, the package's code and the numerical stack, and used only while every file its build read
+(manifests, the card and files found absent included) has the SHA-256 it had; what is derived from one file
+(:func:`load_parsed`: VERL's packaged trainer config) is keyed by the file's SHA-256 and the code that parses it.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
 import os
 import pickle
 import stat
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from ...data.schema.pins import CARD_PATH, MANIFESTS
 from ...errors import quote
+
+if TYPE_CHECKING:
+    from ...data.sources.base import Source
+
+T = TypeVar("T")
 
 LIBRARY = "rlvrambench_hf"
 NAMESPACE = "advisor"
@@ -122,10 +136,27 @@ def entry_name(prefix: str, *parts: object) -> str:
     return f"{prefix}-{digest[:32]}"
 
 
+@functools.cache
 def code_signature() -> str:
     """A digest of the package's installed code (every module's path, size and modification time): an entry made by
-    other code, as after editing an editable install, is not used."""
-    root = Path(__file__).resolve().parents[2]
+    other code, as after editing an editable install, is not used. Computed once per process (the code a process
+    runs does not change under it)."""
+    return folder_signature(Path(__file__).resolve().parents[2], (".py",))
+
+
+def library_signature(name: str) -> str:
+    """A digest of the files of the installed top-level package ``name`` (see :func:`folder_signature`), found
+    without importing it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(name)
+    folders = list(spec.submodule_search_locations or []) if spec is not None else []
+    return folder_signature(Path(folders[0]), (".py", ".so", ".pyd")) if folders else f"{name} not found"
+
+
+def folder_signature(root: Path, suffixes: Sequence[str]) -> str:
+    """A digest of the path, size and modification time of every file ending in one of ``suffixes`` under ``root``
+    (``__pycache__`` aside)."""
     digest = hashlib.sha256()
     folders = [root]
     while folders:
@@ -134,7 +165,7 @@ def code_signature() -> str:
                 if entry.is_dir(follow_symlinks=False):
                     if entry.name != "__pycache__":
                         folders.append(Path(entry.path))
-                elif entry.name.endswith(".py"):
+                elif entry.name.endswith(tuple(suffixes)):
                     st = entry.stat()
                     digest.update(f"{entry.path}:{st.st_size}:{st.st_mtime_ns}\n".encode())
     return digest.hexdigest()
@@ -174,3 +205,151 @@ def load_objects(payload: bytes, persistent: Mapping[str, object]) -> object:
 
 def _allowed(module: str, name: str) -> bool:
     return module.startswith(f"{LIBRARY}.") or name in REBUILDERS.get(module, ())
+
+
+def load_parsed(kind: str, version: int, key: Sequence[str], parse: Callable[[], T], expected: type[T]) -> T:
+    """What ``parse`` makes of one file, from the store when the same ``key`` (the file's SHA-256 and whatever else
+    the result depends on; the package's code is added) made it before, else parsed (and stored). Only plain
+    values are stored (a result that does not read back through :func:`load_objects` is not)."""
+    name = entry_name(kind, version, *key, code_signature())
+    entry = read_entry(name, kind)
+    if entry is not None and entry[0].get("format") == version:
+        try:
+            found = load_objects(entry[1], {})
+        except Exception:  # a payload that does not unpickle (a stale or damaged entry) is ignored
+            pass
+        else:
+            if isinstance(found, expected):
+                return found
+    value = parse()
+    payload = dump_objects(value, {})
+    try:
+        load_objects(payload, {})
+    except pickle.UnpicklingError:
+        return value  # something the store does not keep (a date of YAML's): parsed every time
+    write_entry(name, kind, {"format": version}, payload)
+    return value
+
+
+def load_derived(kind: str, version: int, source: Source, build: Callable[[Source], T], expected: type[T]) -> T:
+    """What ``build`` derives from the release ``source``: from the store when this release, code and numerical
+    stack built it before (a local folder's entry only while every file the build read has the digest it had; a
+    Hub revision's is the one of its commit), else built (and stored). ``source`` itself is stored by name only."""
+    identity = source.identity
+    name = entry_name(kind, version, json.dumps(identity, sort_keys=True), code_signature(), _stack())
+    found = _stored(name, kind, version, source, identity)
+    if isinstance(found, expected):
+        return found
+    with _recording(source) as read:
+        value = build(source)
+    if read is not None:
+        _store(name, kind, version, source, identity, value, read)
+    return value
+
+
+def _stack() -> str:
+    import numpy as np
+    import pyarrow as pa
+
+    return f"python {sys.version}; numpy {np.__version__}; pyarrow {pa.__version__}"
+
+
+def _stored(name: str, kind: str, version: int, source: Source, identity: Mapping[str, str | None]) -> object:
+    """The stored object ``name`` when it was built from this release as it is now (None: absent, untrusted or
+    stale)."""
+    entry = read_entry(name, kind)
+    if entry is None:
+        return None
+    header, payload = entry
+    files = header.get("files")
+    if header.get("format") != version or header.get("source") != dict(identity) or not isinstance(files, dict):
+        return None
+    root = _local_root(source, identity)
+    if root is not None and not _unchanged(root, files, header.get("stats") or {}):
+        return None  # a local file changed, appeared or went away since: built afresh
+    try:
+        return load_objects(payload, {"source": source})
+    except Exception:  # a payload that does not unpickle (a stale or damaged entry) is ignored
+        return None
+
+
+def _store(
+    name: str,
+    kind: str,
+    version: int,
+    source: Source,
+    identity: Mapping[str, str | None],
+    value: object,
+    read: list[str],
+) -> None:
+    root = _local_root(source, identity)
+    files = sorted({*read, CARD_PATH, *(manifest for manifest, _ in MANIFESTS)})
+    header = {
+        "format": version,
+        "source": dict(identity),
+        "files": {rel: _digest(root, rel) if root is not None else None for rel in files},
+        "stats": {rel: sig for rel in files if root is not None and (sig := _signature(root / rel))},
+    }
+    write_entry(name, kind, header, dump_objects(value, {"source": source}))
+
+
+def _unchanged(root: Path, files: Mapping[str, object], stats: Mapping[str, object]) -> bool:
+    """Whether every file has the digest it had (None: still absent). A file whose device, inode, size and
+    modification and change times are those recorded is not hashed again: the kernel moves its change time on
+    every write, and no tool can set it back."""
+    for rel, want in files.items():
+        if want is not None and stats.get(rel) is not None and _signature(root / rel) == stats[rel]:
+            continue
+        if _digest(root, rel) != want:
+            return False
+    return True
+
+
+def _signature(path: Path) -> str | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
+
+def _local_root(source: Source, identity: Mapping[str, str | None]) -> Path | None:
+    """The folder of a local release (None for a Hub revision: its commit pins every file)."""
+    root = getattr(source, "root", None)
+    return Path(root) if identity.get("commit") is None and root is not None else None
+
+
+def _digest(root: Path, relpath: str) -> str | None:
+    """The SHA-256 of a local release file as it is now (None: absent or a folder; ``unreadable``: never equal to a
+    digest)."""
+    from ...data.sources.base import sha256_file
+
+    path = root / relpath
+    try:
+        return sha256_file(path) if path.is_file() else None
+    except OSError:
+        return "unreadable"
+
+
+@contextmanager
+def _recording(source: Source) -> Iterator[list[str] | None]:
+    """The repository paths ``source`` fetches inside the block (what is built from it), by shadowing its fetch on
+    this one object; None for a source whose fetch cannot be shadowed (then nothing is stored)."""
+    fetch = source._fetch
+    read: list[str] = []
+
+    def recorded(relpath: str) -> Path:
+        read.append(relpath)
+        return fetch(relpath)
+
+    own = getattr(source, "__dict__", None)
+    if own is None:
+        yield None
+        return
+    own["_fetch"] = recorded
+    try:
+        yield read
+    finally:
+        own.pop("_fetch", None)

@@ -155,11 +155,20 @@ def installed_version() -> str | None:
         return None
 
 
-def version_for(given: str | None) -> Version:
-    """The VERL a config is read for: ``given``, else the installed one's, else not known (the newest facts)."""
+class LookUp:
+    """The type of :data:`LOOK_UP`."""
+
+
+#: The installed VERL's version not given by the caller: it is read from VERL's package metadata.
+LOOK_UP = LookUp()
+
+
+def version_for(given: str | None, installed: str | None | LookUp = LOOK_UP) -> Version:
+    """The VERL a config is read for: ``given``, else the installed one's (``installed``, when the caller read it
+    already: :func:`installed_version`), else not known (the newest facts)."""
     if given is not None:
         return parse_version(given)
-    installed = installed_version()
+    installed = installed_version() if isinstance(installed, LookUp) else installed
     if installed is not None:
         try:
             return parse_version(installed, "installed")
