@@ -19,9 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from rlvrambench_hf.advisor import Plans, advise
+from rlvrambench_hf.advisor import Plans, advise, store
 from rlvrambench_hf.advisor.assess import context as context_module
-from rlvrambench_hf.advisor.assess import store
 from rlvrambench_hf.advisor.output.document import document
 from rlvrambench_hf.data.tables.reader import load_table
 from rlvrambench_hf.errors import IntegrityError

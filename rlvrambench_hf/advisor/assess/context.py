@@ -1,7 +1,7 @@
 """Everything the answers read from one release, loaded once: the measured records, the fitted references with
 their track record, the model metadata and the measured cloud.
 
-The context is built once per release and kept in the advisor's store (:mod:`.store`) for the runs after: a local
+The context is built once per release and kept in the advisor's store (:mod:`..store`) for the runs after: a local
 folder's entry is used only while every file it was built from (manifests, seals and absent files included) has
 the SHA-256 it had; a Hub revision's entry is the one of its commit. The package's code and the numerical stack
 are part of the key, so an upgrade or an edited install builds it afresh; a corrupted or foreign entry is ignored.
@@ -87,7 +87,7 @@ FORMAT = 1
 def load_context(source: SourceLike = None, revision: str | None = None, *, stored: bool = True) -> Context:
     """The release's side of every answer: from the store when this release, code and stack built it before, else
     read from the release (and stored; ``stored=False`` reads it without the store)."""
-    from .store import load_derived
+    from ..store import load_derived
 
     src = open_source(source, revision)
     if not stored:

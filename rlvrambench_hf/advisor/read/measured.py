@@ -158,9 +158,9 @@ FORMAT = 1
 
 def load_measured(source: SourceLike = None, revision: str | None = None) -> Measured:
     """The release's workloads, models and levels, from its ``configurations`` table: kept in the advisor's store
-    (:func:`~..assess.store.load_derived`) while the release's files are those it was read from."""
+    (:func:`~..store.load_derived`) while the release's files are those it was read from."""
     from ...data.sources.resolve import open_source
-    from ..assess.store import load_derived
+    from ..store import load_derived
 
     return load_derived(KIND, FORMAT, open_source(source, revision), _measured, Measured)
 

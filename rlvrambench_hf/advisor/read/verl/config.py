@@ -112,7 +112,7 @@ def packaged_tree(text: str, name: str) -> object:
     read on every answer)."""
     import hashlib
 
-    from ...assess.store import library_signature, load_parsed
+    from ...store import library_signature, load_parsed
 
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
     key = (digest, library_signature("yaml"))
@@ -181,12 +181,13 @@ def with_defaults(
     installed = installed_version() if isinstance(installed, LookUp) else installed
     mine = version.how != "given" or (installed is not None and parse_version(installed).minor == version.minor)
     found = installed_defaults(packaged) if mine else None
-    if found is not None:
-        (base, where), label = found, (f"VERL {installed}" if installed else "VERL")
+    if found is not None:  # a tree of this call's own (parsed, or read from the store, for it): not copied
+        (tree, where), label = found, (f"VERL {installed}" if installed else "VERL")
     else:
         (base, where), label = default_tree(version), version.label
         base = deep_update(base, PACKAGED_EXTRAS.get(packaged[-1], {})) if packaged != DEFAULT_CONFIGS else base
-    return Config(deep_update(copy.deepcopy(base), top), origin, where, given=copy.deepcopy(dict(top)),
+        tree = copy.deepcopy(base)
+    return Config(deep_update(tree, top), origin, where, given=copy.deepcopy(dict(top)),
                   lines=dict(lines or {}), label=label, version=version,
                   environment=dict(environment or {}))  # fmt: skip
 

@@ -35,11 +35,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ...data.schema.pins import CARD_PATH, MANIFESTS
-from ...errors import quote
+from ..data.schema.pins import CARD_PATH, MANIFESTS
+from ..errors import quote
 
 if TYPE_CHECKING:
-    from ...data.sources.base import Source
+    from ..data.sources.base import Source
 
 T = TypeVar("T")
 
@@ -116,8 +116,8 @@ def _trusted(st: os.stat_result) -> bool:
 
 def write_entry(name: str, kind: str, header: dict[str, Any], payload: bytes) -> bool:
     """Write the entry ``name`` atomically (False when the store cannot be written: nothing is left behind)."""
-    from ...data.tables.output import write_atomic
-    from ...errors import RLVRAMBenchError
+    from ..data.tables.output import write_atomic
+    from ..errors import RLVRAMBenchError
 
     where = folder()
     if where is None:
@@ -141,7 +141,7 @@ def code_signature() -> str:
     """A digest of the package's installed code (every module's path, size and modification time): an entry made by
     other code, as after editing an editable install, is not used. Computed once per process (the code a process
     runs does not change under it)."""
-    return folder_signature(Path(__file__).resolve().parents[2], (".py",))
+    return folder_signature(Path(__file__).resolve().parents[1], (".py",))
 
 
 def library_signature(name: str) -> str:
@@ -324,7 +324,7 @@ def _local_root(source: Source, identity: Mapping[str, str | None]) -> Path | No
 def _digest(root: Path, relpath: str) -> str | None:
     """The SHA-256 of a local release file as it is now (None: absent or a folder; ``unreadable``: never equal to a
     digest)."""
-    from ...data.sources.base import sha256_file
+    from ..data.sources.base import sha256_file
 
     path = root / relpath
     try:
