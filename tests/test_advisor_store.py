@@ -263,3 +263,35 @@ def test_verl_packaged_config_is_parsed_once_per_content_and_never_served_stale(
     packaged.write_text(packaged.read_text().replace("768", "512"))
     assert config.installed_defaults() == expected and len(parsed) == 3 and not witness.exists()
     assert config.installed_defaults() == expected and len(parsed) == 3  # rewritten whole, and read back
+
+
+def test_the_installed_verl_version_is_kept_while_the_places_it_is_looked_for_are_unchanged(
+    entries, tmp_path, monkeypatch
+) -> None:
+    import shutil
+
+    from rlvrambench_hf.advisor.read.verl import versions
+
+    looked: list[str | None] = []
+    real = versions._metadata_version
+    monkeypatch.setattr(versions, "_metadata_version", lambda: looked.append(real()) or looked[-1])
+
+    def site(name: str, version: str) -> Path:
+        metadata = tmp_path / name / f"verl-{version}.dist-info" / "METADATA"
+        metadata.parent.mkdir(parents=True)
+        metadata.write_text(f"Metadata-Version: 2.1\nName: verl\nVersion: {version}\n")
+        return metadata
+
+    later = site("later", "0.9.1")
+    monkeypatch.syspath_prepend(str(tmp_path / "later"))
+    assert versions.installed_version() == versions.installed_version() == "0.9.1" and len(looked) == 1
+    later.write_text(later.read_text().replace("0.9.1", "0.8.0"))  # edited in place
+    assert versions.installed_version() == "0.8.0" and len(looked) == 2
+    site("earlier", "0.7.1")
+    monkeypatch.syspath_prepend(str(tmp_path / "earlier"))  # found first, as importlib.metadata finds it
+    assert versions.installed_version() == versions.installed_version() == "0.7.1" and len(looked) == 3
+    shutil.rmtree(tmp_path / "earlier" / "verl-0.7.1.dist-info")
+    (tmp_path / "earlier" / "unrelated.txt").write_text("")  # a folder's other files do not matter
+    assert versions.installed_version() == "0.8.0" and len(looked) == 4
+    (tmp_path / "earlier" / "another.txt").write_text("")
+    assert versions.installed_version() == "0.8.0" and len(looked) == 4

@@ -112,7 +112,8 @@ def packaged_tree(text: str, name: str) -> object:
     read on every answer)."""
     import hashlib
 
-    from ...store import library_signature, load_parsed
+    from ....data.tables.kept import library_signature
+    from ...store import load_parsed
 
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
     key = (digest, library_signature("yaml"))

@@ -146,7 +146,26 @@ def parse_version(text: str, how: str = "given") -> Version:
 
 
 def installed_version() -> str | None:
-    """The installed VERL's version from its package metadata (VERL is never imported), or None."""
+    """The installed VERL's version from its package metadata (VERL is never imported), or None. Kept in the
+    advisor's store while every place the metadata is looked for is as it was
+    (:func:`~rlvrambench_hf.data.tables.kept.distribution_places`): :mod:`importlib.metadata` and the email parser
+    it reads the metadata with take about 15 ms to import."""
+    from ....data.tables.kept import distribution_places
+    from ...store import load_parsed
+
+    places = distribution_places("verl")
+    if places is None:
+        return _metadata_version()
+    found = load_parsed(VERSION_KIND, VERSION_FORMAT, (places,), lambda: (_metadata_version(),), tuple)
+    return found[0] if len(found) == 1 and isinstance(found[0], str | None) else _metadata_version()
+
+
+#: The kind of the advisor's store entries of the installed VERL's version; bump :data:`VERSION_FORMAT` when what is
+#: stored changes in a way the code does not show.
+VERSION_KIND, VERSION_FORMAT = "verl-version", 1
+
+
+def _metadata_version() -> str | None:
     from importlib import metadata
 
     try:
