@@ -74,9 +74,10 @@ def read_entry(name: str, kind: str) -> tuple[dict[str, Any], bytes] | None:
     return kept.read_entry(folder(), name, kind)
 
 
-def write_entry(name: str, kind: str, header: dict[str, Any], payload: bytes) -> bool:
-    """Write the entry ``name`` atomically (False when the store cannot be written: nothing is left behind)."""
-    return kept.write_entry(folder(), name, kind, header, payload)
+def write_entry(name: str, kind: str, header: dict[str, Any], payload: bytes, *, on_success: bool = False) -> bool:
+    """Write the entry ``name`` atomically (False when the store cannot be written: nothing is left behind);
+    ``on_success``: when the command succeeds (:func:`~rlvrambench_hf.data.tables.kept.written_on_success`)."""
+    return kept.write_entry(folder(), name, kind, header, payload, on_success=on_success)
 
 
 @functools.cache
@@ -143,14 +144,23 @@ def load_parsed(kind: str, version: int, key: Sequence[str], parse: Callable[[],
         load_objects(payload, {})
     except pickle.UnpicklingError:
         return value  # something the store does not keep (a date of YAML's): parsed every time
-    write_entry(name, kind, {"format": version}, payload)
+    write_entry(name, kind, {"format": version}, payload, on_success=True)
     return value
 
 
-def load_derived(kind: str, version: int, source: Source, build: Callable[[Source], T], expected: type[T]) -> T:
+def load_derived(
+    kind: str,
+    version: int,
+    source: Source,
+    build: Callable[[Source], T],
+    expected: type[T],
+    *,
+    on_success: bool = False,
+) -> T:
     """What ``build`` derives from the release ``source``: from the store when this release, code and numerical
     stack built it before (a local folder's entry only while every file the build read has the digest it had; a
-    Hub revision's is the one of its commit), else built (and stored). ``source`` itself is stored by name only."""
+    Hub revision's is the one of its commit), else built (and stored; ``on_success``: when the command succeeds).
+    ``source`` itself is stored by name only."""
     identity = source.identity
     name = entry_name(kind, version, json.dumps(identity, sort_keys=True), code_signature(), _stack())
     found = _stored(name, kind, version, source, identity)
@@ -159,7 +169,8 @@ def load_derived(kind: str, version: int, source: Source, build: Callable[[Sourc
     with _recording(source) as read:
         value = build(source)
     if read is not None:
-        _store(name, kind, version, source, identity, value, read)
+        header, payload = _header(version, source, identity, read), dump_objects(value, {"source": source})
+        write_entry(name, kind, header, payload, on_success=on_success)
     return value
 
 
@@ -189,24 +200,16 @@ def _stored(name: str, kind: str, version: int, source: Source, identity: Mappin
         return None
 
 
-def _store(
-    name: str,
-    kind: str,
-    version: int,
-    source: Source,
-    identity: Mapping[str, str | None],
-    value: object,
-    read: list[str],
-) -> None:
+def _header(version: int, source: Source, identity: Mapping[str, str | None], read: list[str]) -> dict[str, Any]:
+    """What an entry derived from ``source`` was made from: the release, and each file read with its digest."""
     root = _local_root(source, identity)
     files = sorted({*read, CARD_PATH, *(manifest for manifest, _ in MANIFESTS)})
-    header = {
+    return {
         "format": version,
         "source": dict(identity),
         "files": {rel: _digest(root, rel) if root is not None else None for rel in files},
         "stats": {rel: sig for rel in files if root is not None and (sig := _signature(root / rel))},
     }
-    write_entry(name, kind, header, dump_objects(value, {"source": source}))
 
 
 def _unchanged(root: Path, files: Mapping[str, object], stats: Mapping[str, object]) -> bool:

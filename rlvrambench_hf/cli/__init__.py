@@ -189,8 +189,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         from ..data.sources.hubnet import hub_traffic  # after parsing: --version and --help import no core
+        from ..data.tables.kept import written_on_success
 
-        with hub_traffic(install_client=False), escaping_output():  # one deadline for the command's Hub traffic
+        # one deadline for the command's Hub traffic; what it keeps for the next runs only when it succeeds
+        with hub_traffic(install_client=False), escaping_output(), written_on_success():
             return int(args.handler(args) or 0)
     except RLVRAMBenchError as exc:
         return _failed(exc, args.debug, exc.exit_status)

@@ -162,7 +162,7 @@ def load_measured(source: SourceLike = None, revision: str | None = None) -> Mea
     from ...data.sources.resolve import open_source
     from ..store import load_derived
 
-    return load_derived(KIND, FORMAT, open_source(source, revision), _measured, Measured)
+    return load_derived(KIND, FORMAT, open_source(source, revision), _measured, Measured, on_success=True)
 
 
 def _measured(source: Source) -> Measured:

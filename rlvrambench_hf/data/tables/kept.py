@@ -8,7 +8,8 @@ kind, then one JSON line (its header: what it was made from and the SHA-256 of t
 An entry is used only when it is this user's own file (or the administrator's) that no one else may write, its kind
 is the one asked for and its payload has the digest its header states; anything else (a truncated, edited or
 foreign file) is ignored as if absent, and the next write replaces it. A folder that cannot be created or written (a
-read-only cache) costs the next run the work again, never an error.
+read-only cache) costs the next run the work again, never an error. A command of the command line that fails
+writes none of the entries it made on its way (:func:`written_on_success`) but the advisor's context and fit.
 
 Kept here: the dataset cards read before (:data:`CARDS`, namespace ``sources``); the advisor keeps its own entries
 (:mod:`rlvrambench_hf.advisor.store`, namespace ``advisor``).
@@ -20,7 +21,8 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +41,33 @@ def assets_folder(namespace: str) -> Path | None:
         return None
 
 
+#: Entries made inside :func:`written_on_success` to be written when it ends without an error (None: outside).
+_PENDING: dict[Path, bytes] | None = None
+
+
+@contextmanager
+def written_on_success() -> Iterator[None]:
+    """Inside the block (a command of the command line), entries written ``on_success`` are written only when it
+    ends without an error, so that a command that fails leaves nothing new in the user's cache; they are read back
+    inside it as if written."""
+    global _PENDING
+    outer, _PENDING = _PENDING, {}
+    try:
+        yield
+        pending = _PENDING
+    finally:
+        _PENDING = outer
+    for path, data in pending.items():
+        _write(path, data)
+
+
 def read_entry(where: Path | None, name: str, kind: str) -> tuple[dict[str, Any], bytes] | None:
     """The header and payload of the entry ``name`` of ``kind`` in the folder ``where``, or None when it is absent
     or not to be trusted."""
     if where is None:
         return None
+    if _PENDING and where / name in _PENDING:
+        return _parsed(_PENDING[where / name], kind)
     try:
         with open(where / name, "rb") as handle:
             if not _trusted(os.fstat(handle.fileno())):
@@ -51,6 +75,10 @@ def read_entry(where: Path | None, name: str, kind: str) -> tuple[dict[str, Any]
             data = handle.read()
     except OSError:
         return None
+    return _parsed(data, kind)
+
+
+def _parsed(data: bytes, kind: str) -> tuple[dict[str, Any], bytes] | None:
     head, _, rest = data.partition(b"\n")
     line, _, payload = rest.partition(b"\n")
     if head != MAGIC + kind.encode():
@@ -70,17 +98,27 @@ def _trusted(st: os.stat_result) -> bool:
     return st.st_uid in (os.geteuid(), 0) and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
-def write_entry(where: Path | None, name: str, kind: str, header: dict[str, Any], payload: bytes) -> bool:
+def write_entry(
+    where: Path | None, name: str, kind: str, header: dict[str, Any], payload: bytes, *, on_success: bool = False
+) -> bool:
     """Write the entry ``name`` into the folder ``where`` atomically (False when it cannot be written: nothing is
-    left behind)."""
-    from ...errors import RLVRAMBenchError
-    from .output import write_atomic
-
+    left behind); ``on_success``: inside :func:`written_on_success`, when its block ends without an error."""
     if where is None:
         return False
     line = json.dumps({**header, "payload_sha256": hashlib.sha256(payload).hexdigest()}, sort_keys=True)
+    data = MAGIC + kind.encode() + b"\n" + line.encode() + b"\n" + payload
+    if on_success and _PENDING is not None:
+        _PENDING[where / name] = data
+        return True
+    return _write(where / name, data)
+
+
+def _write(path: Path, data: bytes) -> bool:
+    from ...errors import RLVRAMBenchError
+    from .output import write_atomic
+
     try:
-        write_atomic(where / name, MAGIC + kind.encode() + b"\n" + line.encode() + b"\n" + payload)
+        write_atomic(path, data)
     except RLVRAMBenchError:
         return False
     return True
@@ -174,8 +212,8 @@ class SeenCards:
         return read_entry(assets_folder(self.NAMESPACE), self._name(text), self.KIND) is not None
 
     def passed(self, text: str) -> None:
-        """Remember that a card of ``text`` was read as a mapping."""
-        write_entry(assets_folder(self.NAMESPACE), self._name(text), self.KIND, {}, b"")
+        """Remember that a card of ``text`` was read as a mapping (when the command succeeds)."""
+        write_entry(assets_folder(self.NAMESPACE), self._name(text), self.KIND, {}, b"", on_success=True)
 
     @staticmethod
     def _name(text: str) -> str:

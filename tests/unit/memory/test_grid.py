@@ -8,11 +8,14 @@ import pickle
 import numpy as np
 import pytest
 
+from rlvrambench_hf.memory.select import Grid
+
 pytestmark = pytest.mark.unit
 
 
 def test_a_pickled_grid_leaves_its_memos_behind_and_computes_them_again_the_same(mini_context):
     grid = mini_context.memory.grid
+    assert isinstance(grid, Grid)
     models = grid.models()
     form, scores = grid.select(models)
     assert grid._calibrations and grid._peaks and grid._selected
