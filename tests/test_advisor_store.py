@@ -4,7 +4,9 @@ A warm store answers exactly as a fresh build (the JSON answer of every target, 
 entry is rebuilt when a file the context was read from changes, appears or goes away, when it is corrupted (a
 flipped byte, a truncated file, another kind, a payload naming anything but the package's classes, numpy and
 pyarrow), or when it is another user's; a store that cannot be written costs a rebuild, never an error; and a
-corrupted release file is refused exactly as without the store.
+corrupted release file is refused exactly as without the store. The release's measured workloads and levels are
+kept alike, and VERL's packaged trainer config parsed once per content: a changed config is parsed again, never
+served stale.
 """
 
 from __future__ import annotations
@@ -17,9 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from rlvrambench_hf.advisor import Plans, advise
+from rlvrambench_hf.advisor import Plans, advise, store
 from rlvrambench_hf.advisor.assess import context as context_module
-from rlvrambench_hf.advisor.assess import store
 from rlvrambench_hf.advisor.output.document import document
 from rlvrambench_hf.data.tables.reader import load_table
 from rlvrambench_hf.errors import IntegrityError
@@ -185,9 +186,112 @@ def test_the_command_line_keeps_the_store_under_hf_home_and_answers_alike(snapsh
         assert result.returncode == 0, result.stderr
         outputs.append(output.read_text())
         folder = home / "assets" / "rlvrambench_hf" / "advisor" / "default"
-        assert sorted(p.name.split("-")[0] for p in folder.iterdir()) == ["context", "fit"]
+        assert sorted(p.name.split("-")[0] for p in folder.iterdir()) == ["context", "fit", "measured"]
     assert outputs[0] == outputs[1]
     unwritable = tmp_path / "file"
     unwritable.write_text("")
     result = run_cli(*argv, env=cli_env(HF_HOME=str(unwritable / "hf")))
     assert result.returncode == 0 and result.stderr == "", result.stderr
+
+
+def test_the_measured_levels_are_stored_and_read_afresh_when_a_file_they_were_read_from_changes(
+    release, entries, monkeypatch
+) -> None:
+    from rlvrambench_hf.advisor.read import measured as measured_module
+    from rlvrambench_hf.data.sources.resolve import open_source
+
+    built: list[object] = []
+    real = measured_module._measured
+    monkeypatch.setattr(measured_module, "_measured", lambda source: built.append(source) or real(source))
+    fresh = real(open_source(release))
+    first = measured_module.load_measured(release)
+    (entry,) = entries.glob("measured-*")
+    second = measured_module.load_measured(release)
+    assert len(built) == 1, "the stored levels were not used"
+    for found in (first, second):
+        assert (found.workloads, found.legacy, found.models, found.families) == (
+            fresh.workloads, fresh.legacy, fresh.models, fresh.families
+        )  # fmt: skip
+        assert found.levels.equals(fresh.levels) and found.levels.num_rows > 0
+    data = entry.read_bytes()
+    head, header, payload = data.split(b"\n", 2)
+    middle = len(payload) // 2
+    flipped = payload[:middle] + bytes([payload[middle] ^ 1]) + payload[middle + 1 :]
+    entry.write_bytes(b"\n".join([head, header, flipped]))
+    measured_module.load_measured(release)
+    assert len(built) == 2, "a damaged entry was used"
+    configurations = release / "benchmark" / "configurations.csv"
+    configurations.write_bytes(configurations.read_bytes())  # the same bytes: still the stored levels
+    measured_module.load_measured(release)
+    assert len(built) == 2
+    card = release / "README.md"
+    card.write_text(card.read_text() + "\n")
+    measured_module.load_measured(release)
+    assert len(built) == 3
+    configurations.write_bytes(configurations.read_bytes().replace(b"gsm8k", b"gsm8K", 1))
+    with pytest.raises(IntegrityError, match="configurations.csv does not match its published SHA-256"):
+        measured_module.load_measured(release)
+
+
+PACKAGED = "verl/trainer/config/_generated_ppo_trainer.yaml"
+
+
+def test_verl_packaged_config_is_parsed_once_per_content_and_never_served_stale(entries, tmp_path, monkeypatch) -> None:
+    from rlvrambench_hf.advisor.read.verl import config
+
+    site = tmp_path / "site"
+    packaged = site / PACKAGED
+    packaged.parent.mkdir(parents=True)
+    (site / "verl" / "__init__.py").write_text('raise ImportError("never imported")\n')
+    packaged.write_text("defaults:\n  - actor\ndata:\n  max_prompt_length: 512\n  train_batch_size: 1024\n")
+    monkeypatch.syspath_prepend(str(site))
+    parsed: list[str] = []
+    real = config.parse_structured
+    monkeypatch.setattr(config, "parse_structured", lambda text, *rest: parsed.append(text) or real(text, *rest))
+    expected = ({"data": {"max_prompt_length": 512, "train_batch_size": 1024}}, str(packaged))
+    assert config.installed_defaults() == expected
+    assert config.installed_defaults() == expected and len(parsed) == 1, "the stored tree was not used"
+    (entry,) = entries.glob("verl-config-*")
+    packaged.write_text(packaged.read_text().replace("512", "768"))  # the same size: its content decides
+    changed = config.installed_defaults()
+    assert changed is not None and changed[0]["data"]["max_prompt_length"] == 768 and len(parsed) == 2
+    head, header, _ = entry.read_bytes().split(b"\n", 2)
+    witness = tmp_path / "ran"
+    fields = json.loads(header)
+    evil = pickle.dumps(_Runs(str(witness)), protocol=5)  # a payload that would run code, with a matching digest
+    store.write_entry(entry.name, "verl-config", {k: v for k, v in fields.items() if k != "payload_sha256"}, evil)
+    packaged.write_text(packaged.read_text().replace("768", "512"))
+    assert config.installed_defaults() == expected and len(parsed) == 3 and not witness.exists()
+    assert config.installed_defaults() == expected and len(parsed) == 3  # rewritten whole, and read back
+
+
+def test_the_installed_verl_version_is_kept_while_the_places_it_is_looked_for_are_unchanged(
+    entries, tmp_path, monkeypatch
+) -> None:
+    import shutil
+
+    from rlvrambench_hf.advisor.read.verl import versions
+
+    looked: list[str | None] = []
+    real = versions._metadata_version
+    monkeypatch.setattr(versions, "_metadata_version", lambda: looked.append(real()) or looked[-1])
+
+    def site(name: str, version: str) -> Path:
+        metadata = tmp_path / name / f"verl-{version}.dist-info" / "METADATA"
+        metadata.parent.mkdir(parents=True)
+        metadata.write_text(f"Metadata-Version: 2.1\nName: verl\nVersion: {version}\n")
+        return metadata
+
+    later = site("later", "0.9.1")
+    monkeypatch.syspath_prepend(str(tmp_path / "later"))
+    assert versions.installed_version() == versions.installed_version() == "0.9.1" and len(looked) == 1
+    later.write_text(later.read_text().replace("0.9.1", "0.8.0"))  # edited in place
+    assert versions.installed_version() == "0.8.0" and len(looked) == 2
+    site("earlier", "0.7.1")
+    monkeypatch.syspath_prepend(str(tmp_path / "earlier"))  # found first, as importlib.metadata finds it
+    assert versions.installed_version() == versions.installed_version() == "0.7.1" and len(looked) == 3
+    shutil.rmtree(tmp_path / "earlier" / "verl-0.7.1.dist-info")
+    (tmp_path / "earlier" / "unrelated.txt").write_text("")  # a folder's other files do not matter
+    assert versions.installed_version() == "0.8.0" and len(looked) == 4
+    (tmp_path / "earlier" / "another.txt").write_text("")
+    assert versions.installed_version() == "0.8.0" and len(looked) == 4

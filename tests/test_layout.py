@@ -233,12 +233,15 @@ def test_the_upward_check_sees_an_upward_import(tmp_path):
 
 
 #: The floors of the advisor's house, lowest first (its rooms: sub-packages, and the modules of a folder that others
-#: of its sub-packages import, which stand on their own floor). ``read``'s sub-rooms: its shared checks and the shell
-#: reader, then VERL's readers, then TRL's (which read VERL's configs too), then the reader that dispatches to them.
+#: of its sub-packages import, which stand on their own floor). The store of what is kept between runs is the lowest
+#: (readers and the assessment keep there what they derive from files). ``read``'s sub-rooms: its shared checks and
+#: the shell reader, then VERL's readers, then TRL's (which read VERL's configs too), then the reader that dispatches
+#: to them.
 #: The typed answer is below the assessment that builds it; the log diagnosis reads answers; the output room writes
 #: and words both; the api composes everything and the package's face lists it.
 ADVISOR = "rlvrambench_hf.advisor"
 ADVISOR_FLOORS: tuple[tuple[str, ...], ...] = (
+    ("store",),
     ("plan",),
     ("read.checks", "read.shell"),
     ("read.verl",),

@@ -1,13 +1,14 @@
 """Will my run fit? Plans read from a user's own config, answered measurement first; and why did my run run out of
 memory?
 
-The advisor is a house of rooms, each importing only the ones below it: :mod:`.plan` (the vocabulary every side
-shares: plans, hardware, knobs, the VERL / TRL ↔ dataset mapping) < :mod:`.read` (a user's file → validated plans:
-the dataset's vocabulary, VERL configs and launch scripts, TRL configs and scripts) < :mod:`.answer` (the typed
-answer to one plan and its JSON) < :mod:`.assess` (plans × the release → answers: measured records, floors, the
-per-phase memory model, the references, changes, trust, scope) < :mod:`.diagnose` (a failure log → a diagnosis in
-the release's taxonomy, made specific by an answer) < :mod:`.output` (the JSON document and its reader, the
-one-row-per-plan table, the one verdict wording) < :mod:`.api` (the composer) and this face.
+The advisor is a house of rooms, each importing only the ones below it: :mod:`.store` (what is kept between runs,
+keyed by the files it was derived from) < :mod:`.plan` (the vocabulary every side shares: plans, hardware, knobs,
+the VERL / TRL ↔ dataset mapping) < :mod:`.read` (a user's file → validated plans: the dataset's vocabulary, VERL
+configs and launch scripts, TRL configs and scripts) < :mod:`.answer` (the typed answer to one plan and its JSON) <
+:mod:`.assess` (plans × the release → answers: measured records, floors, the per-phase memory model, the references,
+changes, trust, scope) < :mod:`.diagnose` (a failure log → a diagnosis in the release's taxonomy, made specific by
+an answer) < :mod:`.output` (the JSON document and its reader, the one-row-per-plan table, the one verdict wording)
+< :mod:`.api` (the composer) and this face.
 
 :func:`advise` answers :class:`Plans` (what :func:`read_plans` reads) with :class:`Answer` s; the verdict is the
 measurement, else a floor that cannot hold, else the per-phase model's label (:class:`PhaseModel`, the memory

@@ -20,7 +20,6 @@ from .answer import PhasePeaks
 from .assess.answers import Answers, answer_plans
 from .assess.context import Context, load_context
 from .assess.verdict import with_hardware
-from .output.document import document, read_phase_peaks
 from .output.wording import sentence
 from .plan.hardware import BENCHMARK_HARDWARE, Hardware
 from .plan.plans import Plans
@@ -74,6 +73,7 @@ def advise_planned(
     """The JSON answer (see :mod:`.output.document`) to planned configurations: a :class:`Plans`, or anything
     :func:`~.read.reader.read_plans` reads (a YAML / JSON / CSV file, a list of mappings, a VERL launch script or
     config mapping, a GRPOConfig-like object)."""
+    from .output.document import document
     from .read.reader import read_plans
 
     plans = planned if isinstance(planned, Plans) else read_plans(planned, source=source, revision=revision)
@@ -100,6 +100,7 @@ def explain_failure(
     from .diagnose.diagnosis import diagnose_text
     from .diagnose.explain import LOG_DEVICE, explain, log_hardware
     from .diagnose.logs import LogText, read_log
+    from .output.document import read_phase_peaks
 
     text = log if isinstance(log, LogText) else read_log(log)
     found = diagnose_text(text)
@@ -127,19 +128,19 @@ def _hub_metadata(
 ) -> tuple[dict[str, Mapping[str, Any]], dict[str, str]]:
     """Metadata of the plans' models outside the release, and why each unreadable one is missing (once the Hub
     proved unreachable, the other models are not asked for)."""
-    from ..estimation.hubmeta import HubUnreachable, fetch_model_metadata, unreachable
-
     if "model_id" not in plans.table.column_names:
         return {}, {}
     import pyarrow.compute as pc
 
-    models = [m for m in pc.unique(plans.table.column("model_id")).drop_null().to_pylist()]
+    models = [m for m in pc.unique(plans.table.column("model_id")).drop_null().to_pylist() if m not in context.metadata]
     extra: dict[str, Mapping[str, Any]] = {}
     unavailable: dict[str, str] = {}
+    if not models:  # every model is the release's: the Hub's reader is not imported
+        return extra, unavailable
+    from ..estimation.hubmeta import HubUnreachable, fetch_model_metadata, unreachable
+
     down = False
     for model in models:
-        if model in context.metadata:
-            continue
         try:
             if down:
                 raise unreachable(model, revision)

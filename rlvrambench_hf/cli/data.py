@@ -75,8 +75,10 @@ def _positive(text: str) -> int:
 
 
 def cmd_configs(args: argparse.Namespace) -> int:
+    from ..data.tables.kept import CARDS
+
     source = source_of(args)
-    source.check_card()
+    source.check_card(CARDS)
     specs = REGISTRY.values() if args.all else card_configs()
     rows, failed = [], []
     for spec in specs:

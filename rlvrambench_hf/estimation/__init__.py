@@ -5,26 +5,84 @@ Pure cores: :mod:`.features` (the eight features, families, startup check), :mod
 retrospective, final fit, prospective predictions), :mod:`.user` (your own estimator), :mod:`.hubmeta` (metadata
 of a Hub model from its headers). :mod:`.api` is where they meet a source; :mod:`rlvrambench_hf.advisor` answers
 planned runs with them.
-scipy and scikit-learn are imported when a method is fitted, not here.
+scipy and scikit-learn are imported when a method is fitted, not here; the names below are imported on first use
+(reading a release's features does not import the comparison's folds, nor users' estimators).
 """
 
-from .api import (
-    ALL_FOLDS,
-    EstimatorSpec,
-    load_estimator,
-    load_inputs,
-    parse_estimator,
-    run_final_fit,
-    run_prospective,
-    run_retrospective,
-    score_fold_predictions,
-)
-from .evidence import ARCHITECTURE_FIELDS, EVIDENCE_COLUMNS, Evidence
-from .features import FAMILIES, FEATURE_NAMES, coarse_family, feature_matrix, feature_vector
-from .folds import THREE_FAMILIES, across_folds, check_against_published, fold_table, retrospective
-from .hubmeta import fetch_model_metadata, metadata_from_shapes
-from .references import METHODS, Examples, FittedReferences, fit_references
-from .user import OUTCOME_COLUMNS, Estimator, EstimatorContext, target_view, training_view
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .api import (
+        ALL_FOLDS,
+        EstimatorSpec,
+        load_estimator,
+        load_inputs,
+        parse_estimator,
+        run_final_fit,
+        run_prospective,
+        run_retrospective,
+        score_fold_predictions,
+    )
+    from .evidence import ARCHITECTURE_FIELDS, EVIDENCE_COLUMNS, Evidence
+    from .features import FAMILIES, FEATURE_NAMES, coarse_family, feature_matrix, feature_vector
+    from .folds import THREE_FAMILIES, across_folds, check_against_published, fold_table, retrospective
+    from .hubmeta import fetch_model_metadata, metadata_from_shapes
+    from .references import METHODS, Examples, FittedReferences, fit_references
+    from .user import OUTCOME_COLUMNS, Estimator, EstimatorContext, target_view, training_view
+
+#: Where each public name lives (imported when first asked for, PEP 562).
+_LAZY = {
+    "ALL_FOLDS": ".api",
+    "EstimatorSpec": ".api",
+    "load_estimator": ".api",
+    "load_inputs": ".api",
+    "parse_estimator": ".api",
+    "run_final_fit": ".api",
+    "run_prospective": ".api",
+    "run_retrospective": ".api",
+    "score_fold_predictions": ".api",
+    "ARCHITECTURE_FIELDS": ".evidence",
+    "EVIDENCE_COLUMNS": ".evidence",
+    "Evidence": ".evidence",
+    "FAMILIES": ".features",
+    "FEATURE_NAMES": ".features",
+    "coarse_family": ".features",
+    "feature_matrix": ".features",
+    "feature_vector": ".features",
+    "THREE_FAMILIES": ".folds",
+    "across_folds": ".folds",
+    "check_against_published": ".folds",
+    "fold_table": ".folds",
+    "retrospective": ".folds",
+    "fetch_model_metadata": ".hubmeta",
+    "metadata_from_shapes": ".hubmeta",
+    "METHODS": ".references",
+    "Examples": ".references",
+    "FittedReferences": ".references",
+    "fit_references": ".references",
+    "OUTCOME_COLUMNS": ".user",
+    "Estimator": ".user",
+    "EstimatorContext": ".user",
+    "target_view": ".user",
+    "training_view": ".user",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The public names of :data:`_LAZY`, imported when first asked for."""
+    if name not in _LAZY:
+        raise AttributeError(f"module '{__name__}' has no attribute '{name}'")
+    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "ALL_FOLDS",

@@ -20,23 +20,14 @@ from ..data.sources.base import Source
 from ..data.sources.memo import remembered
 from ..data.sources.resolve import SourceLike, open_source
 from ..errors import InputError, quote
-from ..scoring.bounded import DEFAULT_TIMEOUT
-from ..scoring.intervals import IntervalsLike, interval_options
+from ..scoring import DEFAULT_TIMEOUT
 from .evidence import ARCHITECTURE, RUNS, STAGES, Evidence, build_evidence
 from .features import FEATURE_NAMES, apply_amendment, feature_matrix
-from .folds import (
-    check_against_published,
-    final_fit,
-    fitting_pool,
-    parameters_of,
-    prospective,
-    retrospective,
-    score_rows,
-)
 from .logistic import CLASSIFIER_SETTINGS
 from .references import BUILT_IN, MODEL, Examples, FittedReferences
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..scoring.intervals import IntervalsLike
     from .user import Estimator
 
 PROTOCOL = "benchmark/estimation/protocol.json"
@@ -63,6 +54,8 @@ class EstimationInputs:
 
     @property
     def parameters(self) -> dict[str, int]:
+        from .folds import parameters_of
+
         return parameters_of(self.metadata)
 
 
@@ -95,6 +88,8 @@ def inputs_from_tables(
     source: Source,
 ) -> EstimationInputs:
     """The comparison's inputs from the rows of :data:`VIEW_TABLES` (pure: what :func:`load_inputs` read)."""
+    from .folds import fitting_pool
+
     metadata = {r["model_id"]: r for r in tables[ARCHITECTURE]}
     pool = fitting_pool(
         tables["configurations"], tables["outcomes"], metadata, protocol.get("source_configuration_ids")
@@ -142,7 +137,8 @@ def run_retrospective(
     no limit; a spec's estimator runs in a child process stopped at the limit, an object you pass in a worker
     thread of your process). With ``intervals``, every method's fold scores get their interval block and each
     estimator is compared with each reference (:mod:`.intervals`)."""
-    from .folds import across_folds, fold_table
+    from ..scoring.intervals import interval_options
+    from .folds import across_folds, fold_table, retrospective
     from .user import bind_estimator, estimator_run
 
     options = interval_options(intervals)
@@ -187,6 +183,8 @@ def _memory_model(inputs: EstimationInputs) -> dict[str, Any]:
 
 def run_final_fit(source: SourceLike = None, revision: str | None = None) -> tuple[FittedReferences, EstimationInputs]:
     """The references fitted on all 90 pool configurations, with the inputs they came from."""
+    from .folds import final_fit
+
     inputs = load_inputs(source, revision)
     return final_fit(inputs.pool, inputs.parameters), inputs
 
@@ -196,6 +194,7 @@ def run_prospective(source: SourceLike = None, revision: str | None = None) -> d
     the release's sealed ``predictions.json``, and the memory model's predictions of the same targets
     (``memory_model``: calibrated on the whole pool; not part of the sealed comparison)."""
     from ..data.tables.reader import load_table
+    from .folds import check_against_published, prospective
     from .physical import FORM_NOTE, prospective_physical
 
     fitted, inputs = run_final_fit(source, revision)
@@ -301,7 +300,8 @@ def score_fold_predictions(
     ``predicted_peaks_mib`` is aligned with the ids or maps ids to peaks (an absent id has no peak); with
     ``intervals``, each fold's scores get their interval block.
     """
-    from .folds import fold_names
+    from ..scoring.intervals import interval_options
+    from .folds import fold_names, score_rows
     from .user import checked_predictions
 
     inputs = load_inputs(source, revision)

@@ -41,10 +41,9 @@ from ..errors import (
     quote,
     type_name,
 )
+from . import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT  # the default, named where signatures can read it cheaply
 from .contained import DISK_ENV, MEMORY_ENV, Child, Output, disk_budget, memory_budget, shown
 
-#: Seconds one call into user code may take unless the caller says otherwise (a normal policy needs milliseconds).
-DEFAULT_TIMEOUT = 300.0
 Isolation = Literal["inline", "thread", "process"]
 #: A call's outcome: ("ok", value) | ("raised" or "unreadable", interrupted, text, trace) | ("refused", error) |
 #: ("died", how) | ("timeout",).

@@ -2,15 +2,64 @@
 
 Modules, from the hidden side to the faces: :mod:`.key` (the scoring key of the selected queries), :mod:`.score`
 (aligning and scoring prediction rows), :mod:`.tasks` (leak-free task inputs and the reference rules) — all
-pure — and :mod:`.api`, where they meet a source.
+pure — and :mod:`.api`, where they meet a source. The names below are imported on first use (scoring a
+predictions file does not import the paired comparison of two).
 """
 
-from ..scoring.labels import label_metrics
-from .api import cached_scoring_key, compare_lists, load_transfer_tables, reference_scores, score_lists
-from .compare import compare_predictions, readings
-from .key import ALL_TRACKS, PREDICTION_COLUMNS, PROTOCOL_VERSION, TRACKS, ScoringKey, check_track, scoring_key
-from .score import align_predictions, read_predictions, score, score_predictions
-from .tasks import RULES, check_rule, predictions_csv, reference_predictions, task_inputs
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..scoring.labels import label_metrics
+    from .api import cached_scoring_key, compare_lists, load_transfer_tables, reference_scores, score_lists
+    from .compare import compare_predictions, readings
+    from .key import ALL_TRACKS, PREDICTION_COLUMNS, PROTOCOL_VERSION, TRACKS, ScoringKey, check_track, scoring_key
+    from .score import align_predictions, read_predictions, score, score_predictions
+    from .tasks import RULES, check_rule, predictions_csv, reference_predictions, task_inputs
+
+#: Where each public name lives (imported when first asked for, PEP 562).
+_LAZY = {
+    "label_metrics": "..scoring.labels",
+    "cached_scoring_key": ".api",
+    "compare_lists": ".api",
+    "load_transfer_tables": ".api",
+    "reference_scores": ".api",
+    "score_lists": ".api",
+    "compare_predictions": ".compare",
+    "readings": ".compare",
+    "ALL_TRACKS": ".key",
+    "PREDICTION_COLUMNS": ".key",
+    "PROTOCOL_VERSION": ".key",
+    "TRACKS": ".key",
+    "ScoringKey": ".key",
+    "check_track": ".key",
+    "scoring_key": ".key",
+    "align_predictions": ".score",
+    "read_predictions": ".score",
+    "score": ".score",
+    "score_predictions": ".score",
+    "RULES": ".tasks",
+    "check_rule": ".tasks",
+    "predictions_csv": ".tasks",
+    "reference_predictions": ".tasks",
+    "task_inputs": ".tasks",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The public names of :data:`_LAZY`, imported when first asked for."""
+    if name not in _LAZY:
+        raise AttributeError(f"module '{__name__}' has no attribute '{name}'")
+    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "ALL_TRACKS",

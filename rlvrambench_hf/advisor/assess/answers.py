@@ -26,7 +26,6 @@ from .changes import Assessed, ChangeSet, in_user_keys, plain, variants
 from .context import Context
 from .floors import FLOORS
 from .predict import WITHIN, SettingArrays
-from .remedies import candidates, changed_table
 from .scope import Flag, scope_flags
 from .verdict import STATES, Assessment, assess, with_hardware
 
@@ -188,6 +187,8 @@ def _remedies(a: Assessment, context: Context) -> dict[int, list[Change]]:
     rows = np.flatnonzero(a.floors.failing() & (a.state >= 0))
     if not len(rows):
         return {}
+    from .remedies import candidates, changed_table  # only for a plan with a failing floor
+
     found = candidates(a.settings, a.floors, rows)
     if not len(found):
         return {}

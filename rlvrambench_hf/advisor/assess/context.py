@@ -1,7 +1,7 @@
 """Everything the answers read from one release, loaded once: the measured records, the fitted references with
 their track record, the model metadata and the measured cloud.
 
-The context is built once per release and kept in the advisor's store (:mod:`.store`) for the runs after: a local
+The context is built once per release and kept in the advisor's store (:mod:`..store`) for the runs after: a local
 folder's entry is used only while every file it was built from (manifests, seals and absent files included) has
 the SHA-256 it had; a Hub revision's entry is the one of its commit. The package's code and the numerical stack
 are part of the key, so an upgrade or an edited install builds it afresh; a corrupted or foreign entry is ignored.
@@ -9,20 +9,14 @@ are part of the key, so an upgrade or an edited install builds it afresh; a corr
 
 from __future__ import annotations
 
-import json
-import sys
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from stat import S_ISREG
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from ...data.schema.pins import CARD_PATH, MANIFESTS
-from ...data.sources.base import Source, sha256_file
+from ...data.sources.base import Source
 from ...data.sources.resolve import SourceLike, open_source
 from ...estimation.api import EstimationInputs, load_inputs
 from ...estimation.physical import record_of
@@ -93,19 +87,12 @@ FORMAT = 1
 def load_context(source: SourceLike = None, revision: str | None = None, *, stored: bool = True) -> Context:
     """The release's side of every answer: from the store when this release, code and stack built it before, else
     read from the release (and stored; ``stored=False`` reads it without the store)."""
+    from ..store import load_derived
+
     src = open_source(source, revision)
     if not stored:
         return build_context(src)
-    identity = src.identity
-    name = _entry_name(identity)
-    found = _stored(name, src, identity)
-    if found is not None:
-        return found
-    with _recording(src) as read:
-        context = build_context(src)
-    if read is not None:
-        _store(name, src, identity, context, read)
-    return context
+    return load_derived(KIND, FORMAT, src, lambda opened: build_context(opened), Context)
 
 
 def build_context(source: Source) -> Context:
@@ -129,104 +116,3 @@ def measured_cloud(records: RecordIndex, metadata: Mapping[str, Mapping[str, Any
     features, ok = feature_columns(SettingArrays.of(settings, metadata))
     scaler = fitted.classifier
     return cloud_of(features, ok, np.asarray(scaler.scaler_mean), np.asarray(scaler.scaler_scale))
-
-
-def _entry_name(identity: Mapping[str, str | None]) -> str:
-    from .store import code_signature, entry_name
-
-    stack = f"python {sys.version}; numpy {np.__version__}; pyarrow {pa.__version__}"
-    return entry_name(KIND, FORMAT, json.dumps(identity, sort_keys=True), code_signature(), stack)
-
-
-def _stored(name: str, source: Source, identity: Mapping[str, str | None]) -> Context | None:
-    """The stored context ``name`` when it was built from this release as it is now (None: absent, untrusted or
-    stale)."""
-    from .store import load_objects, read_entry
-
-    entry = read_entry(name, KIND)
-    if entry is None:
-        return None
-    header, payload = entry
-    files = header.get("files")
-    if header.get("format") != FORMAT or header.get("source") != dict(identity) or not isinstance(files, dict):
-        return None
-    root = _local_root(source, identity)
-    if root is not None and not _unchanged(root, files, header.get("stats") or {}):
-        return None  # a local file changed, appeared or went away since: built afresh
-    try:
-        context = load_objects(payload, {"source": source})
-    except Exception:  # a payload that does not unpickle (a stale or damaged entry) is ignored
-        return None
-    return context if isinstance(context, Context) else None
-
-
-def _store(name: str, source: Source, identity: Mapping[str, str | None], context: Context, read: list[str]) -> None:
-    from .store import dump_objects, write_entry
-
-    root = _local_root(source, identity)
-    files = sorted({*read, CARD_PATH, *(manifest for manifest, _ in MANIFESTS)})
-    header = {
-        "format": FORMAT,
-        "source": dict(identity),
-        "files": {rel: _digest(root, rel) if root is not None else None for rel in files},
-        "stats": {rel: sig for rel in files if root is not None and (sig := _signature(root / rel))},
-    }
-    write_entry(name, KIND, header, dump_objects(context, {"source": source}))
-
-
-def _unchanged(root: Path, files: Mapping[str, object], stats: Mapping[str, object]) -> bool:
-    """Whether every file has the digest it had (None: still absent). A file whose device, inode, size and
-    modification and change times are those recorded is not hashed again: the kernel moves its change time on
-    every write, and no tool can set it back."""
-    for rel, want in files.items():
-        if want is not None and stats.get(rel) is not None and _signature(root / rel) == stats[rel]:
-            continue
-        if _digest(root, rel) != want:
-            return False
-    return True
-
-
-def _signature(path: Path) -> str | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}" if S_ISREG(st.st_mode) else None
-
-
-def _local_root(source: Source, identity: Mapping[str, str | None]) -> Path | None:
-    """The folder of a local release (None for a Hub revision: its commit pins every file)."""
-    root = getattr(source, "root", None)
-    return Path(root) if identity.get("commit") is None and root is not None else None
-
-
-def _digest(root: Path, relpath: str) -> str | None:
-    """The SHA-256 of a local release file as it is now (None: absent or a folder; ``unreadable``: never equal to a
-    digest)."""
-    path = root / relpath
-    try:
-        return sha256_file(path) if path.is_file() else None
-    except OSError:
-        return "unreadable"
-
-
-@contextmanager
-def _recording(source: Source) -> Iterator[list[str] | None]:
-    """The repository paths ``source`` fetches inside the block (what the context is built from), by shadowing its
-    fetch on this one object; None for a source whose fetch cannot be shadowed (then nothing is stored)."""
-    fetch = source._fetch
-    read: list[str] = []
-
-    def recorded(relpath: str) -> Path:
-        read.append(relpath)
-        return fetch(relpath)
-
-    own = getattr(source, "__dict__", None)
-    if own is None:
-        yield None
-        return
-    own["_fetch"] = recorded
-    try:
-        yield read
-    finally:
-        own.pop("_fetch", None)

@@ -2,7 +2,7 @@
 
 Fitting needs scipy (about 0.5 s to import) and the retrospective three more fits; both depend only on the
 release's sealed inputs and the numerical stack. :func:`fitted_with_record` keeps the fitted parameters and the
-per-method track record in the advisor's store (:mod:`.store`, huggingface_hub's assets folder), named by a digest
+per-method track record in the advisor's store (:mod:`..store`, huggingface_hub's assets folder), named by a digest
 of the input files, the package and the stack's versions, and later runs rebuild the references from it with numpy
 alone. A store that cannot be written only costs the next run a refit. (The whole context, :mod:`.context`, is
 stored too; this entry spares the fits when only other files of the release changed.)
@@ -25,7 +25,7 @@ from ...estimation.features import FEATURE_NAMES
 from ...estimation.logistic import CLASSES, LogisticClassifier
 from ...estimation.references import METHODS, FittedReferences
 from ...estimation.regression import ComponentRegression
-from .store import entry_name, read_entry, write_entry
+from ..store import entry_name, read_entry, write_entry
 
 #: The kind of the store's entries; bump :data:`FORMAT` when the stored structure changes.
 KIND = "fit"

@@ -67,9 +67,19 @@ class Cloud:
         return {
             "points": len(self.points),
             "records": sum(len(r) for r in self.records),
-            "nearest_neighbour_median": float(np.median(self.spacing)) if len(self.spacing) else None,
+            "nearest_neighbour_median": _median(self.spacing) if len(self.spacing) else None,
             "nearest_neighbour_max": self.limit,
         }
+
+
+def _median(values: np.ndarray) -> float:
+    """``np.median`` of a non-empty 1-d float array, the same value, without the masked-array check ``np.median``
+    makes (which imports ``numpy.ma``, 7 ms): the mean of the middle one or two sorted values, NaN if any is NaN."""
+    ordered = np.sort(values)
+    if np.isnan(ordered[-1]):
+        return float("nan")
+    half = len(ordered) // 2
+    return float(np.mean(ordered[half : half + 1] if len(ordered) % 2 else ordered[half - 1 : half + 1]))
 
 
 def cloud_of(features: np.ndarray, ok: np.ndarray, mean: np.ndarray, scale: np.ndarray) -> Cloud:

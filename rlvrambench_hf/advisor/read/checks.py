@@ -139,18 +139,30 @@ def typed_from_text(raw: pa.Table, columns: Sequence[Column], where: Where) -> p
     arrays = []
     for column in columns:
         text = raw.column(column.name).combine_chunks() if column.name in raw.column_names else None
-        if text is None:
+        if text is None or (any(column.type is k for k in _TYPED) and _blank(text)):  # nulls, as the casts make
             arrays.append(pa.nulls(raw.num_rows, column.arrow_type))
             continue
-        text = pc.if_else(pc.equal(pc.utf8_trim_whitespace(text), _EMPTY), scalar(None, pa.string()), text)
+        trimmed = pc.utf8_trim_whitespace(text)
+        text = pc.if_else(pc.equal(trimmed, _EMPTY), scalar(None, pa.string()), trimmed)
         arrays.append(_typed_text(text, column, where))
     return pa.Table.from_arrays(arrays, schema=pa.schema([pa.field(c.name, c.arrow_type) for c in columns]))
 
 
+def _blank(text: pa.Array) -> bool:
+    """Whether every cell is null or empty, read from the buffers (no character at all; a plan read from a launch
+    file leaves a third of the settings' columns so)."""
+    if text.null_count == len(text):
+        return True
+    if not pa.types.is_string(text.type):
+        return False
+    data = text.buffers()[2]
+    return data is None or data.size == 0
+
+
 def _typed_text(text: pa.Array, column: Column, where: Where) -> pa.Array:
-    """One column typed: cast at once, and only when the cast refuses a cell, find the first unfit one."""
+    """One column of trimmed text (blank: null) typed: cast at once, and only when the cast refuses a cell, find
+    the first unfit one."""
     kind = column.type
-    text = pc.utf8_trim_whitespace(text)
     if kind is INT64:
         try:
             return pc.cast(text, pa.int64())
@@ -178,6 +190,10 @@ def _typed_text(text: pa.Array, column: Column, where: Where) -> pa.Array:
     if kind is STRING:
         return text
     raise InputError(f"{where(column.name, 0)}: a {kind.name} setting cannot be planned")
+
+
+#: The kinds a setting is typed as (any other is refused, given or not).
+_TYPED = (INT64, FLOAT64, BOOL, STRING)
 
 
 def _refuse(bad: pa.Array, values: pa.Array, setting: str, where: Where, what: str) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -23,6 +23,9 @@ from ...arrow import arrow_ints, numpy_ints, string_array
 from ...data.sources.resolve import SourceLike
 from ...estimation.features import FEATURE_SETTINGS
 from .checks import known_true, scalar
+
+if TYPE_CHECKING:
+    from ...data.sources.base import Source
 
 #: The pattern of a level's name (a test index); other ``configuration_level`` values are named settings.
 LEVEL_PATTERN = r"^c[0-9]+$"
@@ -147,8 +150,22 @@ def row_flags(columns: Sequence[pa.Array], fixed: Sequence[str] = ()) -> list[tu
     return [shared[i] for i in numpy_ints(encoded.indices).tolist()]
 
 
+#: The kind of the advisor's store entries of :class:`Measured`; bump :data:`FORMAT` when what is stored changes in a
+#: way the code does not show.
+KIND = "measured"
+FORMAT = 1
+
+
 def load_measured(source: SourceLike = None, revision: str | None = None) -> Measured:
-    """The release's workloads, models and levels, from its ``configurations`` table."""
+    """The release's workloads, models and levels, from its ``configurations`` table: kept in the advisor's store
+    (:func:`~..store.load_derived`) while the release's files are those it was read from."""
+    from ...data.sources.resolve import open_source
+    from ..store import load_derived
+
+    return load_derived(KIND, FORMAT, open_source(source, revision), _measured, Measured, on_success=True)
+
+
+def _measured(source: Source) -> Measured:
     from ...data.tables.reader import load_table
 
-    return Measured.from_configurations(load_table("configurations", source, revision, decode=True))
+    return Measured.from_configurations(load_table("configurations", source, decode=True))

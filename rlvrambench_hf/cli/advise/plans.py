@@ -100,10 +100,10 @@ def render(
     sweep (more than :data:`DETAIL_LIMIT` plans) gets a verdict line per plan and the count of verdicts. ``names``:
     files named as the user named them (a shipped example's path -> ``example:NAME``)."""
     from ...advisor.output.headline import headline
-    from ...advisor.output.sweep import verdict_counts, verdict_lines
-    from .details import LEGEND, details
 
     if len(answers) > DETAIL_LIMIT:
+        from ...advisor.output.sweep import verdict_counts, verdict_lines
+
         lines = verdict_lines(answers)
         summary = format_table(["verdict / basis", "plans"], verdict_counts(answers))
         return "\n".join([*lines, "", f"{len(lines)} plans; details of each are in --output F.json", summary])
@@ -112,6 +112,8 @@ def render(
         answer = answers.answer(i)
         out += [*([""] if out else []), *headline(answer, kind), *workload_lines(answers.plans, i, names or {})]
     if with_details:
+        from .details import LEGEND, details
+
         out += ["", LEGEND]
         for i in range(len(answers)):
             out += ["", *details(answers.answer(i), answers.plans, i)]

@@ -16,6 +16,8 @@ DEVICE_CAPACITY_MIB = 40_960
 RELEASE_STACK: dict[str, str] = {"algorithm": "GRPO", "adaptation": "LoRA"}
 #: Repository id of the dataset on the Hugging Face Hub.
 DEFAULT_REPO_ID = "kobzaond/RLVRAMBench"
+#: The environment variable that names the default source (a Hub repository id or a folder).
+SOURCE_ENV = "RLVRAMBENCH_SOURCE"
 #: The commit of the published release (``release.json``'s ``huggingface_revision``).
 DEFAULT_REVISION = "68aa8e041b3248c2898ba8062c912e84a64b2c64"
 #: The licence of the data (and of this package), as the Hub names it.

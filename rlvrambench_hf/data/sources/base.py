@@ -13,11 +13,20 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath
+from typing import Protocol
 
 from ...errors import IntegrityError, MissingFileError, RLVRAMBenchError, SourceError, quote
 from ..schema.card import read_front_matter
 from ..schema.pins import CARD_PATH, MANIFESTS
 from .hashing import FileHash, UnreadableFile, hash_file
+
+
+class SeenCards(Protocol):
+    """The dataset cards read before, by their text (:class:`~..tables.kept.SeenCards`)."""
+
+    def seen(self, text: str) -> bool: ...
+
+    def passed(self, text: str) -> None: ...
 
 
 def file_hash(path: str | Path) -> FileHash:
@@ -103,19 +112,31 @@ class Source(ABC):
     @cached_property
     def card_metadata(self) -> dict[str, object]:
         """The YAML front matter of the dataset card (``README.md``)."""
+        return read_front_matter(self._card_text(), f"{self.label}: {CARD_PATH}", SourceError)
+
+    def _card_text(self) -> str:
         where = f"{self.label}: {CARD_PATH}"
         try:
-            text = self._fetch(CARD_PATH).read_bytes().decode("utf-8")
+            return self._fetch(CARD_PATH).read_bytes().decode("utf-8")
         except UnicodeDecodeError as exc:
             raise SourceError(f"{where} is not UTF-8 text (byte {exc.start:,} cannot be decoded)") from None
         except OSError as exc:
             raise SourceError(f"{where} cannot be read ({exc.strerror or type(exc).__name__})") from None
-        return read_front_matter(text, where, SourceError)
 
-    def check_card(self) -> None:
+    def check_card(self, seen: SeenCards | None = None) -> None:
         """Fail with one line unless the release carries a readable dataset card (an unreachable source fails
-        here too)."""
-        _ = self.card_metadata
+        here too). ``seen``: the cards read before (:data:`~..tables.kept.CARDS`), one of which is not parsed
+        again."""
+        if "card_metadata" in self.__dict__ or self.__dict__.get("_card_seen"):
+            return
+        if seen is None:
+            _ = self.card_metadata
+            return
+        text = self._card_text()
+        if not seen.seen(text):
+            self.__dict__["card_metadata"] = read_front_matter(text, f"{self.label}: {CARD_PATH}", SourceError)
+            seen.passed(text)
+        self.__dict__["_card_seen"] = True
 
     def path(self, relpath: str, *, verify: bool = True) -> Path:
         """Local path of a verified file of the release."""

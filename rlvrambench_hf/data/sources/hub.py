@@ -19,7 +19,7 @@ from functools import cached_property
 from pathlib import Path, PurePosixPath
 
 from ...errors import IntegrityError, MissingFileError, SourceError, first_line, quote
-from ..schema.pins import CARD_PATH
+from ..schema.pins import CARD_PATH, SOURCE_ENV
 from .base import Digest, Source
 from .caches import CACHES
 from .hubcache import (
@@ -41,8 +41,6 @@ from .hubcache import (
 )
 from .huberrors import endpoint, hub_error, missing_revision, unreachable
 from .hubnet import HubTrafficError, expecting, hub_traffic
-
-SOURCE_ENV = "RLVRAMBENCH_SOURCE"
 
 #: What git accepts in a branch or tag name (and a commit id); ``..`` and ``//`` are refused separately.
 _REVISION = re.compile(r"[A-Za-z0-9_.+@-][A-Za-z0-9_./+@=-]*(?<![./])")

@@ -30,7 +30,6 @@ import contextlib
 import errno
 import functools
 import re
-import socket
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -210,6 +209,8 @@ def _failed(traffic: Traffic, request: Any, exc: BaseException) -> BaseException
 
 
 def _unreachable_reason(exc: BaseException) -> str | None:
+    import socket  # here: every command opens the traffic's bounds, few meet an error
+
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, socket.gaierror):

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import TypeAlias
 
 from ...errors import SourceError
-from ..schema.pins import DEFAULT_REPO_ID, DEFAULT_REVISION
+from ..schema.pins import DEFAULT_REPO_ID, DEFAULT_REVISION, SOURCE_ENV
 from .base import Source
-from .hub import SOURCE_ENV, HubSource
 from .local import LocalSource
 
 #: The environment variables that choose the default source (:data:`SOURCE_ENV`) and Hub revision.
@@ -65,4 +64,6 @@ def open_source(source: SourceLike = None, revision: str | None = None) -> Sourc
     if wanted.local:
         return LocalSource(Path(wanted.location))
     assert wanted.revision is not None
+    from .hub import HubSource  # a Hub source's machinery (its cache, its errors) only for a Hub source
+
     return HubSource(wanted.location, wanted.revision, configured=wanted.configured)

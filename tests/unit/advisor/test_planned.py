@@ -163,3 +163,25 @@ def test_an_unmeasured_workload_is_read_with_a_flag_and_a_measured_level_is_name
                        source=shared_mini.root)  # fmt: skip
     assert level.settings(0)["configuration_level"] == "c1"
     assert "configuration_level" not in plans.settings(1)  # vLLM's 0.55 is no measured level
+
+
+def test_a_column_nothing_was_given_in_is_typed_as_the_casts_type_it(monkeypatch):
+    """Blank or null cells of a column are nulls of its type without the casts (a plan read from a launch file leaves
+    a third of the settings so); the casts, run on the same cells, make the same table."""
+    import pyarrow as pa
+
+    from rlvrambench_hf.advisor.plan.plans import SETTINGS_CONFIG
+    from rlvrambench_hf.advisor.read import checks
+    from rlvrambench_hf.arrow import string_array
+    from rlvrambench_hf.data.schema.registry import get_spec
+
+    columns = get_spec(SETTINGS_CONFIG).columns
+    where = checks.Where(lambda _: "plans", {})
+    blank = pa.table({c.name: string_array(["", "", ""]) for c in columns})
+    null = pa.table({c.name: pa.nulls(3, pa.string()) for c in columns})
+    given = pa.table({c.name: string_array(["", " ", ""]) for c in columns})  # a space: cast, then null
+    fast = [checks.typed_from_text(t, columns, where) for t in (blank, null, given)]
+    monkeypatch.setattr(checks, "_blank", lambda text: False)
+    cast = [checks.typed_from_text(t, columns, where) for t in (blank, null, given)]
+    assert all(f.equals(c) and f.schema.equals(c.schema) for f, c in zip(fast, cast))
+    assert all(fast[0].column(c.name).null_count == 3 for c in columns)

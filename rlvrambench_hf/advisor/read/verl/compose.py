@@ -19,7 +19,7 @@ from .checks import DEPRECATED, FORK_KEYS, checked
 from .config import DEFAULT_CONFIGS, Config, merged, verl_folders, with_defaults, yaml_tree
 from .hydra import plain
 from .launch import Launch, Script, key_lines, read_script
-from .versions import version_for
+from .versions import installed_version, version_for
 
 _YAML = (".yaml", ".yml", ".json")
 _SCRIPTS = (".sh", ".bash", ".sbatch", ".slurm")
@@ -36,11 +36,12 @@ def verl_configs(
     verl_version: str | None = None,
 ) -> list[Config]:
     """The configs of ``plans``: a mapping, a config YAML, a script or a command line (``command_line``)."""
-    version = version_for(verl_version)
+    installed = installed_version()  # read once: its package metadata is looked for on the whole sys.path
+    version = version_for(verl_version, installed)
     found = _source(plans, command_line)
     if isinstance(found, dict):  # a config tree (a mapping, a YAML)
         tree, origin = found["tree"], found["origin"]
-        return [_finished(checked(with_defaults(tree, origin, version=version)))]
+        return [_finished(checked(with_defaults(tree, origin, version=version, installed=installed)))]
     text, name, folder = found
     script = read_script(text, name, arguments=arguments)
     configs: list[Config] = []
@@ -58,7 +59,7 @@ def verl_configs(
         overrides, notes = _runtime_values(launch, origin, preset, lines)
         base, packaged = _base_config(launch, folder, origin)
         config = with_defaults(merged(base, overrides, origin), origin, packaged=packaged, lines=lines,
-                               version=version, environment=launch.environment)  # fmt: skip
+                               version=version, environment=launch.environment, installed=installed)  # fmt: skip
         config.notes.update(notes)
         config.reads.extend(f"not read: {n}" for n in notes.values())
         for prefix, key, _ in overrides:  # Hydra deletes the key from the composed config, its default too

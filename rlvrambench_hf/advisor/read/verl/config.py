@@ -25,7 +25,7 @@ from ..checks import quoted
 from ..shell.environment import note_environment
 from .hydra import HydraSweep, hydra_value, plain
 from .values import check_digits
-from .versions import NEWEST, Version, default_tree, installed_version, parse_version
+from .versions import LOOK_UP, NEWEST, LookUp, Version, default_tree, installed_version, parse_version
 
 _ABSENT = object()
 #: OmegaConf's value of a mandatory key not yet given.
@@ -94,11 +94,30 @@ def installed_defaults(relatives: Sequence[str] = DEFAULT_CONFIGS) -> tuple[dict
         for relative in relatives:
             path = folder / relative
             if path.is_file():
-                tree = parse_structured(read_text(path, "VERL's trainer config"), str(path), ".yaml")
+                tree = packaged_tree(read_text(path, "VERL's trainer config"), str(path))
                 if isinstance(tree, dict):
                     tree.pop("defaults", None)
                     return tree, str(path)
     return None
+
+
+#: The kind of the advisor's store entries of a parsed packaged config; bump :data:`PARSED_FORMAT` when what is
+#: stored changes in a way the code does not show.
+PARSED_KIND, PARSED_FORMAT = "verl-config", 1
+
+
+def packaged_tree(text: str, name: str) -> object:
+    """``text`` (a packaged config of VERL's, ``name``) parsed as YAML, from the advisor's store when the same text
+    was parsed before by the same code and PyYAML (keyed by its SHA-256; VERL's generated config is 40 KiB of YAML
+    read on every answer)."""
+    import hashlib
+
+    from ....data.tables.kept import library_signature
+    from ...store import load_parsed
+
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    key = (digest, library_signature("yaml"))
+    return load_parsed(PARSED_KIND, PARSED_FORMAT, key, lambda: parse_structured(text, name, ".yaml"), object)
 
 
 def merged(base: Mapping[str, Any], overrides: Sequence[tuple[str, str, str | None]], name: str) -> dict[str, Any]:
@@ -152,21 +171,24 @@ def with_defaults(
     lines: Mapping[str, str] | None = None,
     version: Version | None = None,
     environment: Mapping[str, list[str]] | None = None,
+    installed: str | None | LookUp = LOOK_UP,
 ) -> Config:
     """``top`` over the defaults of the VERL the run uses: the installed one's packaged config (``packaged``: which
     of them) when that is the VERL asked for, else the defaults this package ships for ``version``; what VERL does
-    to it before a run is :func:`~.checks.checked`'s."""
+    to it before a run is :func:`~.checks.checked`'s. ``installed``: the installed VERL's version when the caller
+    read it already (:func:`~.versions.installed_version`)."""
     _visible_keys(top, origin)
     version = version or Version(NEWEST, "unknown")
-    installed = installed_version()
+    installed = installed_version() if isinstance(installed, LookUp) else installed
     mine = version.how != "given" or (installed is not None and parse_version(installed).minor == version.minor)
     found = installed_defaults(packaged) if mine else None
-    if found is not None:
-        (base, where), label = found, (f"VERL {installed}" if installed else "VERL")
+    if found is not None:  # a tree of this call's own (parsed, or read from the store, for it): not copied
+        (tree, where), label = found, (f"VERL {installed}" if installed else "VERL")
     else:
         (base, where), label = default_tree(version), version.label
         base = deep_update(base, PACKAGED_EXTRAS.get(packaged[-1], {})) if packaged != DEFAULT_CONFIGS else base
-    return Config(deep_update(copy.deepcopy(base), top), origin, where, given=copy.deepcopy(dict(top)),
+        tree = copy.deepcopy(base)
+    return Config(deep_update(tree, top), origin, where, given=copy.deepcopy(dict(top)),
                   lines=dict(lines or {}), label=label, version=version,
                   environment=dict(environment or {}))  # fmt: skip
 

@@ -146,7 +146,26 @@ def parse_version(text: str, how: str = "given") -> Version:
 
 
 def installed_version() -> str | None:
-    """The installed VERL's version from its package metadata (VERL is never imported), or None."""
+    """The installed VERL's version from its package metadata (VERL is never imported), or None. Kept in the
+    advisor's store while every place the metadata is looked for is as it was
+    (:func:`~rlvrambench_hf.data.tables.kept.distribution_places`): :mod:`importlib.metadata` and the email parser
+    it reads the metadata with take about 15 ms to import."""
+    from ....data.tables.kept import distribution_places
+    from ...store import load_parsed
+
+    places = distribution_places("verl")
+    if places is None:
+        return _metadata_version()
+    found = load_parsed(VERSION_KIND, VERSION_FORMAT, (places,), lambda: (_metadata_version(),), tuple)
+    return found[0] if len(found) == 1 and isinstance(found[0], str | None) else _metadata_version()
+
+
+#: The kind of the advisor's store entries of the installed VERL's version; bump :data:`VERSION_FORMAT` when what is
+#: stored changes in a way the code does not show.
+VERSION_KIND, VERSION_FORMAT = "verl-version", 1
+
+
+def _metadata_version() -> str | None:
     from importlib import metadata
 
     try:
@@ -155,11 +174,20 @@ def installed_version() -> str | None:
         return None
 
 
-def version_for(given: str | None) -> Version:
-    """The VERL a config is read for: ``given``, else the installed one's, else not known (the newest facts)."""
+class LookUp:
+    """The type of :data:`LOOK_UP`."""
+
+
+#: The installed VERL's version not given by the caller: it is read from VERL's package metadata.
+LOOK_UP = LookUp()
+
+
+def version_for(given: str | None, installed: str | None | LookUp = LOOK_UP) -> Version:
+    """The VERL a config is read for: ``given``, else the installed one's (``installed``, when the caller read it
+    already: :func:`installed_version`), else not known (the newest facts)."""
     if given is not None:
         return parse_version(given)
-    installed = installed_version()
+    installed = installed_version() if isinstance(installed, LookUp) else installed
     if installed is not None:
         try:
             return parse_version(installed, "installed")
