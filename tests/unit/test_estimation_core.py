@@ -13,7 +13,6 @@ from rlvrambench_hf.errors import InputError, IntegrityError, NumericalError
 from rlvrambench_hf.estimation.api import (
     AMENDMENT,
     PROTOCOL,
-    check_against_published,
     load_inputs,
     run_prospective,
     run_retrospective,
@@ -28,7 +27,7 @@ from rlvrambench_hf.estimation.features import (
     feature_vector,
     startup_diagnostic,
 )
-from rlvrambench_hf.estimation.folds import fitting_pool, fold_names, split
+from rlvrambench_hf.estimation.folds import check_against_published, fitting_pool, fold_names, split
 from rlvrambench_hf.estimation.logistic import CLASSES, LogisticClassifier, fit_logistic
 from rlvrambench_hf.estimation.references import BUILT_IN, METHODS, Examples, FittedReferences
 from rlvrambench_hf.estimation.regression import ComponentRegression, fit_regression, regression_states
