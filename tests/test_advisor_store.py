@@ -28,6 +28,15 @@ from rlvrambench_hf.errors import IntegrityError
 from conftest import cli_env, run_cli
 
 
+def as_command(call, *args):
+    """``call(*args)`` as a command of the command line runs it: what it keeps is written when it succeeds (a Python
+    call outside a command keeps nothing)."""
+    from rlvrambench_hf.data.tables.kept import written_on_success
+
+    with written_on_success():
+        return call(*args)
+
+
 @pytest.fixture
 def entries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty store folder of this test."""
@@ -204,9 +213,9 @@ def test_the_measured_levels_are_stored_and_read_afresh_when_a_file_they_were_re
     real = measured_module._measured
     monkeypatch.setattr(measured_module, "_measured", lambda source: built.append(source) or real(source))
     fresh = real(open_source(release))
-    first = measured_module.load_measured(release)
+    first = as_command(measured_module.load_measured, release)
     (entry,) = entries.glob("measured-*")
-    second = measured_module.load_measured(release)
+    second = as_command(measured_module.load_measured, release)
     assert len(built) == 1, "the stored levels were not used"
     for found in (first, second):
         assert (found.workloads, found.legacy, found.models, found.families) == (
@@ -218,19 +227,19 @@ def test_the_measured_levels_are_stored_and_read_afresh_when_a_file_they_were_re
     middle = len(payload) // 2
     flipped = payload[:middle] + bytes([payload[middle] ^ 1]) + payload[middle + 1 :]
     entry.write_bytes(b"\n".join([head, header, flipped]))
-    measured_module.load_measured(release)
+    as_command(measured_module.load_measured, release)
     assert len(built) == 2, "a damaged entry was used"
     configurations = release / "benchmark" / "configurations.csv"
     configurations.write_bytes(configurations.read_bytes())  # the same bytes: still the stored levels
-    measured_module.load_measured(release)
+    as_command(measured_module.load_measured, release)
     assert len(built) == 2
     card = release / "README.md"
     card.write_text(card.read_text() + "\n")
-    measured_module.load_measured(release)
+    as_command(measured_module.load_measured, release)
     assert len(built) == 3
     configurations.write_bytes(configurations.read_bytes().replace(b"gsm8k", b"gsm8K", 1))
     with pytest.raises(IntegrityError, match="configurations.csv does not match its published SHA-256"):
-        measured_module.load_measured(release)
+        as_command(measured_module.load_measured, release)
 
 
 PACKAGED = "verl/trainer/config/_generated_ppo_trainer.yaml"
@@ -249,11 +258,11 @@ def test_verl_packaged_config_is_parsed_once_per_content_and_never_served_stale(
     real = config.parse_structured
     monkeypatch.setattr(config, "parse_structured", lambda text, *rest: parsed.append(text) or real(text, *rest))
     expected = ({"data": {"max_prompt_length": 512, "train_batch_size": 1024}}, str(packaged))
-    assert config.installed_defaults() == expected
-    assert config.installed_defaults() == expected and len(parsed) == 1, "the stored tree was not used"
+    assert as_command(config.installed_defaults) == expected
+    assert as_command(config.installed_defaults) == expected and len(parsed) == 1, "the stored tree was not used"
     (entry,) = entries.glob("verl-config-*")
     packaged.write_text(packaged.read_text().replace("512", "768"))  # the same size: its content decides
-    changed = config.installed_defaults()
+    changed = as_command(config.installed_defaults)
     assert changed is not None and changed[0]["data"]["max_prompt_length"] == 768 and len(parsed) == 2
     head, header, _ = entry.read_bytes().split(b"\n", 2)
     witness = tmp_path / "ran"
@@ -261,8 +270,8 @@ def test_verl_packaged_config_is_parsed_once_per_content_and_never_served_stale(
     evil = pickle.dumps(_Runs(str(witness)), protocol=5)  # a payload that would run code, with a matching digest
     store.write_entry(entry.name, "verl-config", {k: v for k, v in fields.items() if k != "payload_sha256"}, evil)
     packaged.write_text(packaged.read_text().replace("768", "512"))
-    assert config.installed_defaults() == expected and len(parsed) == 3 and not witness.exists()
-    assert config.installed_defaults() == expected and len(parsed) == 3  # rewritten whole, and read back
+    assert as_command(config.installed_defaults) == expected and len(parsed) == 3 and not witness.exists()
+    assert as_command(config.installed_defaults) == expected and len(parsed) == 3  # rewritten whole, and read back
 
 
 def test_the_installed_verl_version_is_kept_while_the_places_it_is_looked_for_are_unchanged(
@@ -284,14 +293,16 @@ def test_the_installed_verl_version_is_kept_while_the_places_it_is_looked_for_ar
 
     later = site("later", "0.9.1")
     monkeypatch.syspath_prepend(str(tmp_path / "later"))
-    assert versions.installed_version() == versions.installed_version() == "0.9.1" and len(looked) == 1
+    version = versions.installed_version
+    assert as_command(version) == as_command(version) == "0.9.1" and len(looked) == 1
     later.write_text(later.read_text().replace("0.9.1", "0.8.0"))  # edited in place
-    assert versions.installed_version() == "0.8.0" and len(looked) == 2
+    assert as_command(versions.installed_version) == "0.8.0" and len(looked) == 2
     site("earlier", "0.7.1")
     monkeypatch.syspath_prepend(str(tmp_path / "earlier"))  # found first, as importlib.metadata finds it
-    assert versions.installed_version() == versions.installed_version() == "0.7.1" and len(looked) == 3
+    version = versions.installed_version
+    assert as_command(version) == as_command(version) == "0.7.1" and len(looked) == 3
     shutil.rmtree(tmp_path / "earlier" / "verl-0.7.1.dist-info")
     (tmp_path / "earlier" / "unrelated.txt").write_text("")  # a folder's other files do not matter
-    assert versions.installed_version() == "0.8.0" and len(looked) == 4
+    assert as_command(versions.installed_version) == "0.8.0" and len(looked) == 4
     (tmp_path / "earlier" / "another.txt").write_text("")
-    assert versions.installed_version() == "0.8.0" and len(looked) == 4
+    assert as_command(versions.installed_version) == "0.8.0" and len(looked) == 4

@@ -11,12 +11,15 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+# The scoring names are bound here, not looked up lazily: ``score`` is also the name of a submodule, which importing
+# it (as evaluate does) would otherwise leave in this namespace instead of the function.
+from .score import align_predictions, read_predictions, score, score_predictions
+
 if TYPE_CHECKING:
     from ..scoring.labels import label_metrics
     from .api import cached_scoring_key, compare_lists, load_transfer_tables, reference_scores, score_lists
     from .compare import compare_predictions, readings
     from .key import ALL_TRACKS, PREDICTION_COLUMNS, PROTOCOL_VERSION, TRACKS, ScoringKey, check_track, scoring_key
-    from .score import align_predictions, read_predictions, score, score_predictions
     from .tasks import RULES, check_rule, predictions_csv, reference_predictions, task_inputs
 
 #: Where each public name lives (imported when first asked for, PEP 562).
@@ -36,10 +39,6 @@ _LAZY = {
     "ScoringKey": ".key",
     "check_track": ".key",
     "scoring_key": ".key",
-    "align_predictions": ".score",
-    "read_predictions": ".score",
-    "score": ".score",
-    "score_predictions": ".score",
     "RULES": ".tasks",
     "check_rule": ".tasks",
     "predictions_csv": ".tasks",

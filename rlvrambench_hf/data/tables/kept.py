@@ -102,8 +102,9 @@ def write_entry(
     where: Path | None, name: str, kind: str, header: dict[str, Any], payload: bytes, *, on_success: bool = False
 ) -> bool:
     """Write the entry ``name`` into the folder ``where`` atomically (False when it cannot be written: nothing is
-    left behind); ``on_success``: inside :func:`written_on_success`, when its block ends without an error."""
-    if where is None:
+    left behind); ``on_success``: inside :func:`written_on_success`, when its block ends without an error, and not
+    at all outside one (a Python call has no end to wait for: what it would keep is not kept)."""
+    if where is None or (on_success and _PENDING is None):
         return False
     line = json.dumps({**header, "payload_sha256": hashlib.sha256(payload).hexdigest()}, sort_keys=True)
     data = MAGIC + kind.encode() + b"\n" + line.encode() + b"\n" + payload
