@@ -7,8 +7,7 @@ in the tests). The metric travels in the wheel; from any folder: ``evaluate.load
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .errors import (
     InputError,
@@ -21,6 +20,7 @@ from .errors import (
     SourceError,
     UnknownConfigError,
 )
+from .lazy import lazy_names
 
 if TYPE_CHECKING:  # the names below are imported on first use (``rlvrambench --version`` imports none of them)
     from .adapters.trainer import trainer_metrics
@@ -52,17 +52,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """The public names of :data:`_LAZY`, imported when first asked for (PEP 562)."""
-    if name not in _LAZY:
-        raise AttributeError(f"module '{__name__}' has no attribute '{name}'")
-    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
 
 
 __version__ = "0.2.0"

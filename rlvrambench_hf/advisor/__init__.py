@@ -17,8 +17,9 @@ model's own class). :func:`explain_failure` diagnoses a failure log, with the la
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_names
 
 if TYPE_CHECKING:  # imported on first use: answering a plan does not import the log diagnosis, and the reverse
     from ..memory.phases import PhaseModel
@@ -56,17 +57,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """The public names of :data:`_LAZY`, imported when first asked for."""
-    if name not in _LAZY:
-        raise AttributeError(f"module '{__name__}' has no attribute '{name}'")
-    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
 
 
 __all__ = [

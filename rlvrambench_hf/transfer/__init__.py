@@ -8,8 +8,9 @@ predictions file does not import the paired comparison of two).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_names
 
 # The scoring names are bound here, not looked up lazily: ``score`` is also the name of a submodule, which importing
 # it (as evaluate does) would otherwise leave in this namespace instead of the function.
@@ -47,17 +48,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """The public names of :data:`_LAZY`, imported when first asked for."""
-    if name not in _LAZY:
-        raise AttributeError(f"module '{__name__}' has no attribute '{name}'")
-    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
 
 
 __all__ = [
